@@ -1,0 +1,1058 @@
+/*
+ * Links: the WAN side of the relay.  One link per peer site, made of K
+ * TCP streams (TLS 1.3 by default).  docs/protocol.md is the contract;
+ * this file is its relay-to-relay half.
+ *
+ * Reliability: every DATA chunk gets a link sequence number and stays in
+ * the re-send queue until the peer acknowledges it cumulatively.  When a
+ * stream breaks, the chunks it carried go out again on the streams still
+ * up (or on the next one to come up); the receiver drops what it already
+ * has and re-orders the rest, so each chunk is delivered exactly once and
+ * in link order, which keeps every source/destination pair in send order.
+ *
+ * Flow control: a chunk for remote rank r leaves only within the credit
+ * the peer granted for r; the peer returns credit (CREDIT, cumulative
+ * totals, so a lost frame is repaired by the next) once r's session took
+ * the bytes.  One slow rank therefore never stalls the others.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gc_log.h"
+#include "relay.h"
+
+#define REORDER_MAX_AHEAD   (1u << 22) /* chunks beyond recv_cum accepted */
+#define HANDSHAKE_TIMEOUT_S 10
+
+static void stream_transmit(struct stream *st, struct chunk *c, int resent);
+static void stream_down(struct stream *st, const char *why);
+static void stream_dial(struct stream *st);
+static void stream_connected(struct stream *st);
+static void set_stream_watermark(struct stream *st);
+static void on_stream_read(struct bufferevent *bev, void *arg);
+static void on_stream_write(struct bufferevent *bev, void *arg);
+static void on_stream_event(struct bufferevent *bev, short events, void *arg);
+static void link_fail_sessions_lost(struct link *link, const char *why);
+
+static const struct relay_config *cfg_of(const struct link *link)
+{
+    return link->relay->cfg;
+}
+
+static uint32_t peer_rank_index(const struct link *link, uint32_t rank)
+{
+    return rank - link->peer->first_rank;
+}
+
+/* ---- per-link state --------------------------------------------------- */
+
+static void drop_queues(struct link *link)
+{
+    struct chunk *c;
+    while ((c = TAILQ_FIRST(&link->resend)) != NULL) {
+        TAILQ_REMOVE(&link->resend, c, entry);
+        chunk_unref(c);
+    }
+    for (uint64_t i = 0; i < link->reorder_cap; i++) {
+        if (link->reorder[i] != NULL) {
+            chunk_unref(link->reorder[i]);
+            link->reorder[i] = NULL;
+        }
+    }
+    link->unacked_bytes = 0;
+    link->reorder_bytes = 0;
+}
+
+/* Forget everything about the peer's previous incarnation. */
+static void link_reset(struct link *link)
+{
+    drop_queues(link);
+    link->next_link_seq = 1;
+    link->recv_cum = 0;
+    link->acked_sent = 0;
+    link->peer_epoch = 0;
+    link->generation++;
+    memset(link->credit_consumed, 0,
+           link->peer->rank_count * sizeof *link->credit_consumed);
+    memset(link->credit_returned, 0,
+           link->peer->rank_count * sizeof *link->credit_returned);
+    memset(link->returned_total, 0,
+           cfg_of(link)->rank_count * sizeof *link->returned_total);
+    memset(link->returned_sent, 0,
+           cfg_of(link)->rank_count * sizeof *link->returned_sent);
+}
+
+static struct stream *least_loaded_stream(struct link *link)
+{
+    struct stream *best = NULL;
+    size_t best_len = SIZE_MAX;
+    for (uint32_t i = 0; i < link->stream_count; i++) {
+        struct stream *st = &link->streams[i];
+        if (st->state != STREAM_UP)
+            continue;
+        size_t len = evbuffer_get_length(bufferevent_get_output(st->bev));
+        if (len < best_len) {
+            best = st;
+            best_len = len;
+        }
+    }
+    return best;
+}
+
+static size_t queued_on_streams(const struct link *link)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < link->stream_count; i++)
+        if (link->streams[i].bev != NULL)
+            total += evbuffer_get_length(
+                bufferevent_get_output(link->streams[i].bev));
+    return total;
+}
+
+int link_streams_up(const struct link *link)
+{
+    int up = 0;
+    for (uint32_t i = 0; i < link->stream_count; i++)
+        up += link->streams[i].state == STREAM_UP;
+    return up;
+}
+
+int link_idle(const struct link *link)
+{
+    return TAILQ_EMPTY(&link->resend) || link->state == LINK_LOST;
+}
+
+void link_wake_waiters(struct link *link)
+{
+    struct session *s;
+    while ((s = TAILQ_FIRST(&link->waiters)) != NULL) {
+        TAILQ_REMOVE(&link->waiters, s, wait_entry);
+        s->blocked_link = NULL;
+        session_wake(s);
+    }
+}
+
+static void send_control(struct link *link, const struct gc_frame_header *h)
+{
+    struct stream *st = least_loaded_stream(link);
+    if (st != NULL)
+        frame_send(st->bev, h, NULL);
+}
+
+/* ACK everything delivered in order, and return credit ranks freed. */
+static void flush_acks_and_credit(struct link *link, int all_credit)
+{
+    if (link_streams_up(link) == 0)
+        return;
+    const struct relay_config *cfg = cfg_of(link);
+    if (link->recv_cum > link->acked_sent) {
+        struct gc_frame_header ack = {.type = GC_FRAME_ACK,
+                                      .job_id = cfg->job_id,
+                                      .link_seq = link->recv_cum};
+        send_control(link, &ack);
+        link->acked_sent = link->recv_cum;
+    }
+    for (uint32_t i = 0; i < cfg->rank_count; i++) {
+        if (link->returned_total[i] == link->returned_sent[i] &&
+            !(all_credit && link->returned_total[i] > 0))
+            continue;
+        struct gc_frame_header credit = {.type = GC_FRAME_CREDIT,
+                                         .job_id = cfg->job_id,
+                                         .dst_rank = cfg->first_rank + i,
+                                         .msg_len = link->returned_total[i]};
+        send_control(link, &credit);
+        link->returned_sent[i] = link->returned_total[i];
+    }
+}
+
+static void on_ack_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    flush_acks_and_credit(arg, 0);
+}
+
+static void schedule_ack(struct link *link, int now)
+{
+    if (now) {
+        event_active(link->ack_timer, EV_TIMEOUT, 0);
+        return;
+    }
+    if (!evtimer_pending(link->ack_timer, NULL)) {
+        uint32_t ms = cfg_of(link)->ack_interval_ms;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        evtimer_add(link->ack_timer, &tv);
+    }
+}
+
+void link_credit_returned(struct link *link, uint32_t local_rank_index,
+                          uint64_t bytes)
+{
+    link->returned_total[local_rank_index] += bytes;
+    uint64_t unsent = link->returned_total[local_rank_index] -
+                      link->returned_sent[local_rank_index];
+    /* Return big amounts at once so the sender never idles on credit. */
+    schedule_ack(link, unsent >= cfg_of(link)->rank_credit / 4);
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+static uint64_t credit_available(const struct link *link, uint32_t idx)
+{
+    return link->peer_credit + link->credit_returned[idx] -
+           link->credit_consumed[idx];
+}
+
+int link_can_accept(struct link *link, const struct chunk *c)
+{
+    const struct relay_config *cfg = cfg_of(link);
+    if (link->peer_epoch == 0)
+        return 0; /* the peer has not told us its credit yet */
+    uint64_t cost = chunk_cost(c);
+    if (link->unacked_bytes > 0 &&
+        link->unacked_bytes + cost > cfg->link_window)
+        return 0;
+    if (queued_on_streams(link) >= cfg->link_high_watermark)
+        return 0;
+    uint32_t idx = peer_rank_index(link, c->hdr.dst_rank);
+    int nothing_in_flight =
+        link->credit_consumed[idx] == link->credit_returned[idx];
+    /* A lone chunk larger than the whole credit may always go. */
+    return credit_available(link, idx) >= cost || nothing_in_flight;
+}
+
+void link_send_chunk(struct link *link, struct chunk *c)
+{
+    chunk_ref(c);
+    c->hdr.link_seq = link->next_link_seq++;
+    c->stream_index = CHUNK_UNSENT;
+    link->credit_consumed[peer_rank_index(link, c->hdr.dst_rank)] +=
+        chunk_cost(c);
+    link->unacked_bytes += chunk_cost(c);
+    TAILQ_INSERT_TAIL(&link->resend, c, entry);
+    struct stream *st = least_loaded_stream(link);
+    if (st != NULL)
+        stream_transmit(st, c, 0);
+}
+
+static void on_stream_written(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    chunk_unref(arg);
+}
+
+static void stream_transmit(struct stream *st, struct chunk *c, int resent)
+{
+    struct link *link = st->link;
+    struct gc_frame_header h = c->hdr;
+    h.flags = (uint16_t)((h.flags & GC_FLAG_LAST_CHUNK) |
+                         (resent ? GC_FLAG_RESENT : 0));
+    uint8_t raw[GC_HEADER_SIZE];
+    gc_header_encode(&h, raw);
+    struct evbuffer *out = bufferevent_get_output(st->bev);
+    evbuffer_add(out, raw, sizeof raw);
+    if (h.payload_len > 0) {
+        chunk_ref(c);
+        if (evbuffer_add_reference(out, c->data, h.payload_len,
+                                   on_stream_written, c) != 0)
+            chunk_unref(c);
+    }
+    c->stream_index = st->index;
+    st->bytes_out += h.payload_len;
+    link->bytes_out += h.payload_len;
+    link->chunks_out++;
+    if (resent)
+        link->chunks_resent++;
+}
+
+/* Send every unacknowledged chunk that is not on a live stream. */
+static void resend_orphans(struct link *link)
+{
+    struct chunk *c;
+    TAILQ_FOREACH(c, &link->resend, entry)
+    {
+        if (c->stream_index != CHUNK_UNSENT &&
+            link->streams[c->stream_index].state == STREAM_UP)
+            continue;
+        struct stream *st = least_loaded_stream(link);
+        if (st == NULL)
+            return;
+        int resent = c->stream_index != CHUNK_UNSENT;
+        stream_transmit(st, c, resent);
+    }
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+static int reorder_grow(struct link *link, uint64_t ahead)
+{
+    uint64_t cap = link->reorder_cap;
+    while (cap < ahead)
+        cap *= 2;
+    if (cap == link->reorder_cap)
+        return 0;
+    struct chunk **ring = calloc(cap, sizeof *ring);
+    if (ring == NULL)
+        return -1;
+    /* Re-index: slot = seq % cap, for the seqs after recv_cum. */
+    for (uint64_t i = 0; i < link->reorder_cap; i++) {
+        struct chunk *c = link->reorder[i];
+        if (c != NULL)
+            ring[c->hdr.link_seq & (cap - 1)] = c;
+    }
+    free(link->reorder);
+    link->reorder = ring;
+    link->reorder_cap = cap;
+    return 0;
+}
+
+static void deliver_in_order(struct link *link)
+{
+    struct relay *relay = link->relay;
+    for (;;) {
+        uint64_t next = link->recv_cum + 1;
+        struct chunk **slot = &link->reorder[next & (link->reorder_cap - 1)];
+        struct chunk *c = *slot;
+        if (c == NULL || c->hdr.link_seq != next)
+            return;
+        *slot = NULL;
+        link->recv_cum = next;
+        link->reorder_bytes -= c->hdr.payload_len;
+        relay_deliver_local(relay, relay_local_slot(relay, c->hdr.dst_rank), c);
+        chunk_unref(c);
+    }
+}
+
+static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
+                            struct evbuffer *in)
+{
+    struct link *link = st->link;
+    struct relay *relay = link->relay;
+    const struct relay_peer_config *peer = link->peer;
+    if (h->src_rank < peer->first_rank ||
+        h->src_rank - peer->first_rank >= peer->rank_count ||
+        relay_local_slot(relay, h->dst_rank) == NULL || h->link_seq == 0) {
+        stream_down(st, "peer sent DATA with ranks outside its range");
+        return -1;
+    }
+    uint64_t seq = h->link_seq;
+    if (seq <= link->recv_cum ||
+        (seq - link->recv_cum <= link->reorder_cap &&
+         link->reorder[seq & (link->reorder_cap - 1)] != NULL &&
+         link->reorder[seq & (link->reorder_cap - 1)]->hdr.link_seq == seq)) {
+        link->chunks_duplicate++;
+        evbuffer_drain(in, GC_HEADER_SIZE + h->payload_len);
+        schedule_ack(link, 1); /* the sender evidently missed our ACK */
+        return 0;
+    }
+    if (seq - link->recv_cum > REORDER_MAX_AHEAD ||
+        reorder_grow(link, seq - link->recv_cum) != 0) {
+        stream_down(st, "peer ran too far ahead of the link window");
+        return -1;
+    }
+    struct chunk *c = chunk_new(relay, h);
+    if (c == NULL) {
+        stream_down(st, "out of memory");
+        return -1;
+    }
+    c->origin_link = link;
+    c->origin_generation = link->generation;
+    evbuffer_drain(in, GC_HEADER_SIZE);
+    evbuffer_remove(in, c->data, h->payload_len);
+    st->bytes_in += h->payload_len;
+    link->bytes_in += h->payload_len;
+    link->chunks_in++;
+    link->reorder[seq & (link->reorder_cap - 1)] = c;
+    link->reorder_bytes += h->payload_len;
+    deliver_in_order(link);
+    uint64_t pending = link->recv_cum - link->acked_sent;
+    schedule_ack(link, pending >= 64);
+    return 0;
+}
+
+static void handle_ack(struct link *link, uint64_t acked)
+{
+    struct chunk *c;
+    link->acks_in++;
+    while ((c = TAILQ_FIRST(&link->resend)) != NULL &&
+           c->hdr.link_seq <= acked) {
+        TAILQ_REMOVE(&link->resend, c, entry);
+        link->unacked_bytes -= chunk_cost(c);
+        chunk_unref(c);
+    }
+    link_wake_waiters(link);
+}
+
+static void handle_credit(struct link *link, const struct gc_frame_header *h)
+{
+    const struct relay_peer_config *peer = link->peer;
+    if (h->dst_rank < peer->first_rank ||
+        h->dst_rank - peer->first_rank >= peer->rank_count)
+        return;
+    uint32_t idx = peer_rank_index(link, h->dst_rank);
+    /* Totals only grow; an older frame arriving late changes nothing. */
+    if (h->msg_len > link->credit_returned[idx] &&
+        h->msg_len <= link->credit_consumed[idx])
+        link->credit_returned[idx] = h->msg_len;
+    link->credits_in++;
+    link_wake_waiters(link);
+}
+
+/* ---- handshake -------------------------------------------------------- */
+
+static void send_hello(struct stream *st)
+{
+    struct relay *relay = st->relay;
+    const struct relay_config *cfg = relay->cfg;
+    struct gc_hello hello = {
+        .version_min = GC_PROTO_VERSION_MIN,
+        .version_max = GC_PROTO_VERSION,
+        .capabilities = GC_CAPS_ALL,
+        .role = GC_ROLE_RELAY,
+        .stream_index = (uint32_t)st->index,
+        .stream_count = st->link ? st->link->stream_count : 0,
+        .max_chunk = cfg->chunk_size,
+        .epoch = st->link ? st->link->local_epoch : 0,
+        .credit = cfg->rank_credit,
+    };
+    memcpy(hello.nonce, st->my_nonce, GC_NONCE_SIZE);
+    snprintf(hello.name, sizeof hello.name, "%s", cfg->site_name);
+    uint8_t buf[GC_HELLO_SIZE];
+    gc_hello_encode(&hello, buf, sizeof buf);
+    struct gc_frame_header h = {.type = GC_FRAME_HELLO,
+                                .job_id = cfg->job_id,
+                                .payload_len = GC_HELLO_SIZE};
+    frame_send(st->bev, &h, buf);
+}
+
+static void send_error(struct stream *st, enum gc_error_code code,
+                       const char *text)
+{
+    uint8_t frame[GC_HEADER_SIZE + 256];
+    size_t n =
+        gc_error_frame(st->relay->cfg->job_id, code, text, frame, sizeof frame);
+    bufferevent_write(st->bev, frame, n);
+}
+
+/* The peer's incarnation: a new one means its old state is gone. */
+static void adopt_peer_epoch(struct link *link, const struct gc_hello *hello)
+{
+    if (link->peer_epoch == hello->epoch)
+        return;
+    if (link->peer_epoch != 0) {
+        gc_log_warn("link %s: peer relay restarted or reset the link; "
+                    "data in flight is lost",
+                    link->peer->name);
+        link_fail_sessions_lost(link, "peer relay restarted");
+        for (uint32_t i = 0; i < link->stream_count; i++)
+            if (link->streams[i].state == STREAM_UP)
+                stream_down(&link->streams[i], "stale after peer restart");
+        link_reset(link);
+    }
+    link->peer_epoch = hello->epoch;
+    link->peer_credit = hello->credit;
+}
+
+static void stream_up(struct stream *st)
+{
+    struct link *link = st->link;
+    st->state = STREAM_UP;
+    st->backoff_ms = 0;
+    st->last_rx_ns = gc_now_ns();
+    bufferevent_set_timeouts(st->bev, NULL, NULL);
+    if (link->state != LINK_UP) {
+        gc_log_info("link %s up (%s)", link->peer->name,
+                    link->relay->transport->name);
+        link->state = LINK_UP;
+    }
+    gc_log_debug("link %s: stream %d up", link->peer->name, st->index);
+    /* A new stream may be the first that can carry what waited. */
+    resend_orphans(link);
+    flush_acks_and_credit(link, 1);
+    link_wake_waiters(link);
+}
+
+/* Attach an accepted stream to its link once HELLO named the peer. */
+static struct stream *adopt_accepted(struct stream *pending,
+                                     const struct gc_hello *hello)
+{
+    struct relay *relay = pending->relay;
+    struct link *link = relay_link_by_name(relay, hello->name);
+    if (link == NULL) {
+        gc_log_warn("WAN connection from %s: unknown site '%s'",
+                    pending->peer_addr, hello->name);
+        send_error(pending, GC_ERR_AUTH, "unknown site");
+        return NULL;
+    }
+    if (link->dialer) {
+        gc_log_warn("WAN connection from %s claims site '%s', which we dial",
+                    pending->peer_addr, hello->name);
+        send_error(pending, GC_ERR_PROTOCOL, "this relay dials you");
+        return NULL;
+    }
+    if (!relay->transport->peer_matches(pending->bev, hello->name)) {
+        gc_log_warn("WAN connection from %s: certificate does not match site "
+                    "'%s'",
+                    pending->peer_addr, hello->name);
+        send_error(pending, GC_ERR_AUTH, "certificate does not match site");
+        return NULL;
+    }
+    if (hello->stream_index >= 64 || hello->stream_count == 0 ||
+        hello->stream_count > 64 ||
+        hello->stream_index >= hello->stream_count) {
+        send_error(pending, GC_ERR_PROTOCOL, "bad stream index");
+        return NULL;
+    }
+    struct stream *st = &link->streams[hello->stream_index];
+    if (st->state != STREAM_DOWN)
+        stream_down(st, "replaced by a new connection");
+    if (link->stream_count < hello->stream_count)
+        link->stream_count = hello->stream_count;
+    TAILQ_REMOVE(&relay->pending_streams, pending, pending_entry);
+    st->bev = pending->bev;
+    st->state = STREAM_HANDSHAKE;
+    st->is_dialer = 0;
+    memcpy(st->peer_nonce, hello->nonce, GC_NONCE_SIZE);
+    snprintf(st->peer_addr, sizeof st->peer_addr, "%s", pending->peer_addr);
+    free(pending);
+    bufferevent_setcb(st->bev, on_stream_read, on_stream_write, on_stream_event,
+                      st);
+    set_stream_watermark(st);
+    gc_random_bytes(st->my_nonce, GC_NONCE_SIZE);
+    adopt_peer_epoch(link, hello);
+    send_hello(st);
+    return st;
+}
+
+/*
+ * 0: go on (with *next, which differs from `st` once an accepted stream
+ * joined its link), -1: the stream was closed, -2: the unattached accepted
+ * stream must be freed.
+ */
+static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
+                            const uint8_t *payload, struct stream **next)
+{
+    *next = st;
+    struct relay *relay = st->relay;
+    struct gc_hello hello;
+    uint8_t mac[GC_MAC_SIZE];
+    if (h->type == GC_FRAME_ERROR) {
+        gc_log_error("peer %s refused the stream: %s: %.*s", st->peer_addr,
+                     gc_error_code_name((unsigned)h->tag), (int)h->payload_len,
+                     (const char *)payload);
+        goto fail;
+    }
+    if (h->type == GC_FRAME_HELLO) {
+        if (gc_hello_decode(payload, h->payload_len, &hello) != 0 ||
+            hello.role != GC_ROLE_RELAY ||
+            hello.version_max < GC_PROTO_VERSION_MIN ||
+            hello.version_min > GC_PROTO_VERSION) {
+            send_error(st, GC_ERR_VERSION, "bad HELLO or no common version");
+            goto fail;
+        }
+        if (st->link == NULL) {
+            *next = adopt_accepted(st, &hello);
+            return *next != NULL ? 0 : -2;
+        }
+        if (!st->is_dialer || strcmp(hello.name, st->link->peer->name) != 0) {
+            gc_log_error("link %s: peer answered as site '%s'",
+                         st->link->peer->name, hello.name);
+            goto fail;
+        }
+        memcpy(st->peer_nonce, hello.nonce, GC_NONCE_SIZE);
+        adopt_peer_epoch(st->link, &hello);
+        gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
+                    st->my_nonce, st->peer_nonce, 0, mac);
+        struct gc_frame_header auth = {.type = GC_FRAME_AUTH,
+                                       .job_id = relay->cfg->job_id,
+                                       .payload_len = GC_MAC_SIZE};
+        frame_send(st->bev, &auth, mac);
+        return 0;
+    }
+    if (h->type == GC_FRAME_AUTH && st->link != NULL && !st->is_dialer) {
+        gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
+                    st->peer_nonce, st->my_nonce, 0, mac);
+        if (!gc_auth_mac_equal(mac, payload)) {
+            gc_log_warn("link %s: peer stream from %s has the wrong job token",
+                        st->link->peer->name, st->peer_addr);
+            send_error(st, GC_ERR_AUTH, "wrong job token");
+            goto fail;
+        }
+        gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
+                    st->peer_nonce, st->my_nonce, 0, mac);
+        struct gc_frame_header ok = {.type = GC_FRAME_AUTH_OK,
+                                     .job_id = relay->cfg->job_id,
+                                     .payload_len = GC_MAC_SIZE};
+        frame_send(st->bev, &ok, mac);
+        stream_up(st);
+        return 0;
+    }
+    if (h->type == GC_FRAME_AUTH_OK && st->link != NULL && st->is_dialer) {
+        gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
+                    st->my_nonce, st->peer_nonce, 0, mac);
+        if (!gc_auth_mac_equal(mac, payload)) {
+            gc_log_error("link %s: peer failed to prove the job token",
+                         st->link->peer->name);
+            goto fail;
+        }
+        stream_up(st);
+        return 0;
+    }
+    send_error(st, GC_ERR_PROTOCOL, "unexpected frame during handshake");
+fail:
+    if (st->link == NULL)
+        return -2;
+    stream_down(st, "handshake failed");
+    return -1;
+}
+
+/* ---- stream I/O ------------------------------------------------------- */
+
+static int handle_up_frame(struct stream *st, const struct gc_frame_header *h,
+                           struct evbuffer *in)
+{
+    struct link *link = st->link;
+    if (h->type == GC_FRAME_DATA)
+        return handle_peer_data(st, h, in);
+    uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
+    if (h->payload_len > sizeof payload) {
+        stream_down(st, "oversized control frame");
+        return -1;
+    }
+    evbuffer_drain(in, GC_HEADER_SIZE);
+    evbuffer_remove(in, payload, h->payload_len);
+    switch (h->type) {
+    case GC_FRAME_ACK: handle_ack(link, h->link_seq); return 0;
+    case GC_FRAME_CREDIT: handle_credit(link, h); return 0;
+    case GC_FRAME_PING: {
+        struct gc_frame_header pong = {
+            .type = GC_FRAME_PONG, .job_id = h->job_id, .msg_seq = h->msg_seq};
+        frame_send(st->bev, &pong, NULL);
+        return 0;
+    }
+    case GC_FRAME_PONG:
+        if (st->ping_sent_ns != 0 && h->msg_seq == st->ping_sent_ns) {
+            st->rtt_ns = gc_now_ns() - st->ping_sent_ns;
+            st->ping_sent_ns = 0;
+        }
+        return 0;
+    case GC_FRAME_ERROR:
+        gc_log_error("link %s: peer reports %s: %.*s", link->peer->name,
+                     gc_error_code_name((unsigned)h->tag), (int)h->payload_len,
+                     (const char *)payload);
+        stream_down(st, "peer reported an error");
+        return -1;
+    case GC_FRAME_BYE: stream_down(st, "peer said BYE"); return -1;
+    default: stream_down(st, "unexpected frame type"); return -1;
+    }
+}
+
+static void on_stream_read(struct bufferevent *bev, void *arg)
+{
+    struct stream *st = arg;
+    struct relay *relay = st->relay;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    st->last_rx_ns = gc_now_ns();
+    for (;;) {
+        struct gc_frame_header h;
+        enum gc_decode_status status;
+        int r = frame_peek(in, &h, &status);
+        if (r == 0)
+            return;
+        if (r < 0 || h.job_id != relay->cfg->job_id) {
+            char why[128];
+            snprintf(why, sizeof why, "bad frame from peer: %s",
+                     r < 0 ? gc_decode_status_str(status) : "wrong job id");
+            relay->frames_rejected++;
+            send_error(st, GC_ERR_BAD_FRAME, why);
+            if (st->link == NULL) {
+                gc_log_warn("WAN connection from %s: %s", st->peer_addr, why);
+                link_free_pending_stream(st);
+            } else {
+                stream_down(st, why);
+            }
+            return;
+        }
+        if (st->state == STREAM_UP) {
+            if (handle_up_frame(st, &h, in) != 0)
+                return;
+            continue;
+        }
+        uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
+        if (h.payload_len > sizeof payload) {
+            if (st->link == NULL)
+                link_free_pending_stream(st);
+            else
+                stream_down(st, "DATA before the handshake finished");
+            return;
+        }
+        evbuffer_drain(in, GC_HEADER_SIZE);
+        evbuffer_remove(in, payload, h.payload_len);
+        struct stream *next;
+        int rc = handle_handshake(st, &h, payload, &next);
+        if (rc == -2) {
+            link_free_pending_stream(st);
+            return;
+        }
+        if (rc != 0)
+            return;
+        st = next; /* an accepted stream now lives in its link */
+    }
+}
+
+static void on_stream_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct stream *st = arg;
+    if (st->link != NULL &&
+        queued_on_streams(st->link) <= cfg_of(st->link)->link_low_watermark)
+        link_wake_waiters(st->link);
+}
+
+static void log_tls_errors(struct stream *st, const char *what)
+{
+    unsigned long e;
+    char buf[256];
+    int any = 0;
+    while ((e = bufferevent_get_openssl_error(st->bev)) != 0) {
+        ERR_error_string_n(e, buf, sizeof buf);
+        gc_log_warn("%s %s: TLS: %s", what, st->peer_addr, buf);
+        any = 1;
+    }
+    if (!any && EVUTIL_SOCKET_ERROR() != 0)
+        gc_log_debug("%s %s: %s", what, st->peer_addr,
+                     evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void on_stream_event(struct bufferevent *bev, short events, void *arg)
+{
+    (void)bev;
+    struct stream *st = arg;
+    if (events & BEV_EVENT_CONNECTED) {
+        if (st->is_dialer && st->state == STREAM_CONNECTING)
+            stream_connected(st);
+        return; /* TLS finished its handshake: HELLO is already queued */
+    }
+    if (st->link == NULL) {
+        if (events & BEV_EVENT_ERROR)
+            log_tls_errors(st, "WAN connection from");
+        else if (events & BEV_EVENT_TIMEOUT)
+            gc_log_warn("WAN connection from %s: no HELLO in time",
+                        st->peer_addr);
+        link_free_pending_stream(st);
+        return;
+    }
+    if (events & BEV_EVENT_ERROR)
+        log_tls_errors(st, st->is_dialer ? "stream to" : "stream from");
+    stream_down(st, (events & BEV_EVENT_EOF)       ? "closed by peer"
+                    : (events & BEV_EVENT_TIMEOUT) ? "handshake timeout"
+                                                   : "connection error");
+}
+
+/* ---- stream lifecycle ------------------------------------------------- */
+
+static void stream_down(struct stream *st, const char *why)
+{
+    struct link *link = st->link;
+    int was_up = st->state == STREAM_UP;
+    if (st->state == STREAM_DOWN)
+        return;
+    if (was_up)
+        gc_log_warn("link %s: stream %d down: %s", link->peer->name, st->index,
+                    why);
+    else
+        gc_log_info("link %s: stream %d failed: %s", link->peer->name,
+                    st->index, why);
+    /* Safe inside this bufferevent's own callback: libevent defers the
+     * final release until the callback returns. */
+    if (st->bev != NULL)
+        bufferevent_free(st->bev);
+    st->bev = NULL;
+    if (st->connect_fd >= 0) {
+        close(st->connect_fd);
+        st->connect_fd = -1;
+    }
+    st->state = STREAM_DOWN;
+    st->ping_sent_ns = 0;
+    if (was_up)
+        st->breaks++;
+    if (link_streams_up(link) == 0 && link->state == LINK_UP) {
+        link->state = LINK_DOWN;
+        link->down_since_ns = gc_now_ns();
+        gc_log_warn("link %s down: no stream left", link->peer->name);
+    }
+    resend_orphans(link);
+    if (st->is_dialer) {
+        uint32_t min = cfg_of(link)->reconnect_min_ms;
+        uint32_t max = cfg_of(link)->reconnect_max_ms;
+        st->backoff_ms = st->backoff_ms == 0 ? min : st->backoff_ms * 2;
+        if (st->backoff_ms > max)
+            st->backoff_ms = max;
+        struct timeval tv = {st->backoff_ms / 1000,
+                             (st->backoff_ms % 1000) * 1000};
+        evtimer_add(st->redial_timer, &tv);
+    }
+}
+
+static void on_redial(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    stream_dial(arg);
+}
+
+static void set_stream_watermark(struct stream *st)
+{
+    const struct relay_config *cfg = cfg_of(st->link);
+    uint32_t count = st->link->stream_count ? st->link->stream_count : 1;
+    /* on_stream_write fires when this stream drained to its share. */
+    bufferevent_setwatermark(st->bev, EV_WRITE, cfg->link_low_watermark / count,
+                             0);
+}
+
+/* TCP is up: wrap it in the transport (TLS) and start the handshake. */
+static void stream_connected(struct stream *st)
+{
+    struct relay *relay = st->relay;
+    evutil_socket_t fd = st->connect_fd;
+    bufferevent_free(st->bev);
+    st->connect_fd = -1;
+    st->bev = relay->transport->wrap(relay, fd, 0, st->link->peer->name);
+    if (st->bev == NULL) {
+        close(fd);
+        stream_down(st, "cannot set up the transport");
+        return;
+    }
+    bufferevent_setcb(st->bev, on_stream_read, on_stream_write, on_stream_event,
+                      st);
+    set_stream_watermark(st);
+    struct timeval hs = {HANDSHAKE_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(st->bev, &hs, NULL);
+    bufferevent_enable(st->bev, EV_READ | EV_WRITE);
+    st->state = STREAM_HANDSHAKE;
+    send_hello(st); /* TLS queues it until its own handshake is done */
+}
+
+static void stream_dial(struct stream *st)
+{
+    struct link *link = st->link;
+    struct relay *relay = link->relay;
+    char err[256];
+    st->is_dialer = 1;
+    st->state = STREAM_CONNECTING;
+    gc_endpoint_format(&link->peer_endpoint, st->peer_addr,
+                       sizeof st->peer_addr);
+    /* Our own socket, so buffer sizes and congestion control are set
+     * before the SYN (window scaling is negotiated there). */
+    st->connect_fd =
+        socket(link->peer_endpoint.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (st->connect_fd < 0) {
+        stream_down(st, strerror(errno));
+        return;
+    }
+    if (tune_wan_socket(relay->cfg, st->connect_fd, err, sizeof err) != 0) {
+        stream_down(st, err);
+        return;
+    }
+    evutil_make_socket_nonblocking(st->connect_fd);
+    st->bev = bufferevent_socket_new(relay->base, st->connect_fd, 0);
+    if (st->bev == NULL) {
+        stream_down(st, "out of memory");
+        return;
+    }
+    bufferevent_setcb(st->bev, NULL, NULL, on_stream_event, st);
+    struct timeval hs = {HANDSHAKE_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(st->bev, &hs, &hs);
+    bufferevent_enable(st->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(st->bev,
+                                   (struct sockaddr *)&link->peer_endpoint.addr,
+                                   (int)link->peer_endpoint.addr_len) != 0)
+        stream_down(st, strerror(errno));
+}
+
+void link_wan_accept(struct relay *relay, evutil_socket_t fd,
+                     const char *peer_addr)
+{
+    char err[256];
+    if (tune_wan_socket(relay->cfg, fd, err, sizeof err) != 0)
+        gc_log_warn("WAN connection from %s: %s", peer_addr, err);
+    evutil_make_socket_nonblocking(fd);
+    struct stream *st = calloc(1, sizeof *st);
+    if (st == NULL) {
+        close(fd);
+        return;
+    }
+    st->relay = relay;
+    st->index = -1;
+    st->connect_fd = -1;
+    snprintf(st->peer_addr, sizeof st->peer_addr, "%s", peer_addr);
+    st->bev = relay->transport->wrap(relay, fd, 1, NULL);
+    if (st->bev == NULL) {
+        close(fd);
+        free(st);
+        return;
+    }
+    TAILQ_INSERT_TAIL(&relay->pending_streams, st, pending_entry);
+    struct timeval hs = {HANDSHAKE_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(st->bev, &hs, NULL);
+    bufferevent_setcb(st->bev, on_stream_read, NULL, on_stream_event, st);
+    bufferevent_enable(st->bev, EV_READ | EV_WRITE);
+}
+
+void link_free_pending_stream(struct stream *st)
+{
+    TAILQ_REMOVE(&st->relay->pending_streams, st, pending_entry);
+    bufferevent_free(st->bev);
+    free(st);
+}
+
+/* ---- link lifecycle --------------------------------------------------- */
+
+static void link_fail_sessions_lost(struct link *link, const char *why)
+{
+    struct relay *relay = link->relay;
+    uint64_t bit = 1ull << link->index;
+    struct session *s, *next;
+    for (s = TAILQ_FIRST(&relay->sessions); s != NULL; s = next) {
+        next = TAILQ_NEXT(s, entry);
+        if (s->state == SESSION_ACTIVE && (s->peer_mask & bit))
+            session_fail(s, GC_ERR_PEER_UNREACHABLE, "site %s: %s",
+                         link->peer->name, why);
+    }
+    link_wake_waiters(link);
+}
+
+void link_tick(struct link *link, uint64_t now)
+{
+    const struct relay_config *cfg = cfg_of(link);
+    uint64_t ping_ns = (uint64_t)cfg->ping_interval_ms * 1000000ull;
+    uint64_t timeout_ns = (uint64_t)cfg->stream_timeout_ms * 1000000ull;
+    for (uint32_t i = 0; i < link->stream_count; i++) {
+        struct stream *st = &link->streams[i];
+        if (st->state != STREAM_UP)
+            continue;
+        if (now - st->last_rx_ns > timeout_ns) {
+            stream_down(st, "no traffic within stream_timeout_ms");
+            continue;
+        }
+        if (st->ping_sent_ns == 0 && now - st->last_rx_ns >= ping_ns / 2) {
+            st->ping_sent_ns = now;
+            struct gc_frame_header ping = {
+                .type = GC_FRAME_PING, .job_id = cfg->job_id, .msg_seq = now};
+            frame_send(st->bev, &ping, NULL);
+        } else if (st->ping_sent_ns != 0 && now - st->ping_sent_ns > ping_ns) {
+            st->ping_sent_ns = 0; /* lost with a broken peer: try again */
+        }
+    }
+    if (link->state == LINK_DOWN && link->peer_epoch != 0 &&
+        now - link->down_since_ns >
+            (uint64_t)cfg->peer_give_up_ms * 1000000ull) {
+        gc_log_error("link %s: peer unreachable for %u ms; giving it up",
+                     link->peer->name, cfg->peer_give_up_ms);
+        link->state = LINK_LOST;
+        link_fail_sessions_lost(link, "peer relay unreachable");
+        link_reset(link);
+        link->local_epoch++;
+    }
+}
+
+int link_break_stream(struct link *link, int index)
+{
+    if (index < 0) {
+        for (uint32_t i = 0; i < link->stream_count && index < 0; i++)
+            if (link->streams[i].state == STREAM_UP)
+                index = (int)i;
+    }
+    if (index < 0 || (uint32_t)index >= link->stream_count ||
+        link->streams[index].state != STREAM_UP)
+        return -1;
+    stream_down(&link->streams[index], "broken on purpose (fault injection)");
+    return index;
+}
+
+int link_init(struct relay *relay, struct link *link,
+              const struct relay_peer_config *peer, int index)
+{
+    const struct relay_config *cfg = relay->cfg;
+    char err[256];
+    memset(link, 0, sizeof *link);
+    link->relay = relay;
+    link->peer = peer;
+    link->index = index;
+    link->dialer = relay_config_peer_mode(cfg, peer) == RELAY_CONNECT_DIAL;
+    link->state = LINK_DOWN;
+    link->down_since_ns = gc_now_ns();
+    link->local_epoch = relay->epoch;
+    link->next_link_seq = 1;
+    link->stream_count = link->dialer ? cfg->streams : 0;
+    TAILQ_INIT(&link->resend);
+    TAILQ_INIT(&link->waiters);
+    if (link->dialer && gc_endpoint_parse(peer->address, &link->peer_endpoint,
+                                          err, sizeof err) != 0) {
+        gc_log_error("peer %s: %s", peer->name, err);
+        return -1;
+    }
+    link->reorder_cap = 1024;
+    link->reorder = calloc(link->reorder_cap, sizeof *link->reorder);
+    link->credit_consumed = calloc(peer->rank_count, sizeof(uint64_t));
+    link->credit_returned = calloc(peer->rank_count, sizeof(uint64_t));
+    link->returned_total = calloc(cfg->rank_count, sizeof(uint64_t));
+    link->returned_sent = calloc(cfg->rank_count, sizeof(uint64_t));
+    link->ack_timer = evtimer_new(relay->base, on_ack_timer, link);
+    if (link->reorder == NULL || link->credit_consumed == NULL ||
+        link->credit_returned == NULL || link->returned_total == NULL ||
+        link->returned_sent == NULL || link->ack_timer == NULL)
+        return -1;
+    for (int i = 0; i < 64; i++) {
+        struct stream *st = &link->streams[i];
+        st->relay = relay;
+        st->link = link;
+        st->index = i;
+        st->connect_fd = -1;
+        st->redial_timer = evtimer_new(relay->base, on_redial, st);
+        if (st->redial_timer == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+void link_start(struct link *link)
+{
+    if (!link->dialer) {
+        gc_log_info("link %s: waiting for the peer to dial", link->peer->name);
+        return;
+    }
+    gc_log_info("link %s: dialling %s with %u streams", link->peer->name,
+                link->peer->address, link->stream_count);
+    for (uint32_t i = 0; i < link->stream_count; i++)
+        stream_dial(&link->streams[i]);
+}
+
+void link_free(struct link *link)
+{
+    for (int i = 0; i < 64; i++) {
+        struct stream *st = &link->streams[i];
+        if (st->bev != NULL)
+            bufferevent_free(st->bev);
+        if (st->connect_fd >= 0)
+            close(st->connect_fd);
+        if (st->redial_timer != NULL)
+            event_free(st->redial_timer);
+    }
+    if (link->reorder != NULL)
+        drop_queues(link);
+    if (link->ack_timer != NULL)
+        event_free(link->ack_timer);
+    free(link->reorder);
+    free(link->credit_consumed);
+    free(link->credit_returned);
+    free(link->returned_total);
+    free(link->returned_sent);
+}

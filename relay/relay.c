@@ -1,0 +1,441 @@
+/*
+ * Relay lifecycle, routing between rank sessions and links, and the
+ * helpers every connection shares (chunks, frames, drain on SIGTERM).
+ */
+#include "relay.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "gc_log.h"
+#include "gc_util.h"
+
+#define TICK_MS          100
+#define DRAIN_TIMEOUT_NS (10ull * 1000000000ull)
+
+/* ---- chunks ----------------------------------------------------------- */
+
+struct chunk *chunk_new(struct relay *relay, const struct gc_frame_header *hdr)
+{
+    struct chunk *c = malloc(sizeof *c + hdr->payload_len);
+    if (c == NULL)
+        return NULL;
+    c->refs = 1;
+    c->relay = relay;
+    c->hdr = *hdr;
+    c->origin_link = NULL;
+    c->stream_index = CHUNK_UNSENT;
+    return c;
+}
+
+void chunk_ref(struct chunk *c)
+{
+    c->refs++;
+}
+
+void chunk_unref(struct chunk *c)
+{
+    if (--c->refs == 0)
+        free(c);
+}
+
+/* ---- frames ----------------------------------------------------------- */
+
+int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
+               enum gc_decode_status *status)
+{
+    uint8_t raw[GC_HEADER_SIZE];
+    if (evbuffer_get_length(in) < GC_HEADER_SIZE)
+        return 0;
+    if (evbuffer_copyout(in, raw, GC_HEADER_SIZE) != GC_HEADER_SIZE)
+        return 0;
+    *status = gc_header_decode(raw, h);
+    if (*status != GC_DECODE_OK)
+        return -1;
+    if (evbuffer_get_length(in) < GC_HEADER_SIZE + (size_t)h->payload_len)
+        return 0;
+    return 1;
+}
+
+int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
+               const void *payload)
+{
+    uint8_t raw[GC_HEADER_SIZE];
+    gc_header_encode(h, raw);
+    struct evbuffer *out = bufferevent_get_output(bev);
+    if (evbuffer_add(out, raw, sizeof raw) != 0)
+        return -1;
+    if (h->payload_len > 0 && evbuffer_add(out, payload, h->payload_len) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- routing ---------------------------------------------------------- */
+
+struct rank_slot *relay_local_slot(struct relay *relay, uint32_t rank)
+{
+    const struct relay_config *cfg = relay->cfg;
+    if (rank < cfg->first_rank || rank - cfg->first_rank >= cfg->rank_count)
+        return NULL;
+    return &relay->slots[rank - cfg->first_rank];
+}
+
+struct link *relay_link_for_rank(struct relay *relay, uint32_t rank)
+{
+    for (uint32_t i = 0; i < relay->cfg->peer_count; i++) {
+        const struct relay_peer_config *p = relay->links[i].peer;
+        if (rank >= p->first_rank && rank - p->first_rank < p->rank_count)
+            return &relay->links[i];
+    }
+    return NULL;
+}
+
+struct link *relay_link_by_name(struct relay *relay, const char *name)
+{
+    for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
+        if (strcmp(relay->links[i].peer->name, name) == 0)
+            return &relay->links[i];
+    return NULL;
+}
+
+void relay_deliver_local(struct relay *relay, struct rank_slot *slot,
+                         struct chunk *c)
+{
+    if (slot->departed) {
+        /* Nobody will read it; give the budget back so senders go on. */
+        slot->chunks_dropped++;
+        gc_log_debug("rank %u has left: dropping a chunk from rank %u",
+                     slot->rank, c->hdr.src_rank);
+        relay_credit_returned(relay, c);
+        return;
+    }
+    chunk_ref(c);
+    TAILQ_INSERT_TAIL(&slot->pending, c, entry);
+    if (slot->session != NULL && slot->session->state == SESSION_ACTIVE)
+        session_flush_pending(slot->session);
+}
+
+void relay_credit_returned(struct relay *relay, struct chunk *c)
+{
+    struct rank_slot *slot = relay_local_slot(relay, c->hdr.dst_rank);
+    if (slot == NULL)
+        return;
+    slot->bytes_delivered += c->hdr.payload_len;
+    if (c->origin_link != NULL) {
+        /* Credit granted before a link reset means nothing to the peer. */
+        if (c->origin_generation == c->origin_link->generation)
+            link_credit_returned(
+                c->origin_link, (uint32_t)(slot - relay->slots), chunk_cost(c));
+        return;
+    }
+    slot->local_credit_used -= chunk_cost(c);
+    struct session *s;
+    while ((s = TAILQ_FIRST(&slot->waiters)) != NULL) {
+        TAILQ_REMOVE(&slot->waiters, s, wait_entry);
+        s->blocked_slot = NULL;
+        session_wake(s);
+    }
+}
+
+/* ---- listeners -------------------------------------------------------- */
+
+static void format_peer(const struct sockaddr *sa, int len, char *out,
+                        size_t out_len)
+{
+    struct gc_endpoint ep = {0};
+    if (len <= 0 || (size_t)len > sizeof ep.addr) {
+        snprintf(out, out_len, "?");
+        return;
+    }
+    memcpy(&ep.addr, sa, (size_t)len);
+    ep.addr_len = (socklen_t)len;
+    ep.family = sa->sa_family;
+    if (ep.family == AF_UNIX)
+        snprintf(out, out_len, "local-unix");
+    else
+        gc_endpoint_format(&ep, out, out_len);
+}
+
+static void on_local_accept(struct evconnlistener *listener, evutil_socket_t fd,
+                            struct sockaddr *sa, int len, void *arg)
+{
+    (void)listener;
+    struct relay *relay = arg;
+    char peer[128];
+    format_peer(sa, len, peer, sizeof peer);
+    if (relay->draining) {
+        evutil_closesocket(fd);
+        return;
+    }
+    session_accept(relay, fd, peer);
+}
+
+static void on_wan_accept(struct evconnlistener *listener, evutil_socket_t fd,
+                          struct sockaddr *sa, int len, void *arg)
+{
+    (void)listener;
+    struct relay *relay = arg;
+    char peer[128];
+    format_peer(sa, len, peer, sizeof peer);
+    link_wan_accept(relay, fd, peer);
+}
+
+static void on_listener_error(struct evconnlistener *listener, void *arg)
+{
+    (void)listener;
+    (void)arg;
+    /* EMFILE and friends: keep serving existing connections. */
+    gc_log_error("accept failed: %s",
+                 evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static struct evconnlistener *listen_on(struct relay *relay, const char *text,
+                                        evconnlistener_cb cb, const char *what)
+{
+    struct gc_endpoint ep;
+    char err[256];
+    if (gc_endpoint_parse(text, &ep, err, sizeof err) != 0) {
+        gc_log_error("%s listener: %s", what, err);
+        return NULL;
+    }
+    if (ep.family == AF_UNIX) {
+        /* A stale socket from a crashed relay would make bind fail. */
+        const char *path = ((struct sockaddr_un *)&ep.addr)->sun_path;
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+            unlink(path);
+    }
+    struct evconnlistener *l = evconnlistener_new_bind(
+        relay->base, cb, relay,
+        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
+        (struct sockaddr *)&ep.addr, (int)ep.addr_len);
+    if (l == NULL) {
+        gc_log_error("%s listener on %s: %s", what, text, strerror(errno));
+        return NULL;
+    }
+    evconnlistener_set_error_cb(l, on_listener_error);
+    gc_log_info("%s listener on %s", what, text);
+    return l;
+}
+
+/* ---- drain and signals ------------------------------------------------ */
+
+static int relay_drained(const struct relay *relay)
+{
+    for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
+        if (!link_idle(&relay->links[i]))
+            return 0;
+    const struct session *s;
+    TAILQ_FOREACH(s, &relay->sessions, entry)
+    if (evbuffer_get_length(bufferevent_get_output(s->bev)) > 0)
+        return 0;
+    return 1;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct relay *relay = arg;
+    uint64_t now = gc_now_ns();
+    for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
+        link_tick(&relay->links[i], now);
+    if (!relay->draining)
+        return;
+    if (relay_drained(relay)) {
+        gc_log_info("drained; exiting");
+        event_base_loopexit(relay->base, NULL);
+    } else if (now > relay->drain_deadline_ns) {
+        gc_log_warn("drain timed out; exiting with data still queued");
+        event_base_loopexit(relay->base, NULL);
+    }
+}
+
+static void start_drain(struct relay *relay, const char *why)
+{
+    if (relay->draining) {
+        gc_log_warn("%s again: exiting now", why);
+        event_base_loopexit(relay->base, NULL);
+        return;
+    }
+    gc_log_info("%s: draining (no new sessions, flushing queued data)", why);
+    relay->draining = 1;
+    relay->drain_deadline_ns = gc_now_ns() + DRAIN_TIMEOUT_NS;
+    if (relay->local_unix_listener != NULL)
+        evconnlistener_disable(relay->local_unix_listener);
+    if (relay->local_tcp_listener != NULL)
+        evconnlistener_disable(relay->local_tcp_listener);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct relay *relay = arg;
+    if (sig == SIGHUP) {
+        if (gc_log_reopen() != 0)
+            gc_log_error("SIGHUP: cannot reopen log file");
+        else
+            gc_log_info("SIGHUP: log file reopened");
+        return;
+    }
+    start_drain(relay, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+int relay_init(struct relay *relay, struct relay_config *cfg)
+{
+    int status = -1;
+    char err[512];
+    memset(relay, 0, sizeof *relay);
+    relay->cfg = cfg;
+    TAILQ_INIT(&relay->sessions);
+    TAILQ_INIT(&relay->pending_streams);
+    relay->started_ns = gc_now_ns();
+    if (gc_random_bytes((uint8_t *)&relay->epoch, sizeof relay->epoch) != 0)
+        goto cleanup;
+    relay->epoch |= 1; /* 0 means "no epoch seen" on the peer side */
+
+    int token_len = gc_token_read_file(cfg->token_file, relay->token,
+                                       sizeof relay->token, err, sizeof err);
+    if (token_len < 0) {
+        gc_log_error("%s", err);
+        goto cleanup;
+    }
+    relay->token_len = (size_t)token_len;
+
+    if (cfg->wan_plaintext) {
+        gc_log_warn("wan.plaintext = true: WAN streams are NOT encrypted or "
+                    "authenticated by certificate");
+        relay->transport = &transport_plain;
+    } else {
+        relay->ssl_ctx = tls_context_new(cfg, err, sizeof err);
+        if (relay->ssl_ctx == NULL) {
+            gc_log_error("TLS: %s", err);
+            goto cleanup;
+        }
+        relay->transport = &transport_tls;
+    }
+
+    relay->base = event_base_new();
+    if (relay->base == NULL)
+        goto cleanup;
+
+    relay->slots = calloc(cfg->rank_count, sizeof *relay->slots);
+    relay->links =
+        calloc(cfg->peer_count ? cfg->peer_count : 1, sizeof *relay->links);
+    if (relay->slots == NULL || relay->links == NULL)
+        goto cleanup;
+    for (uint32_t i = 0; i < cfg->rank_count; i++) {
+        relay->slots[i].rank = cfg->first_rank + i;
+        TAILQ_INIT(&relay->slots[i].pending);
+        TAILQ_INIT(&relay->slots[i].waiters);
+    }
+    for (uint32_t i = 0; i < cfg->peer_count; i++)
+        if (link_init(relay, &relay->links[i], &cfg->peers[i], (int)i) != 0)
+            goto cleanup;
+
+    if (cfg->local_unix[0] != '\0') {
+        relay->local_unix_listener =
+            listen_on(relay, cfg->local_unix, on_local_accept, "local unix");
+        if (relay->local_unix_listener == NULL)
+            goto cleanup;
+    }
+    if (cfg->local_tcp[0] != '\0') {
+        relay->local_tcp_listener =
+            listen_on(relay, cfg->local_tcp, on_local_accept, "local tcp");
+        if (relay->local_tcp_listener == NULL)
+            goto cleanup;
+    }
+    if (cfg->wan_listen[0] != '\0') {
+        relay->wan_listener =
+            listen_on(relay, cfg->wan_listen, on_wan_accept, "wan");
+        if (relay->wan_listener == NULL)
+            goto cleanup;
+    }
+    if (cfg->http_listen[0] != '\0' && http_start(relay) != 0)
+        goto cleanup;
+
+    relay->tick_timer = event_new(relay->base, -1, EV_PERSIST, on_tick, relay);
+    relay->sigterm_event = evsignal_new(relay->base, SIGTERM, on_signal, relay);
+    relay->sigint_event = evsignal_new(relay->base, SIGINT, on_signal, relay);
+    relay->sighup_event = evsignal_new(relay->base, SIGHUP, on_signal, relay);
+    if (relay->tick_timer == NULL || relay->sigterm_event == NULL ||
+        relay->sigint_event == NULL || relay->sighup_event == NULL)
+        goto cleanup;
+    struct timeval tick = {0, TICK_MS * 1000};
+    event_add(relay->tick_timer, &tick);
+    event_add(relay->sigterm_event, NULL);
+    event_add(relay->sigint_event, NULL);
+    event_add(relay->sighup_event, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (uint32_t i = 0; i < cfg->peer_count; i++)
+        link_start(&relay->links[i]);
+    status = 0;
+cleanup:
+    return status;
+}
+
+int relay_run(struct relay *relay)
+{
+    gc_log_info("site %s serving ranks %u..%u, %u peer(s), %s WAN",
+                relay->cfg->site_name, relay->cfg->first_rank,
+                relay->cfg->first_rank + relay->cfg->rank_count - 1,
+                relay->cfg->peer_count, relay->transport->name);
+    return event_base_dispatch(relay->base) < 0 ? -1 : 0;
+}
+
+void relay_free(struct relay *relay)
+{
+    struct session *s;
+    while ((s = TAILQ_FIRST(&relay->sessions)) != NULL)
+        session_free(s);
+    struct stream *st;
+    while ((st = TAILQ_FIRST(&relay->pending_streams)) != NULL)
+        link_free_pending_stream(st);
+    if (relay->links != NULL)
+        for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
+            link_free(&relay->links[i]);
+    if (relay->slots != NULL) {
+        for (uint32_t i = 0; i < relay->cfg->rank_count; i++) {
+            struct chunk *c;
+            while ((c = TAILQ_FIRST(&relay->slots[i].pending)) != NULL) {
+                TAILQ_REMOVE(&relay->slots[i].pending, c, entry);
+                chunk_unref(c);
+            }
+        }
+    }
+    if (relay->local_unix_listener != NULL) {
+        evconnlistener_free(relay->local_unix_listener);
+        unlink(relay->cfg->local_unix[0] == '/' ? relay->cfg->local_unix
+                                                : relay->cfg->local_unix + 5);
+    }
+    if (relay->local_tcp_listener != NULL)
+        evconnlistener_free(relay->local_tcp_listener);
+    if (relay->wan_listener != NULL)
+        evconnlistener_free(relay->wan_listener);
+    if (relay->http != NULL)
+        evhttp_free(relay->http);
+    struct event *events[] = {relay->tick_timer, relay->sigterm_event,
+                              relay->sigint_event, relay->sighup_event};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+        if (events[i] != NULL)
+            event_free(events[i]);
+    free(relay->links);
+    free(relay->slots);
+    if (relay->base != NULL)
+        event_base_free(relay->base);
+    if (relay->ssl_ctx != NULL)
+        SSL_CTX_free(relay->ssl_ctx);
+    OPENSSL_cleanse(relay->token, sizeof relay->token);
+}

@@ -1,0 +1,287 @@
+/*
+ * gridrelay internals.  One libevent loop owns everything below; no locks.
+ *
+ * Data path:  rank session --DATA--> relay A --link (K streams)--> relay B
+ *             --> destination rank session.
+ *
+ * A chunk is read once from its producer into a refcounted buffer and is
+ * then handed by reference to every output that needs it (a WAN stream, the
+ * re-send queue, a rank session), so the relay copies each byte once.
+ *
+ * Bounded memory comes from three budgets that every producer must obtain
+ * before a chunk is accepted (else the producer stops being read):
+ *   - credit per (source, destination rank), granted by the relay that
+ *     owns the destination: bounds what waits for one slow rank;
+ *   - the link window: bytes sent but not yet acknowledged by the peer;
+ *   - the link high watermark: bytes queued on the link's streams.
+ */
+#ifndef RELAY_H
+#define RELAY_H
+
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "gc_proto.h"
+#include "gc_util.h"
+#include "relay_config.h"
+
+struct relay;
+struct evbuffer;
+struct bufferevent;
+struct link;
+struct session;
+
+/* ---- chunks ----------------------------------------------------------- */
+
+#define CHUNK_UNSENT (-1) /* stream_index of a chunk waiting for a stream */
+
+struct chunk {
+    int refs;
+    struct relay *relay;
+    struct gc_frame_header hdr; /* link_seq set when sent on a link */
+    struct link *origin_link;   /* NULL: produced by a local session */
+    uint32_t origin_generation; /* origin_link->generation when received */
+    int stream_index;           /* link stream carrying it, or CHUNK_UNSENT */
+    TAILQ_ENTRY(chunk) entry;   /* re-send queue or pending-delivery queue */
+    uint8_t data[];             /* hdr.payload_len bytes */
+};
+TAILQ_HEAD(chunk_queue, chunk);
+
+struct chunk *chunk_new(struct relay *relay, const struct gc_frame_header *hdr);
+void chunk_ref(struct chunk *c);
+void chunk_unref(struct chunk *c);
+/* Budget a chunk consumes: payload plus one header. */
+static inline uint64_t chunk_cost(const struct chunk *c)
+{
+    return (uint64_t)c->hdr.payload_len + GC_HEADER_SIZE;
+}
+
+/* ---- transports ------------------------------------------------------- */
+
+/* How a WAN stream's bytes are carried: plain TCP or TLS 1.3. */
+struct transport_ops {
+    const char *name;
+    /* Wrap a connected socket; `accepting` is 1 on the listening side. */
+    struct bufferevent *(*wrap)(struct relay *relay, evutil_socket_t fd,
+                                int accepting, const char *peer_name);
+    /* After HELLO names the peer: does its certificate match that name? */
+    int (*peer_matches)(struct bufferevent *bev, const char *peer_name);
+};
+extern const struct transport_ops transport_plain;
+extern const struct transport_ops transport_tls;
+
+SSL_CTX *tls_context_new(const struct relay_config *cfg, char *err,
+                         size_t err_len);
+/* Apply tcp.* options; -1 with `err` when the kernel refuses one. */
+int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
+                    char *err, size_t err_len);
+
+/* ---- rank slots: one per local grid rank ------------------------------ */
+
+struct rank_slot {
+    uint32_t rank;
+    struct session *session;       /* NULL while the rank is not connected */
+    struct chunk_queue pending;    /* waiting for the session to connect */
+    uint64_t local_credit_used;    /* bytes from local sources not yet out */
+    TAILQ_HEAD(, session) waiters; /* local sessions blocked on our credit */
+    int departed; /* the rank said goodbye: late chunks are dropped */
+    uint64_t bytes_delivered;
+    uint64_t chunks_dropped;
+};
+
+/* ---- links ------------------------------------------------------------ */
+
+enum stream_state {
+    STREAM_DOWN = 0,
+    STREAM_CONNECTING, /* TCP/TLS connect in progress */
+    STREAM_HANDSHAKE,  /* HELLO/AUTH in progress */
+    STREAM_UP,
+};
+
+struct stream {
+    struct relay *relay;
+    struct link *link; /* NULL while an accepted stream has not said HELLO */
+    int index;
+    TAILQ_ENTRY(stream) pending_entry; /* relay->pending_streams */
+    char peer_addr[128];
+    enum stream_state state;
+    struct bufferevent *bev;
+    evutil_socket_t connect_fd; /* owned while the TCP connect runs */
+    struct event *redial_timer;
+    uint32_t backoff_ms;
+    int is_dialer;
+    uint8_t my_nonce[GC_NONCE_SIZE];
+    uint8_t peer_nonce[GC_NONCE_SIZE];
+    uint64_t last_rx_ns;
+    uint64_t ping_sent_ns; /* 0 when no PING outstanding */
+    uint64_t rtt_ns;
+    uint64_t bytes_out, bytes_in;
+    uint64_t breaks;
+};
+
+enum link_state {
+    LINK_DOWN = 0, /* no stream up (yet, or again) */
+    LINK_UP,       /* at least one stream up */
+    LINK_LOST,     /* down longer than peer_give_up_ms, or peer restarted */
+};
+
+struct link {
+    struct relay *relay;
+    const struct relay_peer_config *peer;
+    int index; /* bit in session->peer_mask */
+    int dialer;
+    struct gc_endpoint peer_endpoint; /* resolved once, when dialing */
+    enum link_state state;
+    /* Our incarnation of this link, announced in HELLO.  Bumped when we
+     * give the peer up, so the peer knows to reset its side as well. */
+    uint64_t local_epoch;
+    uint32_t generation; /* bumped on every reset; stale credit ignored */
+    uint64_t down_since_ns;
+    uint32_t stream_count; /* streams in use (ours if dialing) */
+    struct stream streams[64];
+    uint64_t peer_epoch; /* 0 until the first handshake */
+
+    /* sending side */
+    uint64_t next_link_seq;
+    struct chunk_queue resend; /* unacknowledged, in link_seq order */
+    uint64_t unacked_bytes;
+    uint64_t peer_credit;          /* per-rank credit the peer grants */
+    uint64_t *credit_consumed;     /* per peer rank */
+    uint64_t *credit_returned;     /* per peer rank, cumulative from CREDIT */
+    TAILQ_HEAD(, session) waiters; /* sessions blocked on this link */
+
+    /* receiving side */
+    uint64_t recv_cum;      /* every link_seq <= recv_cum delivered */
+    struct chunk **reorder; /* ring indexed by link_seq - recv_cum - 1 */
+    uint64_t reorder_cap;   /* power of two */
+    uint64_t reorder_bytes;
+    uint64_t acked_sent;      /* last cumulative ACK we sent */
+    struct event *ack_timer;  /* flushes ACK and CREDIT frames */
+    uint64_t *returned_total; /* per local rank: bytes handed to ranks */
+    uint64_t *returned_sent;  /* per local rank: last CREDIT total sent */
+
+    /* counters */
+    uint64_t bytes_out, bytes_in, chunks_out, chunks_in;
+    uint64_t chunks_resent, chunks_duplicate, acks_in, credits_in;
+};
+
+/* ---- sessions (one per connected rank) -------------------------------- */
+
+enum session_state {
+    SESSION_HELLO = 0, /* waiting for HELLO */
+    SESSION_AUTH,      /* waiting for AUTH */
+    SESSION_ACTIVE,
+    SESSION_CLOSING, /* flushing an ERROR/BYE, then freed */
+};
+
+struct session {
+    struct relay *relay;
+    struct bufferevent *bev;
+    enum session_state state;
+    char peer_addr[128];
+    uint32_t rank;
+    struct rank_slot *slot;
+    uint8_t client_nonce[GC_NONCE_SIZE];
+    uint8_t relay_nonce[GC_NONCE_SIZE];
+    uint64_t peer_mask; /* links this rank exchanged data with */
+    /* Blocked on a budget: stays off EV_READ until the resource frees. */
+    struct link *blocked_link;
+    struct rank_slot *blocked_slot;
+    TAILQ_ENTRY(session) wait_entry;
+    struct event *resume_event;
+    TAILQ_ENTRY(session) entry; /* relay->sessions */
+    uint64_t bytes_in, bytes_out, chunks_in, chunks_out;
+};
+
+/* ---- the relay -------------------------------------------------------- */
+
+struct relay {
+    struct relay_config *cfg;
+    struct event_base *base;
+    uint8_t token[GC_TOKEN_MAX];
+    size_t token_len;
+    uint64_t epoch;
+    const struct transport_ops *transport;
+    SSL_CTX *ssl_ctx;
+
+    struct evconnlistener *local_unix_listener;
+    struct evconnlistener *local_tcp_listener;
+    struct evconnlistener *wan_listener;
+    struct evhttp *http;
+    struct event *tick_timer;
+    struct event *sigterm_event, *sigint_event, *sighup_event;
+
+    struct rank_slot *slots; /* cfg->rank_count entries */
+    struct link *links;      /* cfg->peer_count entries */
+    TAILQ_HEAD(, session) sessions;
+    uint32_t session_count;
+    TAILQ_HEAD(, stream) pending_streams; /* accepted, before HELLO */
+    int draining;
+    uint64_t drain_deadline_ns;
+    uint64_t started_ns;
+    uint64_t sessions_refused;
+    uint64_t frames_rejected;
+};
+
+/* relay.c */
+int relay_init(struct relay *relay, struct relay_config *cfg);
+int relay_run(struct relay *relay);
+void relay_free(struct relay *relay);
+struct rank_slot *relay_local_slot(struct relay *relay, uint32_t rank);
+struct link *relay_link_for_rank(struct relay *relay, uint32_t rank);
+struct link *relay_link_by_name(struct relay *relay, const char *name);
+/* Hand a chunk to a local rank (queue or session output); takes a ref. */
+void relay_deliver_local(struct relay *relay, struct rank_slot *slot,
+                         struct chunk *c);
+/* Credit for a chunk delivered to `slot` is free again. */
+void relay_credit_returned(struct relay *relay, struct chunk *c);
+
+/* session.c */
+void session_accept(struct relay *relay, evutil_socket_t fd,
+                    const char *peer_addr);
+void session_free(struct session *s);
+void session_fail(struct session *s, enum gc_error_code code, const char *fmt,
+                  ...) __attribute__((format(printf, 3, 4)));
+/* Schedule a blocked session to retry its head frame. */
+void session_wake(struct session *s);
+/* Move queued chunks of a rank into its session output. */
+void session_flush_pending(struct session *s);
+void session_send_chunk(struct session *s, struct chunk *c);
+
+/* link.c */
+int link_init(struct relay *relay, struct link *link,
+              const struct relay_peer_config *peer, int index);
+void link_free(struct link *link);
+void link_start(struct link *link);
+/* Can `link` take a chunk for `dst_rank` now?  1 yes, 0 blocked. */
+int link_can_accept(struct link *link, const struct chunk *c);
+/* Takes a ref; assigns link_seq and sends (or queues until a stream). */
+void link_send_chunk(struct link *link, struct chunk *c);
+void link_wake_waiters(struct link *link);
+void link_wan_accept(struct relay *relay, evutil_socket_t fd,
+                     const char *peer_addr);
+void link_tick(struct link *link, uint64_t now_ns);
+/* Local rank `slot` drained `bytes` that came from `link`. */
+void link_credit_returned(struct link *link, uint32_t local_rank_index,
+                          uint64_t bytes);
+/* Fault injection: break stream `index` (or any up stream if < 0). */
+int link_break_stream(struct link *link, int index);
+int link_streams_up(const struct link *link);
+int link_idle(const struct link *link);
+void link_free_pending_stream(struct stream *st);
+
+/* http.c */
+int http_start(struct relay *relay);
+
+/* A bufferevent frame helper: 1 with `h` decoded if a full frame header
+ * and payload are buffered, 0 if more bytes are needed, -1 on a bad header
+ * (`status` says why). */
+int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
+               enum gc_decode_status *status);
+/* Append one control frame (header + optional payload). */
+int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
+               const void *payload);
+
+#endif

@@ -1,0 +1,443 @@
+/*
+ * Rank sessions: the local side of the relay.  A session authenticates
+ * with the job token (HELLO, AUTH, AUTH_OK; docs/protocol.md), then feeds
+ * DATA chunks into links or local ranks and receives the chunks addressed
+ * to its rank.  A session whose next chunk has no budget stops being read
+ * until the budget frees; that is the only backpressure towards ranks.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_log.h"
+#include "relay.h"
+
+static void session_process_input(struct session *s);
+
+static void on_delivered(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    struct chunk *c = arg;
+    relay_credit_returned(c->relay, c);
+    chunk_unref(c);
+}
+
+void session_send_chunk(struct session *s, struct chunk *c)
+{
+    struct gc_frame_header h = c->hdr;
+    h.link_seq = 0;
+    h.flags &= (uint16_t)~GC_FLAG_RESENT;
+    uint8_t raw[GC_HEADER_SIZE];
+    gc_header_encode(&h, raw);
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    evbuffer_add(out, raw, sizeof raw);
+    s->chunks_out++;
+    s->bytes_out += h.payload_len;
+    if (h.payload_len == 0) {
+        relay_credit_returned(s->relay, c);
+        return;
+    }
+    /* By reference: the budget returns only once the kernel has the bytes. */
+    chunk_ref(c);
+    if (evbuffer_add_reference(out, c->data, h.payload_len, on_delivered, c) !=
+        0) {
+        relay_credit_returned(s->relay, c);
+        chunk_unref(c);
+    }
+}
+
+void session_flush_pending(struct session *s)
+{
+    struct evbuffer *out = bufferevent_get_output(s->bev);
+    uint64_t high = s->relay->cfg->session_high_watermark;
+    struct chunk *c;
+    /* Above the high watermark chunks wait in `pending`; on_write refills
+     * the output once it has drained to the low watermark. */
+    while (evbuffer_get_length(out) < high &&
+           (c = TAILQ_FIRST(&s->slot->pending)) != NULL) {
+        TAILQ_REMOVE(&s->slot->pending, c, entry);
+        session_send_chunk(s, c);
+        chunk_unref(c);
+    }
+}
+
+static void unblock(struct session *s)
+{
+    if (s->blocked_link != NULL)
+        TAILQ_REMOVE(&s->blocked_link->waiters, s, wait_entry);
+    if (s->blocked_slot != NULL)
+        TAILQ_REMOVE(&s->blocked_slot->waiters, s, wait_entry);
+    s->blocked_link = NULL;
+    s->blocked_slot = NULL;
+}
+
+void session_free(struct session *s)
+{
+    struct relay *relay = s->relay;
+    unblock(s);
+    TAILQ_REMOVE(&relay->sessions, s, entry);
+    relay->session_count--;
+    if (s->slot != NULL && s->slot->session == s)
+        s->slot->session = NULL;
+    if (s->resume_event != NULL)
+        event_free(s->resume_event);
+    /* Freeing the output runs on_delivered for chunks never written; they
+     * return their budget, which is right: they will never be read. */
+    bufferevent_free(s->bev);
+    free(s);
+}
+
+static void on_closing_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    session_free(arg);
+}
+
+static void on_event(struct bufferevent *bev, short events, void *arg)
+{
+    (void)bev;
+    struct session *s = arg;
+    if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (s->state == SESSION_ACTIVE && s->slot->departed)
+            gc_log_info("rank %u left", s->rank);
+        else if (s->state == SESSION_ACTIVE)
+            gc_log_warn("rank %u disconnected without BYE (%s)", s->rank,
+                        (events & BEV_EVENT_ERROR) ? strerror(errno) : "EOF");
+        session_free(s);
+    }
+}
+
+void session_fail(struct session *s, enum gc_error_code code, const char *fmt,
+                  ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (s->state == SESSION_ACTIVE)
+        gc_log_warn("rank %u (%s): %s: %s", s->rank, s->peer_addr,
+                    gc_error_code_name(code), text);
+    else
+        gc_log_warn("session from %s refused: %s: %s", s->peer_addr,
+                    gc_error_code_name(code), text);
+    uint8_t frame[GC_HEADER_SIZE + 512];
+    size_t n =
+        gc_error_frame(s->relay->cfg->job_id, code, text, frame, sizeof frame);
+    unblock(s);
+    s->state = SESSION_CLOSING;
+    bufferevent_disable(s->bev, EV_READ);
+    evbuffer_add(bufferevent_get_output(s->bev), frame, n);
+    /* Free once the ERROR is on the wire (or the peer hangs up). */
+    bufferevent_setwatermark(s->bev, EV_WRITE, 0, 0);
+    bufferevent_setcb(s->bev, NULL, on_closing_write, on_event, s);
+}
+
+void session_wake(struct session *s)
+{
+    event_active(s->resume_event, 0, 0);
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct session *s = arg;
+    if (s->state == SESSION_CLOSING)
+        return;
+    session_process_input(s);
+    if (s->state != SESSION_CLOSING && s->blocked_link == NULL &&
+        s->blocked_slot == NULL)
+        bufferevent_enable(s->bev, EV_READ);
+}
+
+static int handle_hello(struct session *s, const struct gc_frame_header *h,
+                        const uint8_t *payload)
+{
+    const struct relay_config *cfg = s->relay->cfg;
+    struct gc_hello hello;
+    if (h->type != GC_FRAME_HELLO ||
+        gc_hello_decode(payload, h->payload_len, &hello) != 0) {
+        session_fail(s, GC_ERR_PROTOCOL, "expected a valid HELLO");
+        return -1;
+    }
+    if (hello.role != GC_ROLE_RANK) {
+        session_fail(s, GC_ERR_PROTOCOL, "local endpoint is for ranks only");
+        return -1;
+    }
+    if (hello.version_max < GC_PROTO_VERSION_MIN ||
+        hello.version_min > GC_PROTO_VERSION) {
+        session_fail(s, GC_ERR_VERSION, "no common protocol version (%u-%u)",
+                     hello.version_min, hello.version_max);
+        return -1;
+    }
+    s->rank = h->src_rank;
+    s->slot = relay_local_slot(s->relay, h->src_rank);
+    if (s->slot == NULL) {
+        session_fail(s, GC_ERR_BAD_RANK, "rank %u is not served by site %s",
+                     h->src_rank, cfg->site_name);
+        return -1;
+    }
+    memcpy(s->client_nonce, hello.nonce, GC_NONCE_SIZE);
+    if (gc_random_bytes(s->relay_nonce, GC_NONCE_SIZE) != 0) {
+        session_fail(s, GC_ERR_INTERNAL, "no randomness");
+        return -1;
+    }
+    uint16_t version = hello.version_max < GC_PROTO_VERSION
+                           ? hello.version_max
+                           : (uint16_t)GC_PROTO_VERSION;
+    struct gc_hello answer = {
+        .version_min = version,
+        .version_max = version,
+        .capabilities = hello.capabilities & GC_CAPS_ALL,
+        .role = GC_ROLE_RELAY,
+        .max_chunk = cfg->chunk_size,
+        .epoch = s->relay->epoch,
+        .credit = cfg->rank_credit,
+    };
+    memcpy(answer.nonce, s->relay_nonce, GC_NONCE_SIZE);
+    snprintf(answer.name, sizeof answer.name, "%s", cfg->site_name);
+    uint8_t buf[GC_HELLO_SIZE];
+    gc_hello_encode(&answer, buf, sizeof buf);
+    struct gc_frame_header reply = {.type = GC_FRAME_HELLO,
+                                    .job_id = cfg->job_id,
+                                    .src_rank = s->rank,
+                                    .payload_len = GC_HELLO_SIZE};
+    frame_send(s->bev, &reply, buf);
+    s->state = SESSION_AUTH;
+    return 0;
+}
+
+static int handle_auth(struct session *s, const struct gc_frame_header *h,
+                       const uint8_t *payload)
+{
+    struct relay *relay = s->relay;
+    if (h->type != GC_FRAME_AUTH || h->src_rank != s->rank) {
+        session_fail(s, GC_ERR_PROTOCOL, "expected AUTH for rank %u", s->rank);
+        return -1;
+    }
+    uint8_t expected[GC_MAC_SIZE];
+    if (gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
+                    s->client_nonce, s->relay_nonce, s->rank, expected) != 0) {
+        session_fail(s, GC_ERR_INTERNAL, "HMAC failed");
+        return -1;
+    }
+    if (!gc_auth_mac_equal(expected, payload)) {
+        relay->sessions_refused++;
+        session_fail(s, GC_ERR_AUTH, "wrong job token for rank %u", s->rank);
+        return -1;
+    }
+    if (s->slot->session != NULL) {
+        relay->sessions_refused++;
+        session_fail(s, GC_ERR_DUPLICATE_RANK, "rank %u already has a session",
+                     s->rank);
+        return -1;
+    }
+    uint8_t proof[GC_MAC_SIZE];
+    gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
+                s->client_nonce, s->relay_nonce, s->rank, proof);
+    struct gc_frame_header reply = {.type = GC_FRAME_AUTH_OK,
+                                    .job_id = relay->cfg->job_id,
+                                    .src_rank = s->rank,
+                                    .payload_len = GC_MAC_SIZE};
+    frame_send(s->bev, &reply, proof);
+    s->state = SESSION_ACTIVE;
+    s->slot->session = s;
+    s->slot->departed = 0;
+    gc_log_info("rank %u connected from %s", s->rank, s->peer_addr);
+    session_flush_pending(s);
+    return 0;
+}
+
+/* Reserve the budget for one chunk; 0 when the session must wait. */
+static int reserve_budget(struct session *s, const struct gc_frame_header *h,
+                          struct rank_slot *local, struct link *link)
+{
+    uint64_t cost = (uint64_t)h->payload_len + GC_HEADER_SIZE;
+    if (local != NULL) {
+        /* A lone oversized chunk may always go, else it could never. */
+        if (local->local_credit_used == 0 ||
+            local->local_credit_used + cost <= s->relay->cfg->rank_credit)
+            return 1;
+        s->blocked_slot = local;
+        TAILQ_INSERT_TAIL(&local->waiters, s, wait_entry);
+        return 0;
+    }
+    struct chunk probe = {.hdr = *h};
+    if (link_can_accept(link, &probe))
+        return 1;
+    s->blocked_link = link;
+    TAILQ_INSERT_TAIL(&link->waiters, s, wait_entry);
+    return 0;
+}
+
+/* 1: consumed, 0: blocked (frame left in place), -1: session failed. */
+static int handle_data(struct session *s, const struct gc_frame_header *h)
+{
+    struct relay *relay = s->relay;
+    struct evbuffer *in = bufferevent_get_input(s->bev);
+    if (h->src_rank != s->rank) {
+        session_fail(s, GC_ERR_BAD_RANK, "DATA claims source rank %u",
+                     h->src_rank);
+        return -1;
+    }
+    if (h->payload_len > relay->cfg->chunk_size) {
+        session_fail(s, GC_ERR_BAD_FRAME, "chunk of %u bytes exceeds %u",
+                     h->payload_len, relay->cfg->chunk_size);
+        return -1;
+    }
+    struct rank_slot *local = relay_local_slot(relay, h->dst_rank);
+    struct link *link = local ? NULL : relay_link_for_rank(relay, h->dst_rank);
+    if (local == NULL && link == NULL) {
+        session_fail(s, GC_ERR_BAD_RANK,
+                     "destination rank %u is not in the job", h->dst_rank);
+        return -1;
+    }
+    if (link != NULL && link->state == LINK_LOST) {
+        session_fail(s, GC_ERR_PEER_UNREACHABLE, "site %s is unreachable",
+                     link->peer->name);
+        return -1;
+    }
+    if (!reserve_budget(s, h, local, link))
+        return 0;
+
+    struct chunk *c = chunk_new(relay, h);
+    if (c == NULL) {
+        session_fail(s, GC_ERR_INTERNAL, "out of memory");
+        return -1;
+    }
+    evbuffer_drain(in, GC_HEADER_SIZE);
+    evbuffer_remove(in, c->data, h->payload_len);
+    s->chunks_in++;
+    s->bytes_in += h->payload_len;
+    if (local != NULL) {
+        local->local_credit_used += chunk_cost(c);
+        relay_deliver_local(relay, local, c);
+    } else {
+        s->peer_mask |= 1ull << link->index;
+        link_send_chunk(link, c);
+    }
+    chunk_unref(c);
+    return 1;
+}
+
+static void session_process_input(struct session *s)
+{
+    struct relay *relay = s->relay;
+    struct evbuffer *in = bufferevent_get_input(s->bev);
+    while (s->state != SESSION_CLOSING && s->blocked_link == NULL &&
+           s->blocked_slot == NULL) {
+        struct gc_frame_header h;
+        enum gc_decode_status st;
+        int r = frame_peek(in, &h, &st);
+        if (r == 0)
+            return;
+        if (r < 0) {
+            relay->frames_rejected++;
+            session_fail(s, GC_ERR_BAD_FRAME, "bad frame: %s",
+                         gc_decode_status_str(st));
+            return;
+        }
+        if (h.job_id != relay->cfg->job_id) {
+            relay->frames_rejected++;
+            session_fail(s, GC_ERR_BAD_FRAME,
+                         "frame for job %u, this is job %u", h.job_id,
+                         relay->cfg->job_id);
+            return;
+        }
+        if (h.type == GC_FRAME_DATA && s->state == SESSION_ACTIVE) {
+            if (handle_data(s, &h) <= 0) {
+                if (s->state != SESSION_CLOSING)
+                    bufferevent_disable(s->bev, EV_READ);
+                return;
+            }
+            continue;
+        }
+        uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
+        if (h.payload_len > sizeof payload) {
+            session_fail(s, GC_ERR_PROTOCOL, "%s frame not valid here",
+                         gc_frame_type_name(h.type));
+            return;
+        }
+        evbuffer_drain(in, GC_HEADER_SIZE);
+        evbuffer_remove(in, payload, h.payload_len);
+        int rc = 0;
+        switch (s->state) {
+        case SESSION_HELLO: rc = handle_hello(s, &h, payload); break;
+        case SESSION_AUTH: rc = handle_auth(s, &h, payload); break;
+        case SESSION_ACTIVE:
+            if (h.type == GC_FRAME_PING) {
+                struct gc_frame_header pong = {.type = GC_FRAME_PONG,
+                                               .job_id = relay->cfg->job_id,
+                                               .msg_seq = h.msg_seq};
+                frame_send(s->bev, &pong, NULL);
+            } else if (h.type == GC_FRAME_BYE) {
+                s->slot->departed = 1;
+            } else {
+                session_fail(s, GC_ERR_PROTOCOL, "%s frame not valid here",
+                             gc_frame_type_name(h.type));
+                rc = -1;
+            }
+            break;
+        case SESSION_CLOSING: break;
+        }
+        if (rc != 0)
+            return;
+    }
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    session_process_input(arg);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct session *s = arg;
+    if (s->state == SESSION_ACTIVE)
+        session_flush_pending(s);
+}
+
+void session_accept(struct relay *relay, evutil_socket_t fd,
+                    const char *peer_addr)
+{
+    struct session *s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        evutil_closesocket(fd);
+        return;
+    }
+    s->relay = relay;
+    snprintf(s->peer_addr, sizeof s->peer_addr, "%s", peer_addr);
+    evutil_make_socket_nonblocking(fd);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* TCP only */
+    s->bev = bufferevent_socket_new(relay->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    s->resume_event = event_new(relay->base, -1, 0, on_resume, s);
+    if (s->bev == NULL || s->resume_event == NULL) {
+        if (s->bev != NULL)
+            bufferevent_free(s->bev);
+        else
+            evutil_closesocket(fd);
+        if (s->resume_event != NULL)
+            event_free(s->resume_event);
+        free(s);
+        return;
+    }
+    TAILQ_INSERT_TAIL(&relay->sessions, s, entry);
+    relay->session_count++;
+    /* Read ahead at most a couple of chunks: the rest waits in the kernel. */
+    size_t read_high = 2 * ((size_t)relay->cfg->chunk_size + GC_HEADER_SIZE);
+    bufferevent_setwatermark(s->bev, EV_READ, 0, read_high);
+    bufferevent_setwatermark(s->bev, EV_WRITE,
+                             relay->cfg->session_low_watermark, 0);
+    bufferevent_setcb(s->bev, on_read, on_write, on_event, s);
+    bufferevent_enable(s->bev, EV_READ | EV_WRITE);
+}
