@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +51,15 @@ int gc_parse_size(const char *text, uint64_t *out)
     return 0;
 }
 
-static void set_err(char *err, size_t err_len, const char *fmt, const char *arg)
+__attribute__((format(printf, 3, 4))) static void
+set_err(char *err, size_t err_len, const char *fmt, ...)
 {
-    if (err != NULL && err_len > 0)
-        snprintf(err, err_len, fmt, arg);
+    if (err == NULL || err_len == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_len, fmt, ap);
+    va_end(ap);
 }
 
 int gc_endpoint_parse(const char *text, struct gc_endpoint *ep, char *err,

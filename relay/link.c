@@ -19,9 +19,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <linux/sockios.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "gc_log.h"
@@ -88,20 +90,37 @@ static void link_reset(struct link *link)
            cfg_of(link)->rank_count * sizeof *link->returned_sent);
 }
 
+/* Bytes a stream still has to deliver: ours plus the kernel's. */
+static size_t stream_backlog(const struct stream *st)
+{
+    int in_kernel = 0;
+    if (ioctl(bufferevent_getfd(st->bev), SIOCOUTQ, &in_kernel) != 0)
+        in_kernel = 0;
+    return evbuffer_get_length(bufferevent_get_output(st->bev)) +
+           (size_t)in_kernel;
+}
+
+/*
+ * The stream with the smallest backlog; ties go round-robin from the last
+ * pick, so an idle link still spreads a burst over all its streams.
+ */
 static struct stream *least_loaded_stream(struct link *link)
 {
     struct stream *best = NULL;
     size_t best_len = SIZE_MAX;
-    for (uint32_t i = 0; i < link->stream_count; i++) {
+    for (uint32_t n = 1; n <= link->stream_count; n++) {
+        uint32_t i = (link->last_stream + n) % link->stream_count;
         struct stream *st = &link->streams[i];
         if (st->state != STREAM_UP)
             continue;
-        size_t len = evbuffer_get_length(bufferevent_get_output(st->bev));
+        size_t len = stream_backlog(st);
         if (len < best_len) {
             best = st;
             best_len = len;
         }
     }
+    if (best != NULL)
+        link->last_stream = (uint32_t)best->index;
     return best;
 }
 
@@ -680,19 +699,21 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
             }
             return;
         }
-        if (st->state == STREAM_UP) {
-            if (handle_up_frame(st, &h, in) != 0)
-                return;
-            continue;
-        }
-        uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
-        if (h.payload_len > sizeof payload) {
+        if (h.payload_len > GC_MAX_CONTROL_PAYLOAD && st->state != STREAM_UP) {
             if (st->link == NULL)
                 link_free_pending_stream(st);
             else
                 stream_down(st, "DATA before the handshake finished");
             return;
         }
+        if (!frame_complete(in, &h))
+            return;
+        if (st->state == STREAM_UP) {
+            if (handle_up_frame(st, &h, in) != 0)
+                return;
+            continue;
+        }
+        uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
         evbuffer_drain(in, GC_HEADER_SIZE);
         evbuffer_remove(in, payload, h.payload_len);
         struct stream *next;

@@ -54,16 +54,15 @@ int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
                enum gc_decode_status *status)
 {
     uint8_t raw[GC_HEADER_SIZE];
-    if (evbuffer_get_length(in) < GC_HEADER_SIZE)
-        return 0;
     if (evbuffer_copyout(in, raw, GC_HEADER_SIZE) != GC_HEADER_SIZE)
         return 0;
     *status = gc_header_decode(raw, h);
-    if (*status != GC_DECODE_OK)
-        return -1;
-    if (evbuffer_get_length(in) < GC_HEADER_SIZE + (size_t)h->payload_len)
-        return 0;
-    return 1;
+    return *status == GC_DECODE_OK ? 1 : -1;
+}
+
+int frame_complete(struct evbuffer *in, const struct gc_frame_header *h)
+{
+    return evbuffer_get_length(in) >= GC_HEADER_SIZE + (size_t)h->payload_len;
 }
 
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,

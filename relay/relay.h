@@ -140,6 +140,7 @@ struct link {
     uint32_t generation; /* bumped on every reset; stale credit ignored */
     uint64_t down_since_ns;
     uint32_t stream_count; /* streams in use (ours if dialing) */
+    uint32_t last_stream;  /* last stream picked, for round-robin ties */
     struct stream streams[64];
     uint64_t peer_epoch; /* 0 until the first handshake */
 
@@ -275,11 +276,16 @@ void link_free_pending_stream(struct stream *st);
 /* http.c */
 int http_start(struct relay *relay);
 
-/* A bufferevent frame helper: 1 with `h` decoded if a full frame header
- * and payload are buffered, 0 if more bytes are needed, -1 on a bad header
- * (`status` says why). */
+/*
+ * Decode the frame header at the front of `in`: 1 when `h` holds a valid
+ * header (its payload may still be on the way: see frame_complete), 0 when
+ * fewer than GC_HEADER_SIZE bytes are buffered, -1 on a bad header
+ * (`status` says why).  Limits can thus be enforced before waiting for a
+ * payload that may never come.
+ */
 int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
                enum gc_decode_status *status);
+int frame_complete(struct evbuffer *in, const struct gc_frame_header *h);
 /* Append one control frame (header + optional payload). */
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload);

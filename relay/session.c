@@ -287,11 +287,6 @@ static int handle_data(struct session *s, const struct gc_frame_header *h)
                      h->src_rank);
         return -1;
     }
-    if (h->payload_len > relay->cfg->chunk_size) {
-        session_fail(s, GC_ERR_BAD_FRAME, "chunk of %u bytes exceeds %u",
-                     h->payload_len, relay->cfg->chunk_size);
-        return -1;
-    }
     struct rank_slot *local = relay_local_slot(relay, h->dst_rank);
     struct link *link = local ? NULL : relay_link_for_rank(relay, h->dst_rank);
     if (local == NULL && link == NULL) {
@@ -351,6 +346,14 @@ static void session_process_input(struct session *s)
                          relay->cfg->job_id);
             return;
         }
+        if (h.type == GC_FRAME_DATA && h.payload_len > relay->cfg->chunk_size) {
+            relay->frames_rejected++;
+            session_fail(s, GC_ERR_BAD_FRAME, "chunk of %u bytes exceeds %u",
+                         h.payload_len, relay->cfg->chunk_size);
+            return;
+        }
+        if (!frame_complete(in, &h))
+            return;
         if (h.type == GC_FRAME_DATA && s->state == SESSION_ACTIVE) {
             if (handle_data(s, &h) <= 0) {
                 if (s->state != SESSION_CLOSING)

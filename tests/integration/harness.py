@@ -1,0 +1,268 @@
+"""Integration-test harness: real gridrelay processes on loopback.
+
+A Grid is N sites, each with one relay; configs, tokens and certificates
+live in a temporary directory that is removed at the end.  Every process
+the harness starts is killed on exit, whatever happened.
+"""
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+BUILD_DIR = os.environ.get("GRIDCOLL_BUILD_DIR", "build")
+SOURCE_DIR = os.environ.get(
+    "GRIDCOLL_SOURCE_DIR",
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN = os.path.join(BUILD_DIR, "bin")
+RELAY = os.path.join(BIN, "gridrelay")
+TOOL = os.path.join(BIN, "relay_tool")
+
+_children = []
+
+
+def _kill_children():
+    for proc in _children:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+atexit.register(_kill_children)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(args, **kwargs):
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+    _children.append(proc)
+    return proc
+
+
+def make_certs(directory, sites, ca_name="ca"):
+    script = os.path.join(SOURCE_DIR, "conf", "tls", "make-certs.sh")
+    subprocess.run(["bash", script, directory] + list(sites), check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+class Site:
+    def __init__(self, grid, name, first_rank, rank_count):
+        self.grid = grid
+        self.name = name
+        self.first_rank = first_rank
+        self.rank_count = rank_count
+        self.wan_port = free_port()
+        self.http_port = free_port()
+        self.socket_path = os.path.join(grid.dir, name + ".sock")
+        self.endpoint = "unix:" + self.socket_path
+        self.config_path = os.path.join(grid.dir, name + ".conf")
+        self.log_path = os.path.join(grid.dir, name + ".log")
+        self.proc = None
+
+    def write_config(self, extra=""):
+        g = self.grid
+        peers = []
+        for other in g.sites:
+            if other is self:
+                continue
+            peers.append(
+                '{ name = "%s"; first_rank = %d; rank_count = %d; '
+                'address = "127.0.0.1:%d"; }' %
+                (other.name, other.first_rank, other.rank_count,
+                 other.wan_port))
+        tls = ('tls = { cert = "%s/%s.crt"; key = "%s/%s.key"; ca = "%s/ca.crt"; };'
+               % (g.cert_dir, self.name, g.cert_dir, self.name, g.cert_dir)
+               if g.tls else "")
+        text = """
+site = "{name}"; job_id = {job}; first_rank = {first}; rank_count = {count};
+token_file = "{token}";
+local = {{ unix = "{sock}"; }};
+wan = {{ listen = "127.0.0.1:{wan}"; streams = {streams}; chunk_size = {chunk};
+        plaintext = {plain}; }};
+{tls}
+http = {{ listen = "127.0.0.1:{http}"; admin = true; }};
+log = {{ level = "info"; file = "{log}"; }};
+liveness = {{ reconnect_min_ms = 50; reconnect_max_ms = 500;
+             peer_give_up_ms = {give_up}; }};
+{extra}
+peers = ( {peers} );
+""".format(name=self.name, job=g.job_id, first=self.first_rank,
+           count=self.rank_count, token=g.token_path, sock=self.socket_path,
+           wan=self.wan_port, streams=g.streams, chunk=g.chunk,
+           plain="false" if g.tls else "true", tls=tls, http=self.http_port,
+           log=self.log_path, give_up=g.give_up_ms,
+           extra=g.extra_config + extra, peers=", ".join(peers))
+        with open(self.config_path, "w") as f:
+            f.write(text)
+
+    def start(self):
+        if not os.path.exists(self.config_path):
+            self.write_config()
+        self.proc = spawn([RELAY, "-c", self.config_path])
+        return self
+
+    def stop(self, sig=signal.SIGTERM, timeout=15):
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+    def http(self, path, method="GET"):
+        req = urllib.request.Request(
+            "http://127.0.0.1:%d%s" % (self.http_port, path), method=method,
+            data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.read().decode()
+
+    def status(self):
+        return json.loads(self.http("/status"))
+
+    def link(self, peer_name):
+        for link in self.status()["links"]:
+            if link["peer"] == peer_name:
+                return link
+        raise Failure("no link to %s" % peer_name)
+
+    def log(self):
+        try:
+            with open(self.log_path) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def wait_links_up(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            check(self.proc.poll() is None,
+                  "relay %s exited:\n%s" % (self.name, self.log()))
+            try:
+                links = self.status()["links"]
+                if all(l["state"] == "up" and
+                       l["streams_up"] == self.grid.streams_expected(l)
+                       for l in links):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise Failure("links of %s not up:\n%s" % (self.name, self.log()))
+
+
+class Grid:
+    """Sites with `sizes[i]` ranks each, rank numbers assigned in order."""
+
+    def __init__(self, sizes=(1, 1), names=None, tls=True, streams=4,
+                 chunk=262144, give_up_ms=30000, extra_config="", job_id=7):
+        self.dir = tempfile.mkdtemp(prefix="gridrelay-test-")
+        self.tls = tls
+        self.streams = streams
+        self.chunk = chunk
+        self.give_up_ms = give_up_ms
+        self.extra_config = extra_config
+        self.job_id = job_id
+        self.token_path = os.path.join(self.dir, "job.token")
+        with open(self.token_path, "w") as f:
+            f.write(os.urandom(32).hex() + "\n")
+        names = names or ["alpha", "beta", "gamma", "delta"][:len(sizes)]
+        self.sites = []
+        first = 0
+        for name, size in zip(names, sizes):
+            self.sites.append(Site(self, name, first, size))
+            first += size
+        self.cert_dir = os.path.join(self.dir, "tls")
+        if tls:
+            make_certs(self.cert_dir, names)
+
+    def streams_expected(self, link):
+        return self.streams
+
+    def start(self):
+        for site in self.sites:
+            site.write_config()
+        for site in self.sites:
+            site.start()
+        for site in self.sites:
+            site.wait_links_up()
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for site in self.sites:
+            site.stop(signal.SIGKILL, timeout=5)
+        if exc[0] is not None:
+            for site in self.sites:
+                sys.stderr.write("---- log of %s ----\n%s" % (site.name,
+                                                              site.log()))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return False
+
+    def tool(self, mode, site, rank, *args):
+        return spawn([TOOL, mode, site.endpoint, self.token_path,
+                      str(self.job_id), str(rank)] + [str(a) for a in args])
+
+
+def finish(proc, timeout=120, expect_ok=True):
+    """Wait for a tool process; return its output, raise on failure."""
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        raise Failure("tool timed out; output:\n" + out)
+    if expect_ok:
+        check(proc.returncode == 0 and "ok " in out,
+              "tool failed (exit %d):\n%s" % (proc.returncode, out))
+    return out
+
+
+def main(tests):
+    """Run (name, function) pairs; print a summary line CTest can read."""
+    passed = failed = 0
+    only = sys.argv[1:]
+    for name, fn in tests:
+        if only and name not in only:
+            continue
+        start = time.time()
+        try:
+            fn()
+            passed += 1
+            print("PASS %s (%.1fs)" % (name, time.time() - start), flush=True)
+        except Exception as e:  # report every kind of failure, then go on
+            failed += 1
+            print("FAIL %s: %s: %s" % (name, type(e).__name__, e), flush=True)
+    print("%d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed or passed == 0 else 0)

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Data through real relays: exact bytes, sizes, ordering, many sessions."""
+
+import sys
+
+from harness import Grid, finish, main
+
+CHUNK = 262144
+EDGE_SIZES = "0,1,%d,%d,%d,64M" % (CHUNK - 1, CHUNK, CHUNK + 1)
+
+
+def transfer(streams, tls):
+    def run():
+        with Grid(sizes=(1, 1), tls=tls, streams=streams, chunk=CHUNK) as g:
+            g.start()
+            a, b = g.sites
+            for sizes in (EDGE_SIZES, "random:40:3M:%d" % streams):
+                count = len(sizes.split(",")) if "random" not in sizes else 40
+                recv = g.tool("recv", b, 1, "--expect", count, "--sizes", sizes)
+                send = g.tool("send", a, 0, "--to", 1, "--sizes", sizes)
+                finish(send)
+                finish(recv)
+            link = a.link("beta")
+            assert link["streams_up"] == streams, link
+            # Large messages must really be striped over every stream.
+            used = [s for s in link["stream_detail"] if s["bytes_sent"] > 0]
+            assert len(used) == streams, link["stream_detail"]
+    return run
+
+
+def ordering_under_striping():
+    # 4 KiB chunks over 8 streams: every message of more than one chunk is
+    # spread over several streams and its chunks arrive out of order.
+    with Grid(sizes=(2, 2), streams=8, chunk=4096) as g:
+        g.start()
+        a, b = g.sites
+        sizes = "random:300:40K:11"
+        recv2 = g.tool("recv", b, 2, "--expect", 600, "--sizes", sizes)
+        recv0 = g.tool("recv", a, 0, "--expect", 300, "--sizes", sizes)
+        senders = [g.tool("send", a, 0, "--to", 2, "--sizes", sizes),
+                   g.tool("send", a, 1, "--to", 2, "--sizes", sizes),
+                   g.tool("send", b, 3, "--to", 0, "--sizes", sizes)]
+        for s in senders:
+            finish(s)
+        finish(recv2)
+        finish(recv0)
+
+
+def many_sessions():
+    n = 24
+    with Grid(sizes=(n, n), streams=4) as g:
+        g.start()
+        a, b = g.sites
+        sizes = "1,1000,300K"
+        procs = []
+        for r in range(n):
+            procs.append(g.tool("recv", b, n + r, "--expect", 3, "--sizes",
+                                sizes))
+            procs.append(g.tool("recv", a, r, "--expect", 3, "--sizes", sizes))
+        for r in range(n):
+            procs.append(g.tool("send", a, r, "--to", n + r, "--sizes", sizes))
+            procs.append(g.tool("send", b, n + r, "--to", r, "--sizes", sizes))
+        for p in procs:
+            finish(p)
+
+
+def local_and_three_sites():
+    with Grid(sizes=(2, 1, 2), streams=2) as g:
+        g.start()
+        alpha, beta, gamma = g.sites
+        sizes = "0,5,700K"
+        procs = [g.tool("recv", alpha, 1, "--expect", 9, "--sizes", sizes),
+                 g.tool("recv", beta, 2, "--expect", 3, "--sizes", sizes),
+                 g.tool("recv", gamma, 4, "--expect", 3, "--sizes", sizes)]
+        senders = [g.tool("send", alpha, 0, "--to", "1,2,4", "--sizes", sizes),
+                   g.tool("send", beta, 2, "--to", 1, "--sizes", sizes),
+                   g.tool("send", gamma, 3, "--to", 1, "--sizes", sizes)]
+        for p in senders + procs:
+            finish(p)
+
+
+if __name__ == "__main__":
+    main([("k1_tls", transfer(1, True)),
+          ("k1_plain", transfer(1, False)),
+          ("k2_tls", transfer(2, True)),
+          ("k2_plain", transfer(2, False)),
+          ("k8_tls", transfer(8, True)),
+          ("k8_plain", transfer(8, False)),
+          ("ordering_under_striping", ordering_under_striping),
+          ("many_sessions", many_sessions),
+          ("local_and_three_sites", local_and_three_sites)])
