@@ -788,9 +788,12 @@ static void stream_down(struct stream *st, const char *why)
     if (was_up)
         gc_log_warn("link %s: stream %d down: %s", link->peer->name, st->index,
                     why);
-    else
+    else if (st->backoff_ms == 0) /* first failure; retries go to debug */
         gc_log_info("link %s: stream %d failed: %s", link->peer->name,
                     st->index, why);
+    else
+        gc_log_debug("link %s: stream %d failed again: %s", link->peer->name,
+                     st->index, why);
     /* Safe inside this bufferevent's own callback: libevent defers the
      * final release until the callback returns. */
     if (st->bev != NULL)
@@ -972,7 +975,8 @@ void link_tick(struct link *link, uint64_t now)
             st->ping_sent_ns = 0; /* lost with a broken peer: try again */
         }
     }
-    if (link->state == LINK_DOWN && link->peer_epoch != 0 &&
+    /* Also a peer that never came up: senders waiting on it must not hang. */
+    if (link->state == LINK_DOWN &&
         now - link->down_since_ns >
             (uint64_t)cfg->peer_give_up_ms * 1000000ull) {
         gc_log_error("link %s: peer unreachable for %u ms; giving it up",
