@@ -740,11 +740,19 @@ static void on_stream_write(struct bufferevent *bev, void *arg)
 static void log_tls_errors(struct stream *st, const char *what)
 {
     unsigned long e;
-    char buf[256];
+    char reason[256];
     int any = 0;
     while ((e = bufferevent_get_openssl_error(st->bev)) != 0) {
-        ERR_error_string_n(e, buf, sizeof buf);
-        gc_log_warn("%s %s: TLS: %s", what, st->peer_addr, buf);
+        /* libevent also queues bare SSL_get_error() codes: not OpenSSL's. */
+        if (ERR_GET_LIB(e) == 0)
+            continue;
+        ERR_error_string_n(e, reason, sizeof reason);
+        const char *detail = "";
+        SSL *ssl = bufferevent_openssl_get_ssl(st->bev);
+        if (ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
+            detail = X509_verify_cert_error_string(SSL_get_verify_result(ssl));
+        gc_log_warn("%s %s: TLS: %s%s%s", what, st->peer_addr, reason,
+                    detail[0] ? ": " : "", detail);
         any = 1;
     }
     if (!any && EVUTIL_SOCKET_ERROR() != 0)
@@ -939,14 +947,17 @@ void link_free_pending_stream(struct stream *st)
 
 /* ---- link lifecycle --------------------------------------------------- */
 
+/*
+ * Every rank of a grid job may be waiting on the lost site, directly or
+ * not, so every session learns of it: an error now instead of a hang.
+ */
 static void link_fail_sessions_lost(struct link *link, const char *why)
 {
     struct relay *relay = link->relay;
-    uint64_t bit = 1ull << link->index;
     struct session *s, *next;
     for (s = TAILQ_FIRST(&relay->sessions); s != NULL; s = next) {
         next = TAILQ_NEXT(s, entry);
-        if (s->state == SESSION_ACTIVE && (s->peer_mask & bit))
+        if (s->state == SESSION_ACTIVE)
             session_fail(s, GC_ERR_PEER_UNREACHABLE, "site %s: %s",
                          link->peer->name, why);
     }

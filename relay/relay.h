@@ -130,7 +130,7 @@ enum link_state {
 struct link {
     struct relay *relay;
     const struct relay_peer_config *peer;
-    int index; /* bit in session->peer_mask */
+    int index;
     int dialer;
     struct gc_endpoint peer_endpoint; /* resolved once, when dialing */
     enum link_state state;
@@ -186,7 +186,6 @@ struct session {
     struct rank_slot *slot;
     uint8_t client_nonce[GC_NONCE_SIZE];
     uint8_t relay_nonce[GC_NONCE_SIZE];
-    uint64_t peer_mask; /* links this rank exchanged data with */
     /* Blocked on a budget: stays off EV_READ until the resource frees. */
     struct link *blocked_link;
     struct rank_slot *blocked_slot;

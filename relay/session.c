@@ -17,6 +17,8 @@
 #include "gc_log.h"
 #include "relay.h"
 
+#define SESSION_TIMEOUT_S 10 /* handshake, and flushing a final ERROR */
+
 static void session_process_input(struct session *s);
 
 static void on_delivered(const void *data, size_t len, void *arg)
@@ -103,6 +105,13 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
 {
     (void)bev;
     struct session *s = arg;
+    if (events & BEV_EVENT_TIMEOUT) {
+        gc_log_warn("session from %s timed out (%s)", s->peer_addr,
+                    s->state == SESSION_CLOSING ? "not reading its ERROR"
+                                                : "no handshake");
+        session_free(s);
+        return;
+    }
     if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         if (s->state == SESSION_ACTIVE && s->slot->departed)
             gc_log_info("rank %u left", s->rank);
@@ -134,7 +143,10 @@ void session_fail(struct session *s, enum gc_error_code code, const char *fmt,
     s->state = SESSION_CLOSING;
     bufferevent_disable(s->bev, EV_READ);
     evbuffer_add(bufferevent_get_output(s->bev), frame, n);
-    /* Free once the ERROR is on the wire (or the peer hangs up). */
+    /* Free once the ERROR is on the wire, the peer hangs up, or it does
+     * not read for SESSION_TIMEOUT_S. */
+    struct timeval limit = {SESSION_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(s->bev, NULL, &limit);
     bufferevent_setwatermark(s->bev, EV_WRITE, 0, 0);
     bufferevent_setcb(s->bev, NULL, on_closing_write, on_event, s);
 }
@@ -248,6 +260,7 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
                                     .payload_len = GC_MAC_SIZE};
     frame_send(s->bev, &reply, proof);
     s->state = SESSION_ACTIVE;
+    bufferevent_set_timeouts(s->bev, NULL, NULL); /* ranks may compute long */
     s->slot->session = s;
     s->slot->departed = 0;
     gc_log_info("rank %u connected from %s", s->rank, s->peer_addr);
@@ -315,7 +328,6 @@ static int handle_data(struct session *s, const struct gc_frame_header *h)
         local->local_credit_used += chunk_cost(c);
         relay_deliver_local(relay, local, c);
     } else {
-        s->peer_mask |= 1ull << link->index;
         link_send_chunk(link, c);
     }
     chunk_unref(c);
@@ -442,5 +454,7 @@ void session_accept(struct relay *relay, evutil_socket_t fd,
     bufferevent_setwatermark(s->bev, EV_WRITE,
                              relay->cfg->session_low_watermark, 0);
     bufferevent_setcb(s->bev, on_read, on_write, on_event, s);
+    struct timeval handshake = {SESSION_TIMEOUT_S, 0};
+    bufferevent_set_timeouts(s->bev, &handshake, NULL);
     bufferevent_enable(s->bev, EV_READ | EV_WRITE);
 }

@@ -3,7 +3,7 @@
 
 import sys
 
-from harness import Grid, finish, main
+from harness import Grid, check, finish, main
 
 CHUNK = 262144
 EDGE_SIZES = "0,1,%d,%d,%d,64M" % (CHUNK - 1, CHUNK, CHUNK + 1)
@@ -31,51 +31,54 @@ def transfer(streams, tls):
 def ordering_under_striping():
     # 4 KiB chunks over 8 streams: every message of more than one chunk is
     # spread over several streams and its chunks arrive out of order.
-    with Grid(sizes=(2, 2), streams=8, chunk=4096) as g:
+    with Grid(sizes=(3, 2), streams=8, chunk=4096) as g:
         g.start()
         a, b = g.sites
         sizes = "random:300:40K:11"
-        recv2 = g.tool("recv", b, 2, "--expect", 600, "--sizes", sizes)
-        recv0 = g.tool("recv", a, 0, "--expect", 300, "--sizes", sizes)
-        senders = [g.tool("send", a, 0, "--to", 2, "--sizes", sizes),
-                   g.tool("send", a, 1, "--to", 2, "--sizes", sizes),
-                   g.tool("send", b, 3, "--to", 0, "--sizes", sizes)]
-        for s in senders:
-            finish(s)
-        finish(recv2)
-        finish(recv0)
+        receivers = [g.tool("recv", b, 3, "--expect", 600, "--sizes", sizes),
+                     g.tool("recv", a, 2, "--expect", 300, "--sizes", sizes)]
+        senders = [g.tool("send", a, 0, "--to", 3, "--sizes", sizes),
+                   g.tool("send", a, 1, "--to", 3, "--sizes", sizes),
+                   g.tool("send", b, 4, "--to", 2, "--sizes", sizes)]
+        for p in senders + receivers:
+            finish(p)
 
 
 def many_sessions():
-    n = 24
-    with Grid(sizes=(n, n), streams=4) as g:
+    # One session per rank: half of each site sends, the other half receives.
+    n = 12
+    with Grid(sizes=(2 * n, 2 * n), streams=4) as g:
         g.start()
         a, b = g.sites
         sizes = "1,1000,300K"
         procs = []
         for r in range(n):
-            procs.append(g.tool("recv", b, n + r, "--expect", 3, "--sizes",
+            procs.append(g.tool("recv", b, 3 * n + r, "--expect", 3, "--sizes",
                                 sizes))
-            procs.append(g.tool("recv", a, r, "--expect", 3, "--sizes", sizes))
+            procs.append(g.tool("recv", a, n + r, "--expect", 3, "--sizes",
+                                sizes))
         for r in range(n):
-            procs.append(g.tool("send", a, r, "--to", n + r, "--sizes", sizes))
-            procs.append(g.tool("send", b, n + r, "--to", r, "--sizes", sizes))
+            procs.append(g.tool("send", a, r, "--to", 3 * n + r, "--sizes",
+                                sizes))
+            procs.append(g.tool("send", b, 2 * n + r, "--to", n + r, "--sizes",
+                                sizes))
         for p in procs:
             finish(p)
+        check(a.status()["sessions_refused"] == 0, "a session was refused")
 
 
 def local_and_three_sites():
-    with Grid(sizes=(2, 1, 2), streams=2) as g:
+    with Grid(sizes=(2, 2, 2), streams=2) as g:
         g.start()
         alpha, beta, gamma = g.sites
         sizes = "0,5,700K"
-        procs = [g.tool("recv", alpha, 1, "--expect", 9, "--sizes", sizes),
-                 g.tool("recv", beta, 2, "--expect", 3, "--sizes", sizes),
-                 g.tool("recv", gamma, 4, "--expect", 3, "--sizes", sizes)]
-        senders = [g.tool("send", alpha, 0, "--to", "1,2,4", "--sizes", sizes),
+        receivers = [g.tool("recv", alpha, 1, "--expect", 9, "--sizes", sizes),
+                     g.tool("recv", beta, 3, "--expect", 3, "--sizes", sizes),
+                     g.tool("recv", gamma, 5, "--expect", 3, "--sizes", sizes)]
+        senders = [g.tool("send", alpha, 0, "--to", "1,3,5", "--sizes", sizes),
                    g.tool("send", beta, 2, "--to", 1, "--sizes", sizes),
-                   g.tool("send", gamma, 3, "--to", 1, "--sizes", sizes)]
-        for p in senders + procs:
+                   g.tool("send", gamma, 4, "--to", 1, "--sizes", sizes)]
+        for p in senders + receivers:
             finish(p)
 
 
