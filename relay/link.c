@@ -41,6 +41,8 @@ static void on_stream_read(struct bufferevent *bev, void *arg);
 static void on_stream_write(struct bufferevent *bev, void *arg);
 static void on_stream_event(struct bufferevent *bev, short events, void *arg);
 static void link_fail_sessions_lost(struct link *link, const char *why);
+static void send_error(struct stream *st, enum gc_error_code code,
+                       const char *text);
 
 static const struct relay_config *cfg_of(const struct link *link)
 {
@@ -358,6 +360,7 @@ static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
     if (h->src_rank < peer->first_rank ||
         h->src_rank - peer->first_rank >= peer->rank_count ||
         relay_local_slot(relay, h->dst_rank) == NULL || h->link_seq == 0) {
+        send_error(st, GC_ERR_BAD_RANK, "DATA with ranks outside the link");
         stream_down(st, "peer sent DATA with ranks outside its range");
         return -1;
     }
@@ -426,13 +429,15 @@ static void handle_credit(struct link *link, const struct gc_frame_header *h)
 
 /* ---- handshake -------------------------------------------------------- */
 
-static void send_hello(struct stream *st)
+/* The dialer proposes a version range (chosen = 0); the answer names the
+ * chosen version in both fields. */
+static void send_hello(struct stream *st, uint16_t chosen)
 {
     struct relay *relay = st->relay;
     const struct relay_config *cfg = relay->cfg;
     struct gc_hello hello = {
-        .version_min = GC_PROTO_VERSION_MIN,
-        .version_max = GC_PROTO_VERSION,
+        .version_min = chosen ? chosen : GC_PROTO_VERSION_MIN,
+        .version_max = chosen ? chosen : GC_PROTO_VERSION,
         .capabilities = GC_CAPS_ALL,
         .role = GC_ROLE_RELAY,
         .stream_index = (uint32_t)st->index,
@@ -546,7 +551,9 @@ static struct stream *adopt_accepted(struct stream *pending,
     set_stream_watermark(st);
     gc_random_bytes(st->my_nonce, GC_NONCE_SIZE);
     adopt_peer_epoch(link, hello);
-    send_hello(st);
+    send_hello(st, hello->version_max < GC_PROTO_VERSION
+                       ? hello->version_max
+                       : (uint16_t)GC_PROTO_VERSION);
     return st;
 }
 
@@ -570,10 +577,13 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
     }
     if (h->type == GC_FRAME_HELLO) {
         if (gc_hello_decode(payload, h->payload_len, &hello) != 0 ||
-            hello.role != GC_ROLE_RELAY ||
-            hello.version_max < GC_PROTO_VERSION_MIN ||
+            hello.role != GC_ROLE_RELAY) {
+            send_error(st, GC_ERR_PROTOCOL, "malformed relay HELLO");
+            goto fail;
+        }
+        if (hello.version_max < GC_PROTO_VERSION_MIN ||
             hello.version_min > GC_PROTO_VERSION) {
-            send_error(st, GC_ERR_VERSION, "bad HELLO or no common version");
+            send_error(st, GC_ERR_VERSION, "no common protocol version");
             goto fail;
         }
         if (st->link == NULL) {
@@ -690,7 +700,11 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
             snprintf(why, sizeof why, "bad frame from peer: %s",
                      r < 0 ? gc_decode_status_str(status) : "wrong job id");
             relay->frames_rejected++;
-            send_error(st, GC_ERR_BAD_FRAME, why);
+            send_error(st,
+                       r < 0 && status == GC_DECODE_BAD_VERSION
+                           ? GC_ERR_VERSION
+                           : GC_ERR_BAD_FRAME,
+                       why);
             if (st->link == NULL) {
                 gc_log_warn("WAN connection from %s: %s", st->peer_addr, why);
                 link_free_pending_stream(st);
@@ -869,7 +883,7 @@ static void stream_connected(struct stream *st)
     bufferevent_set_timeouts(st->bev, &hs, NULL);
     bufferevent_enable(st->bev, EV_READ | EV_WRITE);
     st->state = STREAM_HANDSHAKE;
-    send_hello(st); /* TLS queues it until its own handshake is done */
+    send_hello(st, 0); /* TLS queues it until its own handshake is done */
 }
 
 static void stream_dial(struct stream *st)
@@ -997,6 +1011,15 @@ void link_tick(struct link *link, uint64_t now)
         link_reset(link);
         link->local_epoch++;
     }
+}
+
+void link_say_bye(struct link *link)
+{
+    struct gc_frame_header bye = {.type = GC_FRAME_BYE,
+                                  .job_id = cfg_of(link)->job_id};
+    for (uint32_t i = 0; i < link->stream_count; i++)
+        if (link->streams[i].state == STREAM_UP)
+            frame_send(link->streams[i].bev, &bye, NULL);
 }
 
 int link_break_stream(struct link *link, int index)

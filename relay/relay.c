@@ -240,6 +240,23 @@ static int relay_drained(const struct relay *relay)
     return 1;
 }
 
+#define GOODBYE_FLUSH_MS 200
+
+/* Tell ranks and peers why we go, then give the frames time to leave. */
+static void say_goodbye_and_exit(struct relay *relay)
+{
+    struct session *s, *next;
+    for (s = TAILQ_FIRST(&relay->sessions); s != NULL; s = next) {
+        next = TAILQ_NEXT(s, entry);
+        if (s->state != SESSION_CLOSING)
+            session_fail(s, GC_ERR_SHUTDOWN, "relay is shutting down");
+    }
+    for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
+        link_say_bye(&relay->links[i]);
+    struct timeval flush = {0, GOODBYE_FLUSH_MS * 1000};
+    event_base_loopexit(relay->base, &flush);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -250,12 +267,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         link_tick(&relay->links[i], now);
     if (!relay->draining)
         return;
+    if (relay->exiting)
+        return;
     if (relay_drained(relay)) {
         gc_log_info("drained; exiting");
-        event_base_loopexit(relay->base, NULL);
+        relay->exiting = 1;
+        say_goodbye_and_exit(relay);
     } else if (now > relay->drain_deadline_ns) {
         gc_log_warn("drain timed out; exiting with data still queued");
-        event_base_loopexit(relay->base, NULL);
+        relay->exiting = 1;
+        say_goodbye_and_exit(relay);
     }
 }
 

@@ -219,6 +219,7 @@ struct relay {
     uint32_t session_count;
     TAILQ_HEAD(, stream) pending_streams; /* accepted, before HELLO */
     int draining;
+    int exiting; /* goodbyes sent, loop ends after a short flush */
     uint64_t drain_deadline_ns;
     uint64_t started_ns;
     uint64_t sessions_refused;
@@ -268,6 +269,8 @@ void link_credit_returned(struct link *link, uint32_t local_rank_index,
                           uint64_t bytes);
 /* Fault injection: break stream `index` (or any up stream if < 0). */
 int link_break_stream(struct link *link, int index);
+/* Orderly close of every stream up (relay shutting down). */
+void link_say_bye(struct link *link);
 int link_streams_up(const struct link *link);
 int link_idle(const struct link *link);
 void link_free_pending_stream(struct stream *st);

@@ -347,8 +347,10 @@ static void session_process_input(struct session *s)
             return;
         if (r < 0) {
             relay->frames_rejected++;
-            session_fail(s, GC_ERR_BAD_FRAME, "bad frame: %s",
-                         gc_decode_status_str(st));
+            session_fail(s,
+                         st == GC_DECODE_BAD_VERSION ? GC_ERR_VERSION
+                                                     : GC_ERR_BAD_FRAME,
+                         "bad frame: %s", gc_decode_status_str(st));
             return;
         }
         if (h.job_id != relay->cfg->job_id) {

@@ -94,8 +94,14 @@ def sigterm_drains():
         send = g.tool("send", a, 0, "--to", 1, "--sizes", "1,2M,3")
         finish(send)
         finish(recv)
+        waiting = g.tool("recv", a, 0, "--expect", 1, "--sizes", "1")
+        time.sleep(0.3)
         check(a.stop(signal.SIGTERM) == 0, "SIGTERM exit status not 0")
         check("drained; exiting" in a.log(), "drain not logged")
+        out = finish(waiting, timeout=10, expect_ok=False)
+        check("shutdown" in out and "relay is shutting down" in out,
+              "connected rank not told about the shutdown: " + out)
+        check(b.proc.poll() is None, "beta died with its peer")
 
 
 if __name__ == "__main__":
