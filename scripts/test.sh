@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# GridColl: the one test command, from a fresh Debian 12 machine (as root).
+#
+#   scripts/test.sh
+#
+# 1. installs the Debian packages the build and the tests need (only the
+#    missing ones; apt-get update only when something is missing);
+# 2. checks the formatting of every C file against .clang-format;
+# 3. builds build/ (RelWithDebInfo, warnings are errors) and runs ctest:
+#    unit tests in parallel, everything else one at a time because the
+#    integration tests bind fixed loopback ports;
+# 4. builds build-asan/ with clang, address + undefined-behaviour sanitizers
+#    and the libFuzzer targets, and runs every test there too (including the
+#    bounded fuzz run).
+#
+# Every step runs even when an earlier one failed (except tests of a tree
+# that did not build); the summary at the end lists what failed and the exit
+# status is non-zero if anything did.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+packages=(build-essential cmake ninja-build pkg-config clang clang-format
+    libclang-rt-14-dev libevent-dev libconfig-dev libssl-dev zlib1g-dev
+    openssl mpich libmpich-dev iperf3 python3 procps iproute2 curl)
+format_dirs=(common relay libgridcoll launcher bench tests)
+
+failures=()
+
+banner() {
+    printf '\n==================================================================\n'
+    printf '== %s\n' "$*"
+    printf '==================================================================\n'
+}
+
+# Run one step; record its name when it fails instead of stopping.
+step() {
+    local name=$1
+    shift
+    banner "$name"
+    local start=$SECONDS rc=0
+    "$@" || rc=$?
+    if ((rc == 0)); then
+        printf -- '-- %s: OK (%ds)\n' "$name" $((SECONDS - start))
+    else
+        printf -- '-- %s: FAILED (exit %d)\n' "$name" "$rc"
+        failures+=("$name")
+    fi
+    return "$rc"
+}
+
+install_packages() {
+    local missing=() p
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+            grep -q 'install ok installed' || missing+=("$p")
+    done
+    if ((${#missing[@]} == 0)); then
+        echo "all ${#packages[@]} packages present"
+        return 0
+    fi
+    echo "missing: ${missing[*]}"
+    local sudo=()
+    if ((EUID != 0)); then
+        command -v sudo >/dev/null || {
+            echo "not root and no sudo: install them by hand" >&2
+            return 1
+        }
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+format_check() {
+    local dirs=() files=() bad=() d f
+    for d in "${format_dirs[@]}"; do
+        [[ -d $d ]] && dirs+=("$d")
+    done
+    ((${#dirs[@]} > 0)) || return 0
+    mapfile -t files < <(find "${dirs[@]}" -type f \( -name '*.c' -o -name '*.h' \) | sort)
+    for f in "${files[@]}"; do
+        clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+    done
+    echo "checked ${#files[@]} files"
+    if ((${#bad[@]} > 0)); then
+        echo "not formatted (fix with: clang-format -i FILE...):"
+        printf '  %s\n' "${bad[@]}"
+        return 1
+    fi
+}
+
+# configure_and_build DIR CMAKE-ARGS...
+configure_and_build() {
+    local dir=$1
+    shift
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGRIDCOLL_WERROR=ON "$@" &&
+        cmake --build "$dir"
+}
+
+# Unit tests are self-contained and run in parallel; integration (and any
+# other) tests bind fixed ports, so they run one at a time.
+run_ctest() {
+    local dir=$1 rc=0
+    ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 -L unit ||
+        rc=1
+    ctest --test-dir "$dir" --output-on-failure -j1 -LE unit || rc=1
+    return "$rc"
+}
+
+step "Debian packages" install_packages || true
+step "Format check (clang-format)" format_check || true
+
+if step "Build: build/ (RelWithDebInfo)" configure_and_build build; then
+    step "Tests: build/" run_ctest build || true
+fi
+
+# Sanitizer reports must fail the test, not scroll by.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+if step "Build: build-asan/ (clang, ASan+UBSan, libFuzzer)" \
+    configure_and_build build-asan -DCMAKE_C_COMPILER=clang \
+    -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON; then
+    step "Tests: build-asan/ (incl. fuzz)" run_ctest build-asan || true
+fi
+
+banner "Summary"
+if ((${#failures[@]} > 0)); then
+    echo "FAILED:"
+    printf '  - %s\n' "${failures[@]}"
+    exit 1
+fi
+echo "all steps passed"
