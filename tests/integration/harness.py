@@ -79,7 +79,9 @@ class Site:
         self.endpoint = "unix:" + self.socket_path
         self.config_path = os.path.join(grid.dir, name + ".conf")
         self.log_path = os.path.join(grid.dir, name + ".log")
+        self.stderr_path = os.path.join(grid.dir, name + ".stderr")
         self.proc = None
+        self.stopped_on_purpose = False
 
     def write_config(self, extra=""):
         g = self.grid
@@ -120,12 +122,18 @@ peers = ( {peers} );
     def start(self):
         if not os.path.exists(self.config_path):
             self.write_config()
-        self.proc = spawn([RELAY, "-c", self.config_path])
+        # stderr holds what the log file cannot: sanitizer reports, crashes.
+        with open(self.stderr_path, "a") as err:
+            self.proc = subprocess.Popen([RELAY, "-c", self.config_path],
+                                         stdout=err, stderr=err)
+        _children.append(self.proc)
+        self.stopped_on_purpose = False
         return self
 
     def stop(self, sig=signal.SIGTERM, timeout=15):
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
+        self.stopped_on_purpose = True
         self.proc.send_signal(sig)
         try:
             return self.proc.wait(timeout)
@@ -150,11 +158,14 @@ peers = ( {peers} );
         raise Failure("no link to %s" % peer_name)
 
     def log(self):
-        try:
-            with open(self.log_path) as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
+        text = ""
+        for path in (self.log_path, self.stderr_path):
+            try:
+                with open(path) as f:
+                    text += f.read()
+            except FileNotFoundError:
+                pass
+        return text
 
     def rss_kib(self):
         with open("/proc/%d/status" % self.proc.pid) as f:
@@ -221,8 +232,31 @@ class Grid:
         return self
 
     def __exit__(self, *exc):
+        # Every relay must still be running and must exit cleanly on SIGTERM:
+        # this runs the drain and free paths, under sanitizers in CI.
+        problems = []
         for site in self.sites:
-            site.stop(signal.SIGKILL, timeout=5)
+            if site.proc is None:
+                continue
+            if site.proc.poll() is not None and not site.stopped_on_purpose:
+                problems.append("relay %s died (status %s)" %
+                                (site.name, site.proc.returncode))
+                continue
+            earlier_stop = site.stopped_on_purpose
+            try:
+                status = site.stop(signal.SIGTERM, timeout=20)
+            except subprocess.TimeoutExpired:
+                status = "timeout"
+            if status not in (0, None) and not earlier_stop:
+                problems.append("relay %s exited with %s on SIGTERM" %
+                                (site.name, status))
+            site.stopped_on_purpose = True
+        if exc[0] is None and problems:
+            for site in self.sites:
+                sys.stderr.write("---- log of %s ----\n%s" % (site.name,
+                                                              site.log()))
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise Failure("; ".join(problems))
         if exc[0] is not None:
             for site in self.sites:
                 sys.stderr.write("---- log of %s ----\n%s" % (site.name,
