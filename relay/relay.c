@@ -65,6 +65,14 @@ int frame_complete(struct evbuffer *in, const struct gc_frame_header *h)
     return evbuffer_get_length(in) >= GC_HEADER_SIZE + (size_t)h->payload_len;
 }
 
+void relay_tune_bufferevent(struct bufferevent *bev)
+{
+    /* libevent moves at most 16 KiB per read() or write() by default; a
+     * data mover wants far fewer, larger system calls. */
+    bufferevent_set_max_single_read(bev, RELAY_MAX_SINGLE_IO);
+    bufferevent_set_max_single_write(bev, RELAY_MAX_SINGLE_IO);
+}
+
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload)
 {

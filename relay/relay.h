@@ -288,6 +288,9 @@ int http_start(struct relay *relay);
 int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
                enum gc_decode_status *status);
 int frame_complete(struct evbuffer *in, const struct gc_frame_header *h);
+#define RELAY_MAX_SINGLE_IO (1u << 20)
+/* Size of the reads and writes libevent may make on `bev`. */
+void relay_tune_bufferevent(struct bufferevent *bev);
 /* Append one control frame (header + optional payload). */
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload);

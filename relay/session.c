@@ -448,6 +448,7 @@ void session_accept(struct relay *relay, evutil_socket_t fd,
         free(s);
         return;
     }
+    relay_tune_bufferevent(s->bev);
     TAILQ_INSERT_TAIL(&relay->sessions, s, entry);
     relay->session_count++;
     /* Read ahead at most a couple of chunks: the rest waits in the kernel. */
