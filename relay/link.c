@@ -19,11 +19,9 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
-#include <linux/sockios.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "gc_log.h"
@@ -92,19 +90,12 @@ static void link_reset(struct link *link)
            cfg_of(link)->rank_count * sizeof *link->returned_sent);
 }
 
-/* Bytes a stream still has to deliver: ours plus the kernel's. */
-static size_t stream_backlog(const struct stream *st)
-{
-    int in_kernel = 0;
-    if (ioctl(bufferevent_getfd(st->bev), SIOCOUTQ, &in_kernel) != 0)
-        in_kernel = 0;
-    return evbuffer_get_length(bufferevent_get_output(st->bev)) +
-           (size_t)in_kernel;
-}
-
 /*
- * The stream with the smallest backlog; ties go round-robin from the last
- * pick, so an idle link still spreads a burst over all its streams.
+ * The stream with the least data queued in user space; ties go round-robin
+ * from the last pick, so a link whose kernel buffers absorb everything
+ * (short RTT) still spreads a burst over all its streams.  A stream whose
+ * kernel buffer is full (long RTT, loss) keeps data queued here and is
+ * passed over until it drains.
  */
 static struct stream *least_loaded_stream(struct link *link)
 {
@@ -115,7 +106,7 @@ static struct stream *least_loaded_stream(struct link *link)
         struct stream *st = &link->streams[i];
         if (st->state != STREAM_UP)
             continue;
-        size_t len = stream_backlog(st);
+        size_t len = evbuffer_get_length(bufferevent_get_output(st->bev));
         if (len < best_len) {
             best = st;
             best_len = len;
@@ -258,8 +249,12 @@ void link_send_chunk(struct link *link, struct chunk *c)
     link->unacked_bytes += chunk_cost(c);
     TAILQ_INSERT_TAIL(&link->resend, c, entry);
     struct stream *st = least_loaded_stream(link);
-    if (st != NULL)
-        stream_transmit(st, c, 0);
+    if (st == NULL)
+        return;
+    size_t queued_before = evbuffer_get_length(bufferevent_get_output(st->bev));
+    stream_transmit(st, c, 0);
+    if (TAILQ_EMPTY(&link->waiters))
+        relay_write_small_now(st->bev, queued_before);
 }
 
 static void on_stream_written(const void *data, size_t len, void *arg)
@@ -688,7 +683,7 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
     struct stream *st = arg;
     struct relay *relay = st->relay;
     struct evbuffer *in = bufferevent_get_input(bev);
-    st->last_rx_ns = gc_now_ns();
+    st->rx_seen = 1;
     for (;;) {
         struct gc_frame_header h;
         enum gc_decode_status status;
@@ -720,7 +715,7 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
                 stream_down(st, "DATA before the handshake finished");
             return;
         }
-        if (!frame_complete(in, &h))
+        if (!frame_complete(bev, &h, 0))
             return;
         if (st->state == STREAM_UP) {
             if (handle_up_frame(st, &h, in) != 0)
@@ -987,6 +982,10 @@ void link_tick(struct link *link, uint64_t now)
         struct stream *st = &link->streams[i];
         if (st->state != STREAM_UP)
             continue;
+        if (st->rx_seen) {
+            st->last_rx_ns = now;
+            st->rx_seen = 0;
+        }
         if (now - st->last_rx_ns > timeout_ns) {
             stream_down(st, "no traffic within stream_timeout_ms");
             continue;

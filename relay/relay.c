@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <signal.h>
@@ -60,9 +61,14 @@ int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
     return *status == GC_DECODE_OK ? 1 : -1;
 }
 
-int frame_complete(struct evbuffer *in, const struct gc_frame_header *h)
+int frame_complete(struct bufferevent *bev, const struct gc_frame_header *h,
+                   size_t read_high)
 {
-    return evbuffer_get_length(in) >= GC_HEADER_SIZE + (size_t)h->payload_len;
+    size_t need = GC_HEADER_SIZE + (size_t)h->payload_len;
+    int complete = evbuffer_get_length(bufferevent_get_input(bev)) >= need;
+    /* Wake the read callback once per whole frame, not per arrival. */
+    bufferevent_setwatermark(bev, EV_READ, complete ? 0 : need, read_high);
+    return complete;
 }
 
 void relay_tune_bufferevent(struct bufferevent *bev)
@@ -71,6 +77,17 @@ void relay_tune_bufferevent(struct bufferevent *bev)
      * data mover wants far fewer, larger system calls. */
     bufferevent_set_max_single_read(bev, RELAY_MAX_SINGLE_IO);
     bufferevent_set_max_single_write(bev, RELAY_MAX_SINGLE_IO);
+}
+
+void relay_write_small_now(struct bufferevent *bev, size_t queued_before)
+{
+    struct evbuffer *out = bufferevent_get_output(bev);
+    /* TLS bufferevents own their socket; bulk data and anything queued
+     * behind other data keep libevent's pacing and write callbacks. */
+    if (queued_before != 0 || evbuffer_get_length(out) > RELAY_SMALL_FRAME ||
+        bufferevent_openssl_get_ssl(bev) != NULL)
+        return;
+    evbuffer_write(out, bufferevent_getfd(bev));
 }
 
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,

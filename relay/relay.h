@@ -114,7 +114,8 @@ struct stream {
     int is_dialer;
     uint8_t my_nonce[GC_NONCE_SIZE];
     uint8_t peer_nonce[GC_NONCE_SIZE];
-    uint64_t last_rx_ns;
+    uint64_t last_rx_ns; /* refreshed by the tick when rx_seen */
+    int rx_seen;
     uint64_t ping_sent_ns; /* 0 when no PING outstanding */
     uint64_t rtt_ns;
     uint64_t bytes_out, bytes_in;
@@ -287,10 +288,20 @@ int http_start(struct relay *relay);
  */
 int frame_peek(struct evbuffer *in, struct gc_frame_header *h,
                enum gc_decode_status *status);
-int frame_complete(struct evbuffer *in, const struct gc_frame_header *h);
+/* 1 when the payload is buffered too; else sets the read low watermark so
+ * the read callback next runs when it is ( `read_high` is kept). */
+int frame_complete(struct bufferevent *bev, const struct gc_frame_header *h,
+                   size_t read_high);
 #define RELAY_MAX_SINGLE_IO (1u << 20)
 /* Size of the reads and writes libevent may make on `bev`. */
 void relay_tune_bufferevent(struct bufferevent *bev);
+/*
+ * Latency: libevent writes queued output only on its next loop pass, one
+ * more epoll_wait later.  A small frame that found `bev`'s output empty
+ * (`queued_before` == 0) is written at once instead (plain sockets only).
+ */
+#define RELAY_SMALL_FRAME (16u * 1024u)
+void relay_write_small_now(struct bufferevent *bev, size_t queued_before);
 /* Append one control frame (header + optional payload). */
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload);

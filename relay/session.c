@@ -21,6 +21,12 @@
 
 static void session_process_input(struct session *s);
 
+/* Read ahead at most a couple of chunks: the rest waits in the kernel. */
+static size_t session_read_high(const struct relay *relay)
+{
+    return 2 * ((size_t)relay->cfg->chunk_size + GC_HEADER_SIZE);
+}
+
 static void on_delivered(const void *data, size_t len, void *arg)
 {
     (void)data;
@@ -58,6 +64,7 @@ void session_flush_pending(struct session *s)
 {
     struct evbuffer *out = bufferevent_get_output(s->bev);
     uint64_t high = s->relay->cfg->session_high_watermark;
+    size_t queued_before = evbuffer_get_length(out);
     struct chunk *c;
     /* Above the high watermark chunks wait in `pending`; on_write refills
      * the output once it has drained to the low watermark. */
@@ -67,6 +74,8 @@ void session_flush_pending(struct session *s)
         session_send_chunk(s, c);
         chunk_unref(c);
     }
+    if (TAILQ_EMPTY(&s->slot->pending))
+        relay_write_small_now(s->bev, queued_before);
 }
 
 static void unblock(struct session *s)
@@ -366,7 +375,7 @@ static void session_process_input(struct session *s)
                          h.payload_len, relay->cfg->chunk_size);
             return;
         }
-        if (!frame_complete(in, &h))
+        if (!frame_complete(s->bev, &h, session_read_high(relay)))
             return;
         if (h.type == GC_FRAME_DATA && s->state == SESSION_ACTIVE) {
             if (handle_data(s, &h) <= 0) {
@@ -451,9 +460,7 @@ void session_accept(struct relay *relay, evutil_socket_t fd,
     relay_tune_bufferevent(s->bev);
     TAILQ_INSERT_TAIL(&relay->sessions, s, entry);
     relay->session_count++;
-    /* Read ahead at most a couple of chunks: the rest waits in the kernel. */
-    size_t read_high = 2 * ((size_t)relay->cfg->chunk_size + GC_HEADER_SIZE);
-    bufferevent_setwatermark(s->bev, EV_READ, 0, read_high);
+    bufferevent_setwatermark(s->bev, EV_READ, 0, session_read_high(relay));
     bufferevent_setwatermark(s->bev, EV_WRITE,
                              relay->cfg->session_low_watermark, 0);
     bufferevent_setcb(s->bev, on_read, on_write, on_event, s);
