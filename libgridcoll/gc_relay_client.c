@@ -344,6 +344,8 @@ static void rc_free(struct gc_rc *rc)
     free(rc);
 }
 
+static void tx_flush_or_fail(struct gc_rc *rc);
+
 static int tx_busy(const struct gc_rc *rc)
 {
     return rc->tx_head != NULL || rc->ctrl_pos < rc->ctrl_len;
@@ -946,6 +948,13 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
     rc->tx_pending += r->nframes * GC_HEADER_SIZE + len;
     rc->tx_kick = 1;
     *req = r;
+    /* Eager start on an idle connection: the kernel usually takes a small
+     * message whole, sparing the caller a poll() round before the write. */
+    if (rc->tx_head == r) {
+        tx_flush_or_fail(rc);
+        if (rc->failed)
+            return -1;
+    }
     return 0;
 }
 
