@@ -111,12 +111,25 @@ def main():
         print("| %s | %.1f | %.1f .. %.1f |" % (name, med[name],
                                                min(samples[name]),
                                                max(samples[name])))
-    iperf, plain, tls, tcp, relay = (med[n] for n in names)
+    iperf, plain, tls, tcp, relay = (samples[n] for n in names)
+
+    def report(label, per_round, unit=""):
+        print("- %s: %.3f%s from the medians; per round: median %.3f%s, "
+              "min %.3f, max %.3f" % (
+                  label, per_round(statistics.median),
+                  unit, statistics.median(rounds(per_round)), unit,
+                  min(rounds(per_round)), max(rounds(per_round))))
+
+    def rounds(per_round):
+        # The same ratio, round by round: each pair ran back to back.
+        return [per_round(lambda v, i=i: v[i]) for i in range(args.rounds)]
+
     print()
-    print("- relay plaintext / iperf3: %.3f" % (plain / iperf))
-    print("- relay TLS / iperf3: %.3f" % (tls / iperf))
-    print("- latency added per one-way message through both relays: "
-          "%.1f us ((relay RTT - TCP RTT) / 2)" % ((relay - tcp) / 2))
+    report("relay plaintext / iperf3", lambda f: f(plain) / f(iperf))
+    report("relay TLS / iperf3", lambda f: f(tls) / f(iperf))
+    report("latency added per one-way message through both relays "
+           "((relay RTT - TCP RTT) / 2)", lambda f: (f(relay) - f(tcp)) / 2,
+           " us")
 
 
 if __name__ == "__main__":
