@@ -205,6 +205,18 @@ enum gc_decode_status gc_header_decode(const uint8_t in[GC_HEADER_SIZE],
     return GC_DECODE_OK;
 }
 
+int gc_header_equal(const struct gc_frame_header *a,
+                    const struct gc_frame_header *b)
+{
+    return a->version == b->version && a->type == b->type &&
+           a->flags == b->flags && a->job_id == b->job_id &&
+           a->src_rank == b->src_rank && a->dst_rank == b->dst_rank &&
+           a->context_id == b->context_id && a->tag == b->tag &&
+           a->payload_len == b->payload_len && a->msg_seq == b->msg_seq &&
+           a->msg_len == b->msg_len && a->chunk_offset == b->chunk_offset &&
+           a->link_seq == b->link_seq;
+}
+
 const char *gc_decode_status_str(enum gc_decode_status status)
 {
     static const char *const names[] = {

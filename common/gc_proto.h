@@ -103,6 +103,10 @@ void gc_header_encode(const struct gc_frame_header *h,
 enum gc_decode_status gc_header_decode(const uint8_t in[GC_HEADER_SIZE],
                                        struct gc_frame_header *h);
 
+/* 1 when every field of the two decoded headers is equal. */
+int gc_header_equal(const struct gc_frame_header *a,
+                    const struct gc_frame_header *b);
+
 const char *gc_decode_status_str(enum gc_decode_status status);
 const char *gc_frame_type_name(unsigned type);
 const char *gc_error_code_name(unsigned code);

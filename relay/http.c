@@ -36,6 +36,15 @@ static size_t stream_queue_bytes(const struct stream *st)
     return st->bev ? evbuffer_get_length(bufferevent_get_output(st->bev)) : 0;
 }
 
+static void send_ok(struct evhttp_request *req, const char *content_type,
+                    struct evbuffer *body)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      content_type);
+    evhttp_send_reply(req, HTTP_OK, "OK", body);
+    evbuffer_free(body);
+}
+
 static void add_link_metric(struct evbuffer *out, const char *name,
                             const char *peer, uint64_t value)
 {
@@ -95,10 +104,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                 (unsigned long long)st->breaks);
         }
     }
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; version=0.0.4");
-    evhttp_send_reply(req, HTTP_OK, "OK", out);
-    evbuffer_free(out);
+    send_ok(req, "text/plain; version=0.0.4", out);
 }
 
 static void on_status(struct evhttp_request *req, void *arg)
@@ -156,10 +162,7 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(out, "]}");
     }
     evbuffer_add_printf(out, "]}\n");
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "application/json");
-    evhttp_send_reply(req, HTTP_OK, "OK", out);
-    evbuffer_free(out);
+    send_ok(req, "application/json", out);
 }
 
 static void on_break_stream(struct evhttp_request *req, void *arg)

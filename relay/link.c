@@ -443,12 +443,7 @@ static void send_hello(struct stream *st, uint16_t chosen)
     };
     memcpy(hello.nonce, st->my_nonce, GC_NONCE_SIZE);
     snprintf(hello.name, sizeof hello.name, "%s", cfg->site_name);
-    uint8_t buf[GC_HELLO_SIZE];
-    gc_hello_encode(&hello, buf, sizeof buf);
-    struct gc_frame_header h = {.type = GC_FRAME_HELLO,
-                                .job_id = cfg->job_id,
-                                .payload_len = GC_HELLO_SIZE};
-    frame_send(st->bev, &h, buf);
+    frame_send_hello(st->bev, cfg->job_id, 0, &hello);
 }
 
 static void send_error(struct stream *st, enum gc_error_code code,

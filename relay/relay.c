@@ -90,6 +90,18 @@ void relay_write_small_now(struct bufferevent *bev, size_t queued_before)
     evbuffer_write(out, bufferevent_getfd(bev));
 }
 
+int frame_send_hello(struct bufferevent *bev, uint32_t job_id,
+                     uint32_t src_rank, const struct gc_hello *hello)
+{
+    uint8_t payload[GC_HELLO_SIZE];
+    gc_hello_encode(hello, payload, sizeof payload);
+    struct gc_frame_header h = {.type = GC_FRAME_HELLO,
+                                .job_id = job_id,
+                                .src_rank = src_rank,
+                                .payload_len = GC_HELLO_SIZE};
+    return frame_send(bev, &h, payload);
+}
+
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload)
 {

@@ -305,5 +305,7 @@ void relay_write_small_now(struct bufferevent *bev, size_t queued_before);
 /* Append one control frame (header + optional payload). */
 int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
                const void *payload);
+int frame_send_hello(struct bufferevent *bev, uint32_t job_id,
+                     uint32_t src_rank, const struct gc_hello *hello);
 
 #endif

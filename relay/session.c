@@ -224,13 +224,7 @@ static int handle_hello(struct session *s, const struct gc_frame_header *h,
     };
     memcpy(answer.nonce, s->relay_nonce, GC_NONCE_SIZE);
     snprintf(answer.name, sizeof answer.name, "%s", cfg->site_name);
-    uint8_t buf[GC_HELLO_SIZE];
-    gc_hello_encode(&answer, buf, sizeof buf);
-    struct gc_frame_header reply = {.type = GC_FRAME_HELLO,
-                                    .job_id = cfg->job_id,
-                                    .src_rank = s->rank,
-                                    .payload_len = GC_HELLO_SIZE};
-    frame_send(s->bev, &reply, buf);
+    frame_send_hello(s->bev, cfg->job_id, s->rank, &answer);
     s->state = SESSION_AUTH;
     return 0;
 }

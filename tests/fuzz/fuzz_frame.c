@@ -23,18 +23,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int header_equal(const struct gc_frame_header *a,
-                        const struct gc_frame_header *b)
-{
-    return a->version == b->version && a->type == b->type &&
-           a->flags == b->flags && a->job_id == b->job_id &&
-           a->src_rank == b->src_rank && a->dst_rank == b->dst_rank &&
-           a->context_id == b->context_id && a->tag == b->tag &&
-           a->payload_len == b->payload_len && a->msg_seq == b->msg_seq &&
-           a->msg_len == b->msg_len && a->chunk_offset == b->chunk_offset &&
-           a->link_seq == b->link_seq;
-}
-
 /* Compare by meaning: bytes after the name's NUL are not part of it. */
 static int hello_equal(const struct gc_hello *a, const struct gc_hello *b)
 {
@@ -65,7 +53,8 @@ static void check_header(const uint8_t *data)
     if (memcmp(again, data, GC_HEADER_SIZE) != 0)
         abort();
     struct gc_frame_header h2;
-    if (gc_header_decode(again, &h2) != GC_DECODE_OK || !header_equal(&h, &h2))
+    if (gc_header_decode(again, &h2) != GC_DECODE_OK ||
+        !gc_header_equal(&h, &h2))
         abort();
     if (h.type == GC_FRAME_ERROR &&
         (h.tag <= 0 || h.tag > GC_ERR_MAX ||

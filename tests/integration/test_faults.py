@@ -47,14 +47,20 @@ def break_streams_mid_transfer():
         a.wait_links_up()  # every stream came back
 
 
+def kill_beta_mid_transfer(g):
+    """Start 1000 MiB from alpha to beta, then kill -9 beta's relay."""
+    g.start()
+    a, b = g.sites
+    recv = g.tool("recv", b, 1, "--expect", 1000, "--sizes", "1M")
+    send = g.tool("send", a, 0, "--to", 1, "--sizes", "1M," * 999 + "1M")
+    time.sleep(0.5)
+    b.stop(signal.SIGKILL)
+    return a, b, send, recv
+
+
 def peer_killed_for_good():
     with Grid(sizes=(1, 1), streams=2, give_up_ms=1500) as g:
-        g.start()
-        a, b = g.sites
-        recv = g.tool("recv", b, 1, "--expect", 1000, "--sizes", "1M")
-        send = g.tool("send", a, 0, "--to", 1, "--sizes", "1M," * 999 + "1M")
-        time.sleep(0.5)
-        b.stop(signal.SIGKILL)
+        a, b, send, recv = kill_beta_mid_transfer(g)
         out = finish(send, timeout=30, expect_ok=False)
         check(send.returncode != 0, "sender did not fail: " + out)
         check("peer-unreachable" in out and "beta" in out,
@@ -67,12 +73,7 @@ def peer_killed_for_good():
 
 def peer_restarted():
     with Grid(sizes=(1, 1), streams=2) as g:
-        g.start()
-        a, b = g.sites
-        recv = g.tool("recv", b, 1, "--expect", 1000, "--sizes", "1M")
-        send = g.tool("send", a, 0, "--to", 1, "--sizes", "1M," * 999 + "1M")
-        time.sleep(0.5)
-        b.stop(signal.SIGKILL)
+        a, b, send, recv = kill_beta_mid_transfer(g)
         finish(recv, timeout=30, expect_ok=False)
         b.start()
         out = finish(send, timeout=30, expect_ok=False)

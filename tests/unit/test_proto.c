@@ -211,18 +211,6 @@ static struct gc_frame_header valid_header(unsigned type)
     return h;
 }
 
-static int header_equal(const struct gc_frame_header *a,
-                        const struct gc_frame_header *b)
-{
-    return a->version == b->version && a->type == b->type &&
-           a->flags == b->flags && a->job_id == b->job_id &&
-           a->src_rank == b->src_rank && a->dst_rank == b->dst_rank &&
-           a->context_id == b->context_id && a->tag == b->tag &&
-           a->payload_len == b->payload_len && a->msg_seq == b->msg_seq &&
-           a->msg_len == b->msg_len && a->chunk_offset == b->chunk_offset &&
-           a->link_seq == b->link_seq;
-}
-
 static enum gc_decode_status decode_bytes(const uint8_t *b)
 {
     struct gc_frame_header h;
@@ -257,7 +245,7 @@ static void roundtrip(const struct gc_frame_header *h, int line,
     enum gc_decode_status st = gc_header_decode(b, &out);
     check(st == GC_DECODE_OK, line, "%s: decode '%s'", what,
           gc_decode_status_str(st));
-    check(st != GC_DECODE_OK || header_equal(h, &out), line,
+    check(st != GC_DECODE_OK || gc_header_equal(h, &out), line,
           "%s: decoded header differs", what);
 
     int layout_ok =
