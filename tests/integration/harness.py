@@ -82,6 +82,8 @@ class Site:
         self.stderr_path = os.path.join(grid.dir, name + ".stderr")
         self.proc = None
         self.stopped_on_purpose = False
+        self.local_tcp = ""     # "127.0.0.1:PORT" adds a TCP endpoint for ranks
+        self.connect = "auto"   # direction towards every peer
 
     def write_config(self, extra=""):
         g = self.grid
@@ -91,16 +93,16 @@ class Site:
                 continue
             peers.append(
                 '{ name = "%s"; first_rank = %d; rank_count = %d; '
-                'address = "127.0.0.1:%d"; }' %
+                'address = "127.0.0.1:%d"; connect = "%s"; }' %
                 (other.name, other.first_rank, other.rank_count,
-                 other.wan_port))
+                 other.wan_port, self.connect))
         tls = ('tls = { cert = "%s/%s.crt"; key = "%s/%s.key"; ca = "%s/ca.crt"; };'
                % (g.cert_dir, self.name, g.cert_dir, self.name, g.cert_dir)
                if g.tls else "")
         text = """
 site = "{name}"; job_id = {job}; first_rank = {first}; rank_count = {count};
 token_file = "{token}";
-local = {{ unix = "{sock}"; }};
+local = {{ unix = "{sock}"; tcp = "{local_tcp}"; }};
 wan = {{ listen = "127.0.0.1:{wan}"; streams = {streams}; chunk_size = {chunk};
         plaintext = {plain}; }};
 {tls}
@@ -112,6 +114,7 @@ liveness = {{ reconnect_min_ms = 50; reconnect_max_ms = 500;
 peers = ( {peers} );
 """.format(name=self.name, job=g.job_id, first=self.first_rank,
            count=self.rank_count, token=g.token_path, sock=self.socket_path,
+           local_tcp=self.local_tcp,
            wan=self.wan_port, streams=g.streams, chunk=g.chunk,
            plain="false" if g.tls else "true", tls=tls, http=self.http_port,
            log=self.log_path, give_up=g.give_up_ms,
