@@ -85,6 +85,8 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         add_link_metric(out, "link_chunks_resent_total", p, l->chunks_resent);
         add_link_metric(out, "link_chunks_duplicate_total", p,
                         l->chunks_duplicate);
+        add_link_metric(out, "link_acks_received_total", p, l->acks_in);
+        add_link_metric(out, "link_credits_received_total", p, l->credits_in);
         add_link_metric(out, "link_unacked_bytes", p, l->unacked_bytes);
         add_link_metric(out, "link_reorder_bytes", p, l->reorder_bytes);
         for (uint32_t k = 0; k < l->stream_count; k++) {
@@ -160,6 +162,31 @@ static void on_status(struct evhttp_request *req, void *arg)
                 (unsigned long long)st->breaks);
         }
         evbuffer_add_printf(out, "]}");
+    }
+    evbuffer_add_printf(out, "],\"ranks\":[");
+    const char *sep = "";
+    for (uint32_t i = 0; i < cfg->rank_count; i++) {
+        const struct rank_slot *slot = &relay->slots[i];
+        const struct session *s = slot->session;
+        if (s == NULL && slot->chunks_dropped == 0 &&
+            TAILQ_EMPTY(&slot->pending))
+            continue;
+        uint64_t pending = 0;
+        const struct chunk *c;
+        TAILQ_FOREACH(c, &slot->pending, entry)
+        pending += c->hdr.payload_len;
+        evbuffer_add_printf(
+            out,
+            "%s{\"rank\":%u,\"connected\":%s,\"bytes_sent\":%llu,"
+            "\"bytes_received\":%llu,\"queue_bytes\":%zu,"
+            "\"pending_bytes\":%llu,\"chunks_dropped\":%llu}",
+            sep, slot->rank, s != NULL ? "true" : "false",
+            (unsigned long long)(s ? s->bytes_in : 0),
+            (unsigned long long)(s ? s->bytes_out : 0),
+            s ? evbuffer_get_length(bufferevent_get_output(s->bev)) : 0,
+            (unsigned long long)pending,
+            (unsigned long long)slot->chunks_dropped);
+        sep = ",";
     }
     evbuffer_add_printf(out, "]}\n");
     send_ok(req, "application/json", out);

@@ -165,7 +165,6 @@ void relay_credit_returned(struct relay *relay, struct chunk *c)
     struct rank_slot *slot = relay_local_slot(relay, c->hdr.dst_rank);
     if (slot == NULL)
         return;
-    slot->bytes_delivered += c->hdr.payload_len;
     if (c->origin_link != NULL) {
         /* Credit granted before a link reset means nothing to the peer. */
         if (c->origin_generation == c->origin_link->generation)

@@ -87,8 +87,7 @@ struct rank_slot {
     uint64_t local_credit_used;    /* bytes from local sources not yet out */
     TAILQ_HEAD(, session) waiters; /* local sessions blocked on our credit */
     int departed; /* the rank said goodbye: late chunks are dropped */
-    uint64_t bytes_delivered;
-    uint64_t chunks_dropped;
+    uint64_t chunks_dropped; /* arrived after the rank said BYE */
 };
 
 /* ---- links ------------------------------------------------------------ */
@@ -193,7 +192,7 @@ struct session {
     TAILQ_ENTRY(session) wait_entry;
     struct event *resume_event;
     TAILQ_ENTRY(session) entry; /* relay->sessions */
-    uint64_t bytes_in, bytes_out, chunks_in, chunks_out;
+    uint64_t bytes_in, bytes_out;
 };
 
 /* ---- the relay -------------------------------------------------------- */

@@ -45,7 +45,6 @@ void session_send_chunk(struct session *s, struct chunk *c)
     gc_header_encode(&h, raw);
     struct evbuffer *out = bufferevent_get_output(s->bev);
     evbuffer_add(out, raw, sizeof raw);
-    s->chunks_out++;
     s->bytes_out += h.payload_len;
     if (h.payload_len == 0) {
         relay_credit_returned(s->relay, c);
@@ -325,7 +324,6 @@ static int handle_data(struct session *s, const struct gc_frame_header *h)
     }
     evbuffer_drain(in, GC_HEADER_SIZE);
     evbuffer_remove(in, c->data, h->payload_len);
-    s->chunks_in++;
     s->bytes_in += h->payload_len;
     if (local != NULL) {
         local->local_credit_used += chunk_cost(c);

@@ -29,6 +29,12 @@ def stalled_receiver():
                 peak[site.name] = max(peak[site.name], site.rss_kib())
             time.sleep(0.05)
         check(send.poll() is None, "sender finished although nobody read")
+        # The stalled rank's queue is visible to the operator and bounded by
+        # the credit (1 MiB) plus one chunk in the output being written.
+        (rank,) = [r for r in b.status()["ranks"] if r["rank"] == 1]
+        queued = rank["queue_bytes"] + rank["pending_bytes"]
+        check(rank["connected"] and 0 < queued <= (1 << 20) + 262144 + 4096,
+              "stalled rank's queue not shown or unbounded: %r" % rank)
         for name, kib in peak.items():
             check(kib < RSS_LIMIT_KIB,
                   "%s RSS %d KiB exceeds %d KiB" % (name, kib, RSS_LIMIT_KIB))

@@ -40,6 +40,9 @@ def metrics_match_traffic():
         status = b.status()
         check(status["links"][0]["bytes_received"] == 3 << 20,
               "status bytes_received")
+        check(values['gridrelay_link_acks_received_total{peer="beta"}'] >= 1,
+              "no ACK counted")
+        check(a.status()["ranks"] == [], "departed ranks still listed")
 
 
 def sighup_reopens_log():
