@@ -21,9 +21,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define MF_NAME_MAX 63
-#define MF_HOST_MAX 255
-#define MF_ENDPOINT_MAX 255
+#define MF_NAME_MAX           63
+#define MF_HOST_MAX           255
+#define MF_ENDPOINT_MAX       255
 #define MF_FATTREE_MAX_LEVELS 8
 
 enum mf_connect {
@@ -40,7 +40,7 @@ struct mf_host {
 
 struct mf_site {
     char name[MF_NAME_MAX + 1];
-    int first_line; /* line where the site first appears */
+    int first_line;        /* line where the site first appears */
     struct mf_host *hosts; /* hosts with slots > 0, in file order */
     uint32_t host_count;
     uint32_t total_slots;
@@ -83,7 +83,6 @@ void machinefile_free(struct machinefile *mf);
  * in `err` when np is 0 or exceeds the total number of slots.
  */
 int machinefile_distribute(const struct machinefile *mf, uint32_t np,
-                           uint32_t *ranks_per_site, char *err,
-                           size_t err_len);
+                           uint32_t *ranks_per_site, char *err, size_t err_len);
 
 #endif

@@ -1,0 +1,1084 @@
+/*
+ * Running one gridrun job: job directory, relays, mpiexecs, output
+ * forwarding, failure detection and teardown.
+ *
+ * Everything happens in one poll() loop (pump()): output pipes, a
+ * self-pipe the signal handlers write to, and a timeout.  Children are
+ * reaped there with waitpid(-1), which also reaps the orphans that reach
+ * us as child subreaper.
+ */
+#include "gridrun_job.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAN_STREAMS         4
+#define LINE_BYTES          65536
+#define RELAY_UP_TIMEOUT_MS 20000
+#define MPI_GRACE_MS        3000
+#define KILL_WAIT_MS        2000
+#define RELAY_GRACE_MS      5000
+#define DRAIN_MS            3000
+#define UNIX_PATH_MAX       (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+
+const char *const gr_site_names[GR_MAX_SITES] = {
+    "alpha", "beta",  "gamma",  "delta", "epsilon", "zeta", "eta",     "theta",
+    "iota",  "kappa", "lambda", "mu",    "nu",      "xi",   "omicron", "pi"};
+
+/* One output pipe of one mpiexec. */
+struct outsrc {
+    int fd; /* -1 once at EOF */
+    struct gr_site *site;
+    bool is_err;
+    size_t len;
+    char buf[LINE_BYTES];
+};
+
+/* Why the job ends; the first reason recorded wins. */
+enum end_reason {
+    END_NONE = 0,
+    END_SUCCESS,
+    END_MPI_FAILED,
+    END_RELAY_DIED,
+    END_SIGNAL,
+    END_TIMEOUT,
+    END_ERROR,
+};
+
+struct runner {
+    struct gr_job *job;
+    struct outsrc *out; /* 2 per site */
+    int nout;
+    enum end_reason reason;
+    struct gr_site *failed_site;
+    int signal;          /* SIGINT/SIGTERM/SIGHUP that interrupted us */
+    int signals;         /* how many arrived: a second one hurries teardown */
+    int64_t deadline_ms; /* --timeout, 0 = none */
+};
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    /* A full pipe already holds a wake-up; losing this byte is harmless
+     * except for its signal number, and SIGCHLD is the one that repeats. */
+    if (write(sig_pipe[1], &b, 1) < 0) {
+    }
+    errno = saved;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return; /* reader gone (EPIPE): output is dropped, job goes on */
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+__attribute__((format(printf, 2, 3))) static void vlog(const struct gr_job *job,
+                                                       const char *fmt, ...)
+{
+    if (!job->verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gridrun: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* ---- job directory ---------------------------------------------------- */
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int random_bytes(void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom((char *)buf + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Write a libconfig string literal. */
+static void put_quoted(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Free loopback ports: all sockets stay bound until every port is chosen,
+ * so the ports are distinct; another process may still take one before the
+ * relay binds it, which then shows as a relay start failure. */
+static int pick_ports(struct gr_job *job)
+{
+    int fds[2 * GR_MAX_SITES];
+    int n = 0, status = -1;
+    for (uint32_t i = 0; i < 2 * job->site_count; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            goto cleanup;
+        fds[n++] = fd;
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+            goto cleanup;
+        if (i % 2 == 0)
+            job->sites[i / 2].wan_port = ntohs(a.sin_port);
+        else
+            job->sites[i / 2].http_port = ntohs(a.sin_port);
+    }
+    status = 0;
+cleanup:
+    if (status != 0)
+        fprintf(stderr, "gridrun: cannot pick a free port: %s\n",
+                strerror(errno));
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+    return status;
+}
+
+static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
+{
+    FILE *f = fopen(s->conf, "w");
+    if (f == NULL)
+        return -1;
+    fprintf(f,
+            "# gridrelay of site %s, written by gridrun (loopback only).\n"
+            "site = \"%s\";\njob_id = %u;\nfirst_rank = %u;\n"
+            "rank_count = %u;\ntoken_file = ",
+            s->name, s->name, job->job_id, s->offset, s->count);
+    put_quoted(f, job->token_file);
+    fprintf(f, ";\nlocal = { unix = ");
+    put_quoted(f, s->sock);
+    /* Plaintext is acceptable only because every stream stays on
+     * 127.0.0.1. */
+    fprintf(f,
+            "; };\nwan = { listen = \"127.0.0.1:%d\"; streams = %d; "
+            "plaintext = true; };\nhttp = { listen = \"127.0.0.1:%d\"; };\n"
+            "log = { level = \"info\"; file = ",
+            s->wan_port, WAN_STREAMS, s->http_port);
+    put_quoted(f, s->log);
+    fprintf(f, "; };\npeers = (\n");
+    const char *sep = "";
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *p = &job->sites[i];
+        if (p == s)
+            continue;
+        fprintf(f,
+                "%s  { name = \"%s\"; first_rank = %u; rank_count = %u; "
+                "address = \"127.0.0.1:%d\"; connect = \"auto\"; }",
+                sep, p->name, p->offset, p->count, p->wan_port);
+        sep = ",\n";
+    }
+    fprintf(f, "\n);\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int make_job_dir(struct gr_job *job)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (tmp == NULL || *tmp == '\0')
+        tmp = "/tmp";
+    if (snprintf(job->dir, sizeof(job->dir), "%s/gridrun-XXXXXX", tmp) >=
+            (int)sizeof(job->dir) ||
+        mkdtemp(job->dir) == NULL) {
+        fprintf(stderr, "gridrun: cannot create job directory in %s: %s\n", tmp,
+                strerror(errno));
+        job->dir[0] = '\0';
+        return -1;
+    }
+
+    unsigned char token[32];
+    char token_hex[65];
+    if (random_bytes(token, sizeof(token)) != 0 ||
+        random_bytes(&job->job_id, sizeof(job->job_id)) != 0) {
+        fprintf(stderr, "gridrun: getrandom: %s\n", strerror(errno));
+        return -1;
+    }
+    hex(token, sizeof(token), token_hex);
+    if (snprintf(job->token_file, sizeof(job->token_file), "%s/job.token",
+                 job->dir) >= (int)sizeof(job->token_file))
+        goto too_long;
+    int fd =
+        open(job->token_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "gridrun: %s: %s\n", job->token_file, strerror(errno));
+        return -1;
+    }
+    token_hex[64] = '\n';
+    write_all(fd, token_hex, 65);
+    close(fd);
+
+    if (pick_ports(job) != 0)
+        return -1;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        if (snprintf(s->conf, sizeof(s->conf), "%s/%s.conf", job->dir,
+                     s->name) >= (int)sizeof(s->conf) ||
+            snprintf(s->log, sizeof(s->log), "%s/%s.log", job->dir, s->name) >=
+                (int)sizeof(s->log) ||
+            snprintf(s->sock, sizeof(s->sock), "%s/%s.sock", job->dir,
+                     s->name) >= (int)sizeof(s->sock))
+            goto too_long;
+        if (strlen(s->sock) > UNIX_PATH_MAX) {
+            fprintf(stderr,
+                    "gridrun: socket path %s is too long for a Unix socket; "
+                    "set TMPDIR to a shorter directory\n",
+                    s->sock);
+            return -1;
+        }
+    }
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        if (write_relay_config(job, &job->sites[i]) != 0) {
+            fprintf(stderr, "gridrun: %s: %s\n", job->sites[i].conf,
+                    strerror(errno));
+            return -1;
+        }
+    }
+    vlog(job, "job directory %s (job id %u)", job->dir, job->job_id);
+    return 0;
+too_long:
+    fprintf(stderr, "gridrun: job directory path %s is too long\n", job->dir);
+    return -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* ---- processes ---------------------------------------------------------- */
+
+/* In the child: default signal state, own process group, then exec. */
+static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; sig++)
+        signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
+        _exit(127);
+    execvp(argv[0], argv);
+    dprintf(2, "gridrun: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+static pid_t spawn(char **argv, int in_fd, int out_fd, int err_fd)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(argv, in_fd, out_fd, err_fd);
+    if (pid > 0)
+        setpgid(pid, pid); /* also here: no race with our kill(-pid) */
+    return pid;
+}
+
+static int start_relays(struct gr_job *job)
+{
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0)
+        return -1;
+    int status = 0;
+    for (uint32_t i = 0; i < job->site_count && status == 0; i++) {
+        struct gr_site *s = &job->sites[i];
+        /* The relay's own stderr (crashes, sanitizer reports, start-up
+         * errors before the log opens) goes to its log file too. */
+        int log_fd =
+            open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (log_fd < 0) {
+            fprintf(stderr, "gridrun: %s: %s\n", s->log, strerror(errno));
+            status = -1;
+            break;
+        }
+        char *argv[] = {job->relay_bin, "-c", s->conf, NULL};
+        s->relay_pid = spawn(argv, null_fd, log_fd, log_fd);
+        close(log_fd);
+        if (s->relay_pid < 0) {
+            fprintf(stderr, "gridrun: fork: %s\n", strerror(errno));
+            s->relay_pid = 0;
+            status = -1;
+            break;
+        }
+        s->relay_running = true;
+        vlog(job, "relay of site %s: pid %ld", s->name, (long)s->relay_pid);
+    }
+    close(null_fd);
+    return status;
+}
+
+static void describe_status(int st, char *buf, size_t len)
+{
+    if (WIFSIGNALED(st))
+        snprintf(buf, len, "killed by signal SIG%s",
+                 sigabbrev_np(WTERMSIG(st)) ? sigabbrev_np(WTERMSIG(st)) : "?");
+    else
+        snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+}
+
+static void reap(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    int st;
+    pid_t pid;
+    while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            struct gr_site *s = &job->sites[i];
+            if (pid == s->relay_pid && s->relay_running) {
+                s->relay_running = false;
+                s->relay_status = st;
+            } else if (pid == s->mpi_pid && s->mpi_running) {
+                s->mpi_running = false;
+                s->mpi_status = st;
+                char what[64];
+                describe_status(st, what, sizeof(what));
+                vlog(job, "site %s: mpiexec %s", s->name, what);
+            }
+        }
+    }
+}
+
+/* ---- output forwarding -------------------------------------------------- */
+
+static const char exit_string_tag[] =
+    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: ";
+
+static void emit_line(struct runner *r, struct outsrc *o, char *line,
+                      size_t len)
+{
+    int fd = o->is_err ? 2 : 1;
+    if (o->is_err) {
+        size_t tl = sizeof(exit_string_tag) - 1;
+        if (len > tl && memcmp(line, exit_string_tag, tl) == 0) {
+            size_t n = len - tl;
+            while (n > 0 &&
+                   (line[tl + n - 1] == '\n' || line[tl + n - 1] == '\r'))
+                n--;
+            snprintf(o->site->exit_string, sizeof(o->site->exit_string), "%.*s",
+                     (int)n, line + tl);
+        }
+    }
+    if (!r->job->prefix) {
+        write_all(fd, line, len);
+        return;
+    }
+    /* Hydra's -l labels rank output "[N] text"; its own messages have no
+     * label and get the site alone. */
+    char head[96];
+    const char *rest = line;
+    size_t rest_len = len;
+    char *end = NULL;
+    unsigned long rank = 0;
+    if (len > 3 && line[0] == '[' && line[1] >= '0' && line[1] <= '9') {
+        rank = strtoul(line + 1, &end, 10);
+        if (end != NULL && end[0] == ']' && end[1] == ' ') {
+            rest = end + 2;
+            rest_len = len - (size_t)(rest - line);
+        } else {
+            end = NULL;
+        }
+    }
+    int hl;
+    if (end != NULL)
+        hl = snprintf(head, sizeof(head), "[%s/%lu] ", o->site->name,
+                      (unsigned long)o->site->offset + rank);
+    else
+        hl = snprintf(head, sizeof(head), "[%s] ", o->site->name);
+    /* One write per line, so lines from different sources never mix. */
+    char out[LINE_BYTES + sizeof(head)];
+    memcpy(out, head, (size_t)hl);
+    memcpy(out + hl, rest, rest_len);
+    write_all(fd, out, (size_t)hl + rest_len);
+}
+
+/* Emit every complete line in o->buf; with `flush`, also the rest. */
+static void emit_lines(struct runner *r, struct outsrc *o, bool flush)
+{
+    size_t start = 0;
+    for (;;) {
+        char *nl = memchr(o->buf + start, '\n', o->len - start);
+        if (nl == NULL)
+            break;
+        size_t n = (size_t)(nl - (o->buf + start)) + 1;
+        emit_line(r, o, o->buf + start, n);
+        start += n;
+    }
+    /* A line longer than the buffer is cut into buffer-sized lines rather
+     * than held without bound. */
+    if ((flush || o->len - start == sizeof(o->buf) - 1) && o->len > start) {
+        o->buf[o->len] = '\n';
+        emit_line(r, o, o->buf + start, o->len - start + 1);
+        start = o->len;
+    }
+    memmove(o->buf, o->buf + start, o->len - start);
+    o->len -= start;
+}
+
+static void read_output(struct runner *r, struct outsrc *o)
+{
+    ssize_t n = read(o->fd, o->buf + o->len, sizeof(o->buf) - 1 - o->len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        close(o->fd);
+        o->fd = -1;
+        emit_lines(r, o, true);
+        return;
+    }
+    o->len += (size_t)n;
+    emit_lines(r, o, false);
+}
+
+static bool output_open(const struct runner *r)
+{
+    for (int i = 0; i < r->nout; i++)
+        if (r->out[i].fd >= 0)
+            return true;
+    return false;
+}
+
+static void close_output(struct runner *r)
+{
+    for (int i = 0; i < r->nout; i++) {
+        if (r->out[i].fd >= 0) {
+            close(r->out[i].fd);
+            r->out[i].fd = -1;
+            emit_lines(r, &r->out[i], true);
+        }
+    }
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* Wait up to timeout_ms for output or a signal; handle what came. */
+static void pump(struct runner *r, int timeout_ms)
+{
+    struct pollfd pfd[1 + 2 * GR_MAX_SITES];
+    int map[1 + 2 * GR_MAX_SITES];
+    int n = 0;
+    pfd[n].fd = sig_pipe[0];
+    pfd[n].events = POLLIN;
+    map[n++] = -1;
+    for (int i = 0; i < r->nout; i++) {
+        if (r->out[i].fd < 0)
+            continue;
+        pfd[n].fd = r->out[i].fd;
+        pfd[n].events = POLLIN;
+        map[n++] = i;
+    }
+    if (r->deadline_ms > 0) {
+        int64_t left = r->deadline_ms - now_ms();
+        if (left < timeout_ms)
+            timeout_ms = left < 0 ? 0 : (int)left;
+    }
+    int rc = poll(pfd, (nfds_t)n, timeout_ms);
+    if (rc > 0) {
+        for (int i = 1; i < n; i++)
+            if (pfd[i].revents != 0)
+                read_output(r, &r->out[map[i]]);
+        if (pfd[0].revents & POLLIN) {
+            unsigned char sigs[64];
+            ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
+            for (ssize_t i = 0; i < got; i++) {
+                if (sigs[i] == SIGCHLD)
+                    continue;
+                r->signals++;
+                if (r->reason == END_NONE) {
+                    r->reason = END_SIGNAL;
+                    r->signal = sigs[i];
+                }
+            }
+        }
+    }
+    reap(r);
+    if (r->deadline_ms > 0 && now_ms() >= r->deadline_ms &&
+        r->reason == END_NONE)
+        r->reason = END_TIMEOUT;
+}
+
+/* ---- relay readiness ------------------------------------------------------
+ */
+
+/* GET /status from a relay; returns the body (malloc'd) or NULL. */
+static char *http_status(int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {.tv_sec = 1};
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return NULL;
+    /* A relay that accepts but never answers must not stall the loop. */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        goto fail;
+    static const char req[] = "GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
+        goto fail;
+    for (;;) {
+        if (cap - len < 4096) {
+            if (cap >= (1u << 24))
+                goto fail;
+            cap = cap ? 2 * cap : 16384;
+            char *nb = realloc(buf, cap);
+            if (nb == NULL)
+                goto fail;
+            buf = nb;
+        }
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            goto fail;
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (buf == NULL)
+        return NULL;
+    buf[len] = '\0';
+    char *body = strstr(buf, "\r\n\r\n");
+    if (strncmp(buf, "HTTP/1.", 7) != 0 || strncmp(buf + 8, " 200", 4) != 0 ||
+        body == NULL) {
+        free(buf);
+        return NULL;
+    }
+    memmove(buf, body + 4, strlen(body + 4) + 1);
+    return buf;
+fail:
+    close(fd);
+    free(buf);
+    return NULL;
+}
+
+/* Every link "up" with all of its streams up, and one link per peer.  The
+ * JSON is the relay's own fixed layout (docs/gridrelay.md), so a key scan
+ * is enough. */
+static bool links_up(const char *json, uint32_t peers)
+{
+    uint32_t seen = 0;
+    const char *p = json;
+    while ((p = strstr(p, "{\"peer\":\"")) != NULL) {
+        p++;
+        const char *state = strstr(p, "\"state\":\"");
+        const char *up = strstr(p, "\"streams_up\":");
+        const char *all = strstr(p, "\"streams\":");
+        if (state == NULL || up == NULL || all == NULL)
+            return false;
+        if (strncmp(state + 9, "up\"", 3) != 0 ||
+            atoi(up + 13) != atoi(all + 10) || atoi(all + 10) < 1)
+            return false;
+        seen++;
+    }
+    return seen == peers;
+}
+
+static void relay_died_message(const struct gr_job *job,
+                               const struct gr_site *s, const char *when)
+{
+    char what[64];
+    describe_status(s->relay_status, what, sizeof(what));
+    fprintf(stderr, "gridrun: relay of site %s died %s (%s); see %s\n", s->name,
+            when, what, s->log);
+    (void)job;
+}
+
+static int wait_relays_up(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    int64_t deadline = now_ms() + RELAY_UP_TIMEOUT_MS;
+    for (;;) {
+        uint32_t ready = 0;
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            struct gr_site *s = &job->sites[i];
+            if (!s->relay_running) {
+                relay_died_message(job, s, "while starting");
+                r->reason = END_ERROR;
+                return -1;
+            }
+            if (!s->relay_up) {
+                char *body = http_status(s->http_port);
+                s->relay_up =
+                    body != NULL && links_up(body, job->site_count - 1);
+                free(body);
+            }
+            ready += s->relay_up;
+        }
+        if (ready == job->site_count) {
+            vlog(job, "all relays up");
+            return 0;
+        }
+        if (now_ms() >= deadline) {
+            for (uint32_t i = 0; i < job->site_count; i++) {
+                if (!job->sites[i].relay_up) {
+                    fprintf(stderr,
+                            "gridrun: relay of site %s: links not up after "
+                            "%d s; see %s\n",
+                            job->sites[i].name, RELAY_UP_TIMEOUT_MS / 1000,
+                            job->sites[i].log);
+                    break;
+                }
+            }
+            r->reason = END_ERROR;
+            return -1;
+        }
+        pump(r, 50);
+        if (r->reason != END_NONE)
+            return -1;
+    }
+}
+
+/* ---- mpiexec ------------------------------------------------------------- */
+
+static int start_mpiexecs(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    char sites_env[GR_MAX_SITES * 48];
+    size_t off = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        off += (size_t)snprintf(sites_env + off, sizeof(sites_env) - off,
+                                "%s%s:%u:%u", i ? "," : "", s->name, s->offset,
+                                s->count);
+    }
+    char job_id[16], world[16];
+    snprintf(job_id, sizeof(job_id), "%u", job->job_id);
+    snprintf(world, sizeof(world), "%u", job->world_size);
+
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0)
+        return -1;
+    int status = 0;
+    size_t max_args = (size_t)job->prog_argc + 48;
+    char **argv = calloc(max_args, sizeof(*argv));
+    if (argv == NULL) {
+        close(null_fd);
+        return -1;
+    }
+    for (uint32_t i = 0; i < job->site_count && status == 0; i++) {
+        struct gr_site *s = &job->sites[i];
+        char count[16], index[16], offset[16], relay[PATH_MAX + 8];
+        snprintf(count, sizeof(count), "%u", s->count);
+        snprintf(index, sizeof(index), "%u", i);
+        snprintf(offset, sizeof(offset), "%u", s->offset);
+        snprintf(relay, sizeof(relay), "unix:%s", s->sock);
+        const char *env[][2] = {
+            {"GRIDCOLL_JOB_ID", job_id},
+            {"GRIDCOLL_TOKEN_FILE", job->token_file},
+            {"GRIDCOLL_RELAY", relay},
+            {"GRIDCOLL_SITE_INDEX", index},
+            {"GRIDCOLL_SITE_NAME", s->name},
+            {"GRIDCOLL_SITE_OFFSET", offset},
+            {"GRIDCOLL_SITE_SIZE", count},
+            {"GRIDCOLL_WORLD_SIZE", world},
+            {"GRIDCOLL_SITES", sites_env},
+            {"LD_PRELOAD", job->preload_lib},
+        };
+        size_t a = 0;
+        argv[a++] = job->mpiexec;
+        if (job->prefix)
+            argv[a++] = "-l";
+        argv[a++] = "-n";
+        argv[a++] = count;
+        for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
+            if (env[k][1][0] == '\0')
+                continue; /* LD_PRELOAD without --preload */
+            argv[a++] = "-genv";
+            argv[a++] = (char *)env[k][0];
+            argv[a++] = (char *)env[k][1];
+        }
+        for (int k = 0; k < job->prog_argc; k++)
+            argv[a++] = job->prog_argv[k];
+        argv[a] = NULL;
+
+        int out[2], err[2];
+        if (pipe2(out, O_CLOEXEC) != 0) {
+            status = -1;
+            break;
+        }
+        if (pipe2(err, O_CLOEXEC) != 0) {
+            close(out[0]);
+            close(out[1]);
+            status = -1;
+            break;
+        }
+        s->mpi_pid = spawn(argv, null_fd, out[1], err[1]);
+        close(out[1]);
+        close(err[1]);
+        struct outsrc *o = &r->out[2 * i];
+        o[0].fd = out[0];
+        o[0].site = s;
+        o[1].fd = err[0];
+        o[1].site = s;
+        o[1].is_err = true;
+        r->nout = 2 * (int)i + 2;
+        if (s->mpi_pid < 0) {
+            s->mpi_pid = 0;
+            status = -1;
+            break;
+        }
+        s->mpi_running = true;
+        vlog(job, "site %s: mpiexec pid %ld", s->name, (long)s->mpi_pid);
+    }
+    if (status != 0) {
+        fprintf(stderr, "gridrun: cannot start mpiexec: %s\n", strerror(errno));
+        r->reason = END_ERROR;
+    }
+    free(argv);
+    close(null_fd);
+    return status;
+}
+
+/* Watch the running job until it ends one way or another. */
+static void watch(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    while (r->reason == END_NONE) {
+        pump(r, 1000);
+        bool all_done = true;
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            struct gr_site *s = &job->sites[i];
+            if (s->mpi_running) {
+                all_done = false;
+                continue;
+            }
+            if (r->reason == END_NONE && !(WIFEXITED(s->mpi_status) &&
+                                           WEXITSTATUS(s->mpi_status) == 0)) {
+                r->reason = END_MPI_FAILED;
+                r->failed_site = s;
+            }
+        }
+        for (uint32_t i = 0; i < job->site_count && r->reason == END_NONE;
+             i++) {
+            /* After every rank is done a relay is no longer needed, so only
+             * a death while ranks may use it fails the job. */
+            if (!job->sites[i].relay_running && !all_done) {
+                r->reason = END_RELAY_DIED;
+                r->failed_site = &job->sites[i];
+            }
+        }
+        if (all_done && r->reason == END_NONE)
+            r->reason = END_SUCCESS;
+    }
+}
+
+/* ---- teardown ------------------------------------------------------------ */
+
+static bool is_relay(const struct gr_job *job, pid_t pid)
+{
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (job->sites[i].relay_pid == pid)
+            return true;
+    return false;
+}
+
+/* Signal every live process below us except the relays: hydra's proxies
+ * and ranks setsid() away from mpiexec's group, and orphans re-parented to
+ * us (subreaper) sit in groups we never made.  Returns how many there
+ * were. */
+static int signal_descendants(const struct gr_job *job, int sig)
+{
+    enum { MAXP = 65536 };
+    static pid_t pids[MAXP], ppids[MAXP];
+    int n = 0, count = 0;
+    DIR *d = opendir("/proc");
+    if (d == NULL)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && n < MAXP) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9')
+            continue;
+        char path[sizeof(e->d_name) + 16], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
+        char *close_paren = strrchr(buf, ')');
+        char state;
+        int ppid;
+        if (close_paren == NULL ||
+            sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2 ||
+            state == 'Z')
+            continue;
+        pids[n] = (pid_t)atoi(e->d_name);
+        ppids[n++] = (pid_t)ppid;
+    }
+    closedir(d);
+    pid_t self = getpid();
+    for (int i = 0; i < n; i++) {
+        if (is_relay(job, pids[i]))
+            continue;
+        /* Walk up the parent chain; bounded in case pids were reused
+         * while we read /proc. */
+        pid_t p = ppids[i];
+        for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) {
+            int k;
+            for (k = 0; k < n && pids[k] != p; k++) {
+            }
+            p = k < n ? ppids[k] : 0;
+        }
+        if (p == self) {
+            kill(pids[i], sig);
+            count++;
+        }
+    }
+    return count;
+}
+
+static bool mpi_running(const struct gr_job *job)
+{
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (job->sites[i].mpi_running)
+            return true;
+    return false;
+}
+
+static void stop_ranks(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    int signals_before = r->signals;
+    /* mpiexec forwards SIGTERM to its proxies, which end the ranks. */
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (job->sites[i].mpi_pid > 0)
+            kill(-job->sites[i].mpi_pid, SIGTERM);
+    int64_t deadline = now_ms() + MPI_GRACE_MS;
+    bool termed_rest = false;
+    while (now_ms() < deadline && r->signals == signals_before) {
+        if (!mpi_running(job)) {
+            /* What is left outlived its mpiexec: ask it once. */
+            int left = signal_descendants(job, termed_rest ? 0 : SIGTERM);
+            termed_rest = true;
+            if (left == 0)
+                break;
+        }
+        pump(r, 50);
+    }
+    /* Grace over (or a second signal): force. */
+    deadline = now_ms() + KILL_WAIT_MS;
+    for (;;) {
+        for (uint32_t i = 0; i < job->site_count; i++)
+            if (job->sites[i].mpi_pid > 0)
+                kill(-job->sites[i].mpi_pid, SIGKILL);
+        int left = signal_descendants(job, SIGKILL);
+        pump(r, left ? 20 : 0);
+        if ((left == 0 && !mpi_running(job)) || now_ms() >= deadline)
+            break;
+    }
+    /* Every writer is gone: collect what is still in the pipes. */
+    deadline = now_ms() + 500;
+    while (output_open(r) && now_ms() < deadline)
+        pump(r, 50);
+    close_output(r);
+}
+
+static void stop_relays(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (job->sites[i].relay_running)
+            kill(-job->sites[i].relay_pid, SIGTERM);
+    int64_t deadline = now_ms() + RELAY_GRACE_MS;
+    for (;;) {
+        bool running = false;
+        for (uint32_t i = 0; i < job->site_count; i++)
+            running |= job->sites[i].relay_running;
+        if (!running)
+            return;
+        if (now_ms() >= deadline)
+            break;
+        pump(r, 50);
+    }
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        if (!s->relay_running)
+            continue;
+        fprintf(stderr,
+                "gridrun: relay of site %s did not stop in %d s; "
+                "killing it\n",
+                s->name, RELAY_GRACE_MS / 1000);
+        kill(-s->relay_pid, SIGKILL);
+        if (waitpid(s->relay_pid, &s->relay_status, 0) == s->relay_pid)
+            s->relay_running = false;
+    }
+}
+
+/* ---- the job ------------------------------------------------------------- */
+
+static int setup_signals(void)
+{
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        if (sigaction(sigs[i], &sa, NULL) != 0)
+            return -1;
+    /* A closed stdout must not kill us before we clean up. */
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+static int final_status(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    char what[64];
+    switch (r->reason) {
+    case END_SUCCESS: return 0;
+    case END_MPI_FAILED: {
+        struct gr_site *s = r->failed_site;
+        describe_status(s->mpi_status, what, sizeof(what));
+        if (s->exit_string[0] != '\0')
+            fprintf(stderr, "gridrun: site %s: mpiexec %s (hydra: %s)\n",
+                    s->name, what, s->exit_string);
+        else
+            fprintf(stderr, "gridrun: site %s: mpiexec %s\n", s->name, what);
+        if (WIFSIGNALED(s->mpi_status))
+            return 128 + WTERMSIG(s->mpi_status);
+        return WEXITSTATUS(s->mpi_status);
+    }
+    case END_RELAY_DIED:
+        relay_died_message(job, r->failed_site, "while ranks ran");
+        return 1;
+    case END_SIGNAL:
+        fprintf(stderr, "gridrun: interrupted\n");
+        return 128 + r->signal;
+    case END_TIMEOUT:
+        fprintf(stderr, "gridrun: timeout after %u s\n", job->timeout_s);
+        return 124;
+    case END_NONE:
+    case END_ERROR: break;
+    }
+    return 1;
+}
+
+int gr_job_run(struct gr_job *job)
+{
+    struct runner r = {.job = job};
+    int status = 1;
+
+    if (job->timeout_s > 0)
+        r.deadline_ms = now_ms() + (int64_t)job->timeout_s * 1000;
+    /* Orphaned proxies and ranks come to us, so teardown can find them. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    r.out = calloc(2 * job->site_count, sizeof(*r.out));
+    if (r.out == NULL || setup_signals() != 0) {
+        fprintf(stderr, "gridrun: %s\n", strerror(errno));
+        goto cleanup;
+    }
+    if (make_job_dir(job) != 0) {
+        r.reason = END_ERROR;
+        goto teardown;
+    }
+    if (start_relays(job) != 0) {
+        r.reason = END_ERROR;
+        goto teardown;
+    }
+    if (wait_relays_up(&r) != 0)
+        goto teardown;
+    if (start_mpiexecs(&r) != 0)
+        goto teardown;
+    watch(&r);
+
+teardown:
+    stop_ranks(&r);
+    /* Judge now: relays stopped on purpose below must not count. */
+    status = final_status(&r);
+    stop_relays(&r);
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        if (s->relay_pid > 0 && r.reason == END_SUCCESS &&
+            !(WIFEXITED(s->relay_status) &&
+              WEXITSTATUS(s->relay_status) == 0)) {
+            char what[64];
+            describe_status(s->relay_status, what, sizeof(what));
+            fprintf(stderr,
+                    "gridrun: warning: relay of site %s %s on "
+                    "shutdown; see %s\n",
+                    s->name, what, s->log);
+            job->keep_job_dir = true;
+        }
+    }
+    if (job->dir[0] != '\0') {
+        if (job->keep_job_dir || status != 0)
+            fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
+        else
+            nftw(job->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+
+cleanup:
+    free(r.out);
+    return status;
+}
