@@ -62,6 +62,13 @@ class Failure(Exception):
     pass
 
 
+class Skip(Exception):
+    """Raised by a test that cannot run in this build; says why."""
+
+
+SANITIZED = os.environ.get("GRIDCOLL_SANITIZED") == "1"
+
+
 def check(condition, message):
     if not condition:
         raise Failure(message)
@@ -288,7 +295,7 @@ def finish(proc, timeout=120, expect_ok=True):
 
 def main(tests):
     """Run (name, function) pairs; print a summary line CTest can read."""
-    passed = failed = 0
+    passed = failed = skipped = 0
     only = sys.argv[1:]
     for name, fn in tests:
         if only and name not in only:
@@ -298,8 +305,13 @@ def main(tests):
             fn()
             passed += 1
             print("PASS %s (%.1fs)" % (name, time.time() - start), flush=True)
+        except Skip as e:
+            skipped += 1
+            print("SKIP %s: %s" % (name, e), flush=True)
         except Exception as e:  # report every kind of failure, then go on
             failed += 1
             print("FAIL %s: %s: %s" % (name, type(e).__name__, e), flush=True)
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed%s" % (passed, failed,
+                                       ", %d skipped" % skipped if skipped
+                                       else ""))
     sys.exit(1 if failed or passed == 0 else 0)
