@@ -39,6 +39,25 @@ enum {
     OPT_KEEP,
     OPT_VERBOSE,
     OPT_HELP,
+    OPT_RSH,
+    OPT_TLS_DIR,
+    OPT_PLAINTEXT_WAN,
+    OPT_JOB_DIR,
+};
+
+#define MAX_RSH_WORDS 64
+
+/* Machine-file mode's options, before they become the job. */
+struct mf_opts {
+    const char *path; /* -f; NULL = local mode */
+    const char *rsh;
+    const char *tls_dir;
+    bool plaintext_wan;
+    uint32_t np;
+    struct machinefile mf;
+    bool mf_loaded;
+    char *rsh_buf;
+    char *rsh_words[MAX_RSH_WORDS + 1];
 };
 
 static void usage(FILE *out)
@@ -47,12 +66,18 @@ static void usage(FILE *out)
         out,
         "usage: gridrun --sites N -n NP [OPTIONS] -- PROGRAM [ARGS...]\n"
         "       gridrun --site-sizes A,B,... [OPTIONS] -- PROGRAM [ARGS...]\n"
+        "       gridrun -f MACHINEFILE -n NP [--rsh CMD]\n"
+        "               (--tls-dir DIR | --plaintext-wan) [OPTIONS]\n"
+        "               -- PROGRAM [ARGS...]\n"
         "\n"
-        "Simulate N GridColl sites on this machine: start one gridrelay per\n"
-        "site on loopback, wait until every link is up, then run PROGRAM\n"
-        "with one mpiexec per site.\n"
+        "Local mode (--sites, --site-sizes) simulates N GridColl sites on\n"
+        "this machine: one gridrelay per site on loopback.  Machine-file\n"
+        "mode (-f) takes sites, hosts, slots and relays from MACHINEFILE\n"
+        "(docs/machinefile.md).  Either way gridrun starts one gridrelay per\n"
+        "site, waits until every link is up, then runs PROGRAM with one\n"
+        "mpiexec per site.\n"
         "\n"
-        "options:\n"
+        "local mode:\n"
         "  --sites N            number of sites, 1..%d; named alpha, beta,\n"
         "                       gamma, delta, epsilon, zeta, eta, theta, "
         "iota,\n"
@@ -62,6 +87,23 @@ static void usage(FILE *out)
         "                       needs at least one\n"
         "  --site-sizes A,B,..  ranks per site; implies --sites and -n (must\n"
         "                       agree with them when they are given)\n"
+        "\n"
+        "machine-file mode:\n"
+        "  -f MACHINEFILE       sites, hosts, slots and relays; NP ranks fill\n"
+        "                       the slots site by site in file order; a site\n"
+        "                       left with no rank takes no part in the job\n"
+        "  --rsh CMD            start relays as 'CMD RELAYHOST gridrelay -c\n"
+        "                       CONF' and ranks through hydra's ssh launcher\n"
+        "                       with CMD (split on spaces, e.g. \"ssh -tt\");\n"
+        "                       default: relays here, hydra's own launcher\n"
+        "  --tls-dir DIR        WAN TLS with DIR/ca.crt, DIR/SITE.crt and\n"
+        "                       DIR/SITE.key for every site\n"
+        "  --plaintext-wan      WAN streams without TLS (trusted networks)\n"
+        "\n"
+        "common options:\n"
+        "  --job-dir DIR        make the job directory in DIR (default\n"
+        "                       $TMPDIR or /tmp); with -f it must be visible\n"
+        "                       at the same path on every host\n"
         "  --timeout S          tear the job down after S seconds (exit 124)\n"
         "  --prefix             prefix output lines with [SITE/GRIDRANK]\n"
         "  --preload            set LD_PRELOAD=<bindir>/../lib/libgridcoll.so\n"
@@ -75,6 +117,7 @@ static void usage(FILE *out)
         "  GRIDCOLL_JOB_ID      job id (decimal)\n"
         "  GRIDCOLL_TOKEN_FILE  file holding the job token\n"
         "  GRIDCOLL_RELAY       the site relay's rank endpoint, unix:/path\n"
+        "                       (or the relay line's local=HOST:PORT)\n"
         "  GRIDCOLL_SITE_INDEX  0-based index of the rank's site\n"
         "  GRIDCOLL_SITE_NAME   name of the rank's site\n"
         "  GRIDCOLL_SITE_OFFSET first grid rank of the site\n"
@@ -94,7 +137,7 @@ static void usage(FILE *out)
         "  N        a site's mpiexec exited with N (the first failure)\n"
         "  128+S    a site's mpiexec was killed by signal S\n"
         "  1        a relay failed to start or died, or another error\n"
-        "  2        usage error\n"
+        "  2        usage error, or a bad machine file or placement\n"
         "  124      --timeout expired\n"
         "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
         GR_MAX_SITES);
@@ -159,7 +202,8 @@ static int parse_site_sizes(const char *list, struct gr_job *job)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, struct gr_job *job)
+static int parse_args(int argc, char **argv, struct gr_job *job,
+                      struct mf_opts *mo)
 {
     static const struct option longopts[] = {
         {"sites", required_argument, NULL, OPT_SITES},
@@ -170,6 +214,10 @@ static int parse_args(int argc, char **argv, struct gr_job *job)
         {"keep-job-dir", no_argument, NULL, OPT_KEEP},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"help", no_argument, NULL, OPT_HELP},
+        {"rsh", required_argument, NULL, OPT_RSH},
+        {"tls-dir", required_argument, NULL, OPT_TLS_DIR},
+        {"plaintext-wan", no_argument, NULL, OPT_PLAINTEXT_WAN},
+        {"job-dir", required_argument, NULL, OPT_JOB_DIR},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -179,7 +227,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job)
     opterr = 0;
     /* "+": stop at the first non-option, so PROGRAM's own options are never
      * taken for ours. */
-    while ((c = getopt_long(argc, argv, "+n:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+n:f:h", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_SITES:
             if (parse_u32(optarg, 1, GR_MAX_SITES, &sites) != 0)
@@ -190,6 +238,15 @@ static int parse_args(int argc, char **argv, struct gr_job *job)
                 return usage_error("-n must be 1..16777216, not '%s'", optarg);
             break;
         case OPT_SITE_SIZES: sizes = optarg; break;
+        case 'f': mo->path = optarg; break;
+        case OPT_RSH: mo->rsh = optarg; break;
+        case OPT_TLS_DIR: mo->tls_dir = optarg; break;
+        case OPT_PLAINTEXT_WAN: mo->plaintext_wan = true; break;
+        case OPT_JOB_DIR:
+            if (*optarg == '\0')
+                return usage_error("%s", "--job-dir needs a directory");
+            job->job_dir_base = optarg;
+            break;
         case OPT_TIMEOUT:
             if (parse_u32(optarg, 1, 100000000, &job->timeout_s) != 0)
                 return usage_error("--timeout must be a positive number of "
@@ -215,6 +272,25 @@ static int parse_args(int argc, char **argv, struct gr_job *job)
     job->prog_argv = argv + optind;
     job->prog_argc = argc - optind;
 
+    if (mo->path != NULL) {
+        if (sites != 0 || sizes != NULL)
+            return usage_error("%s", "-f cannot be combined with --sites or "
+                                     "--site-sizes");
+        if (np == 0)
+            return usage_error("%s", "-n NP is required with -f");
+        if (mo->tls_dir != NULL && mo->plaintext_wan)
+            return usage_error("%s", "--tls-dir and --plaintext-wan exclude "
+                                     "each other");
+        if (mo->tls_dir == NULL && !mo->plaintext_wan)
+            return usage_error("%s", "machine-file mode needs --tls-dir DIR "
+                                     "(certificates per site) or "
+                                     "--plaintext-wan");
+        mo->np = np;
+        return -1; /* the machine file fills in the sites */
+    }
+    if (mo->rsh != NULL || mo->tls_dir != NULL || mo->plaintext_wan)
+        return usage_error("%s", "--rsh, --tls-dir and --plaintext-wan are "
+                                 "only valid with -f MACHINEFILE");
     if (sizes != NULL) {
         int rc = parse_site_sizes(sizes, job);
         if (rc != 0)
@@ -245,6 +321,174 @@ static int parse_args(int argc, char **argv, struct gr_job *job)
         offset += job->sites[i].count;
     }
     return -1; /* parsed: go on */
+}
+
+/* Split --rsh on spaces into mo->rsh_words. */
+static int split_rsh(struct mf_opts *mo)
+{
+    mo->rsh_buf = strdup(mo->rsh);
+    if (mo->rsh_buf == NULL) {
+        fprintf(stderr, "gridrun: out of memory\n");
+        return 1;
+    }
+    size_t n = 0;
+    char *save = NULL;
+    for (char *w = strtok_r(mo->rsh_buf, " \t", &save); w != NULL;
+         w = strtok_r(NULL, " \t", &save)) {
+        if (n == MAX_RSH_WORDS)
+            return usage_error("--rsh: more than %d words", MAX_RSH_WORDS);
+        mo->rsh_words[n++] = w;
+    }
+    mo->rsh_words[n] = NULL;
+    if (n == 0)
+        return usage_error("%s", "--rsh needs a command");
+    return -1;
+}
+
+/* "h1:n1,h2:n2": `count` ranks over the site's hosts in file order, each
+ * host's slots filled before the next. */
+static char *site_hosts(const struct mf_site *ms, uint32_t count,
+                        bool *only_relay_host)
+{
+    size_t cap = 1, len = 0;
+    for (uint32_t h = 0; h < ms->host_count; h++)
+        cap += strlen(ms->hosts[h].name) + 12;
+    char *out = malloc(cap);
+    if (out == NULL)
+        return NULL;
+    out[0] = '\0';
+    *only_relay_host = true;
+    uint32_t left = count;
+    for (uint32_t h = 0; h < ms->host_count && left > 0; h++) {
+        uint32_t n = left < ms->hosts[h].slots ? left : ms->hosts[h].slots;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s:%u", len ? "," : "",
+                                ms->hosts[h].name, n);
+        left -= n;
+        if (strcmp(ms->hosts[h].name, ms->relay_host) != 0)
+            *only_relay_host = false;
+    }
+    return out;
+}
+
+/* The "host" part of a host:port or [v6]:port address. */
+static void endpoint_host(const char *ep, char *out, size_t len)
+{
+    const char *colon = strrchr(ep, ':');
+    size_t n = colon != NULL ? (size_t)(colon - ep) : strlen(ep);
+    snprintf(out, len, "%.*s", (int)n, ep);
+}
+
+/* Fill the job's sites from the machine file: returns -1 to go on, else
+ * gridrun's exit status. */
+static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
+{
+    if (machinefile_load(mo->path, &mo->mf, stderr) != 0)
+        return 2;
+    mo->mf_loaded = true;
+    const struct machinefile *mf = &mo->mf;
+    uint32_t *counts = calloc(mf->site_count, sizeof(*counts));
+    if (counts == NULL) {
+        fprintf(stderr, "gridrun: out of memory\n");
+        return 1;
+    }
+    int status = 2;
+    char err[256];
+    if (machinefile_distribute(mf, mo->np, counts, err, sizeof(err)) != 0) {
+        fprintf(stderr, "gridrun: %s: %s\n", mo->path, err);
+        goto cleanup;
+    }
+    if (mo->rsh != NULL) {
+        int rc = split_rsh(mo);
+        if (rc >= 0) {
+            status = rc;
+            goto cleanup;
+        }
+        job->rsh_argv = mo->rsh_words;
+    }
+    if (mo->tls_dir != NULL && realpath(mo->tls_dir, job->tls_dir) == NULL) {
+        fprintf(stderr, "gridrun: --tls-dir %s: %s\n", mo->tls_dir,
+                strerror(errno));
+        goto cleanup;
+    }
+
+    /* Sites without ranks take no part: no relay, not in GRIDCOLL_SITES. */
+    uint32_t n = 0, offset = 0;
+    for (uint32_t i = 0; i < mf->site_count; i++) {
+        const struct mf_site *ms = &mf->sites[i];
+        if (counts[i] == 0)
+            continue;
+        if (n == GR_MAX_SITES) {
+            fprintf(stderr, "gridrun: %s: the ranks span more than %d sites\n",
+                    mo->path, GR_MAX_SITES);
+            goto cleanup;
+        }
+        struct gr_site *s = &job->sites[n++];
+        job->site_count = n; /* so main() frees mpi_hosts on any error */
+        s->name = ms->name;
+        s->offset = offset;
+        s->count = counts[i];
+        offset += counts[i];
+        snprintf(s->wan, sizeof(s->wan), "%s", ms->relay_wan);
+        snprintf(s->local, sizeof(s->local), "%s", ms->relay_local);
+        s->connect = ms->relay_connect;
+        snprintf(s->relay_host, sizeof(s->relay_host), "%s", ms->relay_host);
+        /* With --rsh the relay may run elsewhere: its /status is served
+         * (and polled) on the host of its wan= address. */
+        if (mo->rsh != NULL)
+            endpoint_host(ms->relay_wan, s->http_host, sizeof(s->http_host));
+        bool only_relay_host = true;
+        s->mpi_hosts = site_hosts(ms, counts[i], &only_relay_host);
+        if (s->mpi_hosts == NULL) {
+            fprintf(stderr, "gridrun: out of memory\n");
+            status = 1;
+            goto cleanup;
+        }
+        if (s->local[0] == '\0' && !only_relay_host) {
+            fprintf(stderr,
+                    "gridrun: %s:%d: site '%s' runs ranks on hosts other "
+                    "than its relay host '%s': give the relay line a "
+                    "local=HOST:PORT the ranks can reach\n",
+                    mo->path, ms->relay_line, ms->name, ms->relay_host);
+            goto cleanup;
+        }
+        if (job->tls_dir[0] != '\0') {
+            const char *files[][2] = {
+                {"ca", ".crt"}, {ms->name, ".crt"}, {ms->name, ".key"}};
+            for (size_t k = 0; k < 3; k++) {
+                char path[PATH_MAX + 80];
+                snprintf(path, sizeof(path), "%s/%s%s", job->tls_dir,
+                         files[k][0], files[k][1]);
+                if (access(path, R_OK) != 0) {
+                    fprintf(stderr, "gridrun: --tls-dir: %s: %s\n", path,
+                            strerror(errno));
+                    goto cleanup;
+                }
+            }
+        }
+    }
+    job->site_count = n;
+    job->world_size = offset;
+
+    /* Every link needs exactly one side that dials. */
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = i + 1; k < n; k++) {
+            const struct gr_site *a = &job->sites[i], *b = &job->sites[k];
+            if (gr_site_dials(a, b) == gr_site_dials(b, a)) {
+                fprintf(stderr,
+                        "gridrun: %s: sites '%s' and '%s' are both "
+                        "connect=%s: one of them must accept the other's "
+                        "link\n",
+                        mo->path, a->name, b->name,
+                        gr_site_dials(a, b) ? "dial" : "listen");
+                goto cleanup;
+            }
+        }
+    }
+    status = -1;
+
+cleanup:
+    free(counts);
+    return status;
 }
 
 /* Directory of our own executable, so a build or install tree works from
@@ -332,15 +576,28 @@ static int resolve_programs(struct gr_job *job)
 int main(int argc, char **argv)
 {
     static struct gr_job job;
+    static struct mf_opts mo;
     int status = 1;
 
-    int rc = parse_args(argc, argv, &job);
+    int rc = parse_args(argc, argv, &job, &mo);
     if (rc >= 0)
         return rc;
+    if (mo.path != NULL) {
+        rc = setup_machinefile(&job, &mo);
+        if (rc >= 0) {
+            status = rc;
+            goto cleanup;
+        }
+    }
     if (resolve_programs(&job) != 0)
         goto cleanup;
     status = gr_job_run(&job);
 
 cleanup:
+    for (uint32_t i = 0; i < job.site_count; i++)
+        free(job.sites[i].mpi_hosts);
+    if (mo.mf_loaded)
+        machinefile_free(&mo.mf);
+    free(mo.rsh_buf);
     return status;
 }

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -158,14 +159,19 @@ static void put_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* Free loopback ports: all sockets stay bound until every port is chosen,
- * so the ports are distinct; another process may still take one before the
- * relay binds it, which then shows as a relay start failure. */
+/* Free loopback ports: every site's HTTP port, and a WAN port for each site
+ * without a wan= address (local mode).  All sockets stay bound until every
+ * port is chosen, so the ports are distinct; another process may still take
+ * one before the relay binds it, which then shows as a relay start
+ * failure. */
 static int pick_ports(struct gr_job *job)
 {
     int fds[2 * GR_MAX_SITES];
     int n = 0, status = -1;
     for (uint32_t i = 0; i < 2 * job->site_count; i++) {
+        struct gr_site *s = &job->sites[i / 2];
+        if (i % 2 == 0 && s->wan[0] != '\0')
+            continue;
         struct sockaddr_in a = {.sin_family = AF_INET,
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
         socklen_t len = sizeof(a);
@@ -177,9 +183,9 @@ static int pick_ports(struct gr_job *job)
             getsockname(fd, (struct sockaddr *)&a, &len) != 0)
             goto cleanup;
         if (i % 2 == 0)
-            job->sites[i / 2].wan_port = ntohs(a.sin_port);
+            snprintf(s->wan, sizeof(s->wan), "127.0.0.1:%d", ntohs(a.sin_port));
         else
-            job->sites[i / 2].http_port = ntohs(a.sin_port);
+            s->http_port = ntohs(a.sin_port);
     }
     status = 0;
 cleanup:
@@ -191,26 +197,77 @@ cleanup:
     return status;
 }
 
+bool gr_site_dials(const struct gr_site *s, const struct gr_site *peer)
+{
+    if (s->connect != MF_CONNECT_AUTO)
+        return s->connect == MF_CONNECT_DIAL;
+    if (peer->connect != MF_CONNECT_AUTO)
+        return peer->connect == MF_CONNECT_LISTEN;
+    return strcmp(s->name, peer->name) < 0;
+}
+
+static bool is_unix_endpoint(const char *ep)
+{
+    return ep[0] == '/' || strncmp(ep, "unix:", 5) == 0;
+}
+
+/* GRIDCOLL_RELAY of a site's ranks: unix:/path or host:port. */
+static void rank_endpoint(const struct gr_site *s, char *out, size_t len)
+{
+    if (s->local[0] == '\0')
+        snprintf(out, len, "unix:%s", s->sock);
+    else if (s->local[0] == '/')
+        snprintf(out, len, "unix:%s", s->local);
+    else
+        snprintf(out, len, "%s", s->local);
+}
+
 static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
 {
     FILE *f = fopen(s->conf, "w");
     if (f == NULL)
         return -1;
     fprintf(f,
-            "# gridrelay of site %s, written by gridrun (loopback only).\n"
+            "# gridrelay of site %s, written by gridrun.\n"
             "site = \"%s\";\njob_id = %u;\nfirst_rank = %u;\n"
             "rank_count = %u;\ntoken_file = ",
             s->name, s->name, job->job_id, s->offset, s->count);
     put_quoted(f, job->token_file);
-    fprintf(f, ";\nlocal = { unix = ");
-    put_quoted(f, s->sock);
-    /* Plaintext is acceptable only because every stream stays on
-     * 127.0.0.1. */
+    char endpoint[PATH_MAX + 8];
+    rank_endpoint(s, endpoint, sizeof(endpoint));
+    bool unix_ep = is_unix_endpoint(endpoint);
+    fprintf(f, ";\nlocal = { %s = ", unix_ep ? "unix" : "tcp");
+    put_quoted(f, endpoint);
+    /* Listen on wan= only when some peer dials us: a dial-only site's
+     * wan= need not be an address its relay host can bind. */
+    bool listens = false;
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (&job->sites[i] != s && !gr_site_dials(s, &job->sites[i]))
+            listens = true;
+    fprintf(f, "; };\nwan = { listen = ");
+    put_quoted(f, listens ? s->wan : "");
+    /* Without --tls-dir the streams are plaintext: in local mode because
+     * they stay on 127.0.0.1, in machine-file mode only on request
+     * (--plaintext-wan). */
+    fprintf(f, "; streams = %d; plaintext = %s; };\n", WAN_STREAMS,
+            job->tls_dir[0] == '\0' ? "true" : "false");
+    if (job->tls_dir[0] != '\0') {
+        char path[PATH_MAX + 80];
+        fprintf(f, "tls = { cert = ");
+        snprintf(path, sizeof(path), "%s/%s.crt", job->tls_dir, s->name);
+        put_quoted(f, path);
+        fprintf(f, "; key = ");
+        snprintf(path, sizeof(path), "%s/%s.key", job->tls_dir, s->name);
+        put_quoted(f, path);
+        fprintf(f, "; ca = ");
+        snprintf(path, sizeof(path), "%s/ca.crt", job->tls_dir);
+        put_quoted(f, path);
+        fprintf(f, "; };\n");
+    }
     fprintf(f,
-            "; };\nwan = { listen = \"127.0.0.1:%d\"; streams = %d; "
-            "plaintext = true; };\nhttp = { listen = \"127.0.0.1:%d\"; };\n"
-            "log = { level = \"info\"; file = ",
-            s->wan_port, WAN_STREAMS, s->http_port);
+            "http = { listen = \"%s:%d\"; };\nlog = { level = \"info\"; "
+            "file = ",
+            s->http_host[0] != '\0' ? s->http_host : "127.0.0.1", s->http_port);
     put_quoted(f, s->log);
     fprintf(f, "; };\npeers = (\n");
     const char *sep = "";
@@ -218,19 +275,66 @@ static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
         const struct gr_site *p = &job->sites[i];
         if (p == s)
             continue;
+        bool dials = gr_site_dials(s, p);
         fprintf(f,
                 "%s  { name = \"%s\"; first_rank = %u; rank_count = %u; "
-                "address = \"127.0.0.1:%d\"; connect = \"auto\"; }",
-                sep, p->name, p->offset, p->count, p->wan_port);
+                "address = ",
+                sep, p->name, p->offset, p->count);
+        put_quoted(f, dials ? p->wan : "");
+        fprintf(f, "; connect = \"%s\"; }", dials ? "dial" : "listen");
         sep = ",\n";
     }
     fprintf(f, "\n);\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* Shell-quote `word` as '...' into f. */
+static void put_shell_quoted(FILE *f, const char *word)
+{
+    fputc('\'', f);
+    for (; *word != '\0'; word++) {
+        if (*word == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*word, f);
+    }
+    fputc('\'', f);
+}
+
+/* Hydra's -launcher-exec takes one executable: --rsh "ssh -o X" becomes a
+ * script in the job directory that runs the whole command. */
+static int write_rsh_wrapper(struct gr_job *job)
+{
+    if (job->rsh_argv[1] == NULL) {
+        snprintf(job->rsh_exec, sizeof(job->rsh_exec), "%s", job->rsh_argv[0]);
+        return 0;
+    }
+    if (snprintf(job->rsh_exec, sizeof(job->rsh_exec), "%s/rsh.sh", job->dir) >=
+        (int)sizeof(job->rsh_exec))
+        return -1;
+    int fd = open(job->rsh_exec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) {
+        close(fd);
+        return -1;
+    }
+    fprintf(f, "#!/bin/sh\n# --rsh of gridrun, for hydra's -launcher-exec.\n"
+               "exec");
+    for (char **w = job->rsh_argv; *w != NULL; w++) {
+        fputc(' ', f);
+        put_shell_quoted(f, *w);
+    }
+    fprintf(f, " \"$@\"\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
 static int make_job_dir(struct gr_job *job)
 {
-    const char *tmp = getenv("TMPDIR");
+    const char *tmp = job->job_dir_base;
+    if (tmp == NULL)
+        tmp = getenv("TMPDIR");
     if (tmp == NULL || *tmp == '\0')
         tmp = "/tmp";
     if (snprintf(job->dir, sizeof(job->dir), "%s/gridrun-XXXXXX", tmp) >=
@@ -274,10 +378,10 @@ static int make_job_dir(struct gr_job *job)
             snprintf(s->sock, sizeof(s->sock), "%s/%s.sock", job->dir,
                      s->name) >= (int)sizeof(s->sock))
             goto too_long;
-        if (strlen(s->sock) > UNIX_PATH_MAX) {
+        if (s->local[0] == '\0' && strlen(s->sock) > UNIX_PATH_MAX) {
             fprintf(stderr,
                     "gridrun: socket path %s is too long for a Unix socket; "
-                    "set TMPDIR to a shorter directory\n",
+                    "set TMPDIR (or --job-dir) to a shorter directory\n",
                     s->sock);
             return -1;
         }
@@ -288,6 +392,10 @@ static int make_job_dir(struct gr_job *job)
                     strerror(errno));
             return -1;
         }
+    }
+    if (job->rsh_argv != NULL && write_rsh_wrapper(job) != 0) {
+        fprintf(stderr, "gridrun: %s: %s\n", job->rsh_exec, strerror(errno));
+        return -1;
     }
     vlog(job, "job directory %s (job id %u)", job->dir, job->job_id);
     return 0;
@@ -351,7 +459,18 @@ static int start_relays(struct gr_job *job)
             status = -1;
             break;
         }
-        char *argv[] = {job->relay_bin, "-c", s->conf, NULL};
+        /* Through --rsh: RSH... RELAYHOST GRIDRELAY -c CONF. */
+        char *argv[64 + 5];
+        size_t a = 0;
+        if (job->rsh_argv != NULL) {
+            for (char **w = job->rsh_argv; *w != NULL && a < 64; w++)
+                argv[a++] = *w;
+            argv[a++] = s->relay_host;
+        }
+        argv[a++] = job->relay_bin;
+        argv[a++] = "-c";
+        argv[a++] = s->conf;
+        argv[a] = NULL;
         s->relay_pid = spawn(argv, null_fd, log_fd, log_fd);
         close(log_fd);
         if (s->relay_pid < 0) {
@@ -361,7 +480,11 @@ static int start_relays(struct gr_job *job)
             break;
         }
         s->relay_running = true;
-        vlog(job, "relay of site %s: pid %ld", s->name, (long)s->relay_pid);
+        if (job->rsh_argv != NULL)
+            vlog(job, "relay of site %s on %s: pid %ld", s->name, s->relay_host,
+                 (long)s->relay_pid);
+        else
+            vlog(job, "relay of site %s: pid %ld", s->name, (long)s->relay_pid);
     }
     close(null_fd);
     return status;
@@ -559,23 +682,48 @@ static void pump(struct runner *r, int timeout_ms)
 /* ---- relay readiness ------------------------------------------------------
  */
 
-/* GET /status from a relay; returns the body (malloc'd) or NULL. */
-static char *http_status(int port)
+/* Connect to host:port, host as in a relay config ([v6] in brackets). */
+static int http_connect(const char *host, int port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_port = htons((uint16_t)port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    struct timeval tv = {.tv_sec = 1};
+    char name[MF_HOST_MAX + 1], service[16];
+    size_t n = strlen(host);
+    if (n >= 2 && host[0] == '[' && host[n - 1] == ']')
+        snprintf(name, sizeof(name), "%.*s", (int)(n - 2), host + 1);
+    else
+        snprintf(name, sizeof(name), "%s", host);
+    snprintf(service, sizeof(service), "%d", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(name, service, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                    ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        /* A relay that accepts but never answers must not stall the
+         * loop. */
+        struct timeval tv = {.tv_sec = 1};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* GET /status from a relay; returns the body (malloc'd) or NULL. */
+static char *http_status(const struct gr_site *s)
+{
     char *buf = NULL;
     size_t len = 0, cap = 0;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = http_connect(s->http_host[0] != '\0' ? s->http_host : "127.0.0.1",
+                          s->http_port);
     if (fd < 0)
         return NULL;
-    /* A relay that accepts but never answers must not stall the loop. */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
-        goto fail;
     static const char req[] = "GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     if (write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1))
         goto fail;
@@ -662,7 +810,7 @@ static int wait_relays_up(struct runner *r)
                 return -1;
             }
             if (!s->relay_up) {
-                char *body = http_status(s->http_port);
+                char *body = http_status(s);
                 s->relay_up =
                     body != NULL && links_up(body, job->site_count - 1);
                 free(body);
@@ -698,7 +846,7 @@ static int wait_relays_up(struct runner *r)
 static int start_mpiexecs(struct runner *r)
 {
     struct gr_job *job = r->job;
-    char sites_env[GR_MAX_SITES * 48];
+    char sites_env[GR_MAX_SITES * (MF_NAME_MAX + 24)];
     size_t off = 0;
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *s = &job->sites[i];
@@ -726,7 +874,7 @@ static int start_mpiexecs(struct runner *r)
         snprintf(count, sizeof(count), "%u", s->count);
         snprintf(index, sizeof(index), "%u", i);
         snprintf(offset, sizeof(offset), "%u", s->offset);
-        snprintf(relay, sizeof(relay), "unix:%s", s->sock);
+        rank_endpoint(s, relay, sizeof(relay));
         const char *env[][2] = {
             {"GRIDCOLL_JOB_ID", job_id},
             {"GRIDCOLL_TOKEN_FILE", job->token_file},
@@ -743,6 +891,16 @@ static int start_mpiexecs(struct runner *r)
         argv[a++] = job->mpiexec;
         if (job->prefix)
             argv[a++] = "-l";
+        if (s->mpi_hosts != NULL) {
+            argv[a++] = "-hosts";
+            argv[a++] = s->mpi_hosts;
+        }
+        if (job->rsh_argv != NULL) {
+            argv[a++] = "-launcher";
+            argv[a++] = "ssh";
+            argv[a++] = "-launcher-exec";
+            argv[a++] = job->rsh_exec;
+        }
         argv[a++] = "-n";
         argv[a++] = count;
         for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
@@ -841,7 +999,8 @@ static bool is_relay(const struct gr_job *job, pid_t pid)
  * and ranks setsid() away from mpiexec's group, and orphans re-parented to
  * us (subreaper) sit in groups we never made.  Returns how many there
  * were. */
-static int signal_descendants(const struct gr_job *job, int sig)
+static int signal_descendants(const struct gr_job *job, int sig,
+                              bool with_relays)
 {
     enum { MAXP = 65536 };
     static pid_t pids[MAXP], ppids[MAXP];
@@ -877,12 +1036,17 @@ static int signal_descendants(const struct gr_job *job, int sig)
     closedir(d);
     pid_t self = getpid();
     for (int i = 0; i < n; i++) {
-        if (is_relay(job, pids[i]))
+        if (!with_relays && is_relay(job, pids[i]))
             continue;
         /* Walk up the parent chain; bounded in case pids were reused
-         * while we read /proc. */
+         * while we read /proc.  A relay's own children (the relay behind
+         * an --rsh command) are left to stop_relays(). */
         pid_t p = ppids[i];
         for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) {
+            if (!with_relays && is_relay(job, p)) {
+                p = 0;
+                break;
+            }
             int k;
             for (k = 0; k < n && pids[k] != p; k++) {
             }
@@ -917,7 +1081,8 @@ static void stop_ranks(struct runner *r)
     while (now_ms() < deadline && r->signals == signals_before) {
         if (!mpi_running(job)) {
             /* What is left outlived its mpiexec: ask it once. */
-            int left = signal_descendants(job, termed_rest ? 0 : SIGTERM);
+            int left =
+                signal_descendants(job, termed_rest ? 0 : SIGTERM, false);
             termed_rest = true;
             if (left == 0)
                 break;
@@ -930,7 +1095,7 @@ static void stop_ranks(struct runner *r)
         for (uint32_t i = 0; i < job->site_count; i++)
             if (job->sites[i].mpi_pid > 0)
                 kill(-job->sites[i].mpi_pid, SIGKILL);
-        int left = signal_descendants(job, SIGKILL);
+        int left = signal_descendants(job, SIGKILL, false);
         pump(r, left ? 20 : 0);
         if ((left == 0 && !mpi_running(job)) || now_ms() >= deadline)
             break;
@@ -953,7 +1118,10 @@ static void stop_relays(struct runner *r)
         bool running = false;
         for (uint32_t i = 0; i < job->site_count; i++)
             running |= job->sites[i].relay_running;
-        if (!running)
+        /* A relay started through --rsh on this machine may still be
+         * draining after the rsh command ended; re-parented to us, it is
+         * still one of our descendants. */
+        if (!running && signal_descendants(job, 0, true) == 0)
             return;
         if (now_ms() >= deadline)
             break;
@@ -971,6 +1139,9 @@ static void stop_relays(struct runner *r)
         if (waitpid(s->relay_pid, &s->relay_status, 0) == s->relay_pid)
             s->relay_running = false;
     }
+    deadline = now_ms() + KILL_WAIT_MS;
+    while (signal_descendants(job, SIGKILL, true) > 0 && now_ms() < deadline)
+        pump(r, 20);
 }
 
 /* ---- the job ------------------------------------------------------------- */
@@ -1059,7 +1230,12 @@ teardown:
     stop_relays(&r);
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *s = &job->sites[i];
-        if (s->relay_pid > 0 && r.reason == END_SUCCESS &&
+        /* Through --rsh, the SIGTERM ends the rsh command itself (ssh,
+         * or the shell running the relay): that is a normal stop. */
+        bool stopped_rsh = job->rsh_argv != NULL &&
+                           WIFSIGNALED(s->relay_status) &&
+                           WTERMSIG(s->relay_status) == SIGTERM;
+        if (s->relay_pid > 0 && r.reason == END_SUCCESS && !stopped_rsh &&
             !(WIFEXITED(s->relay_status) &&
               WEXITSTATUS(s->relay_status) == 0)) {
             char what[64];

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "machinefile.h"
+
 #define GR_MAX_SITES 16
 
 extern const char *const gr_site_names[GR_MAX_SITES];
@@ -19,7 +21,18 @@ struct gr_site {
     uint32_t offset; /* first grid rank */
     uint32_t count;  /* ranks at this site */
 
-    int wan_port;
+    /* Filled by gridrun.c from the machine file; local mode leaves them
+     * empty and the job fills in its loopback defaults. */
+    char wan[MF_ENDPOINT_MAX + 1];    /* host:port peers dial; "" = a free
+                                         loopback port */
+    enum mf_connect connect;          /* who opens this site's WAN links */
+    char local[MF_ENDPOINT_MAX + 1];  /* rank endpoint: unix:/path, /path or
+                                         host:port; "" = SITE.sock in the
+                                         job directory */
+    char relay_host[MF_HOST_MAX + 1]; /* "" = run the relay here */
+    char http_host[MF_HOST_MAX + 1];  /* "" = 127.0.0.1 */
+    char *mpi_hosts;                  /* mpiexec -hosts value; NULL = none */
+
     int http_port;
     char conf[PATH_MAX];
     char sock[PATH_MAX];
@@ -51,12 +64,21 @@ struct gr_job {
     char relay_bin[PATH_MAX];
     char mpiexec[PATH_MAX];
     char preload_lib[PATH_MAX];
+    const char *job_dir_base; /* --job-dir; NULL = $TMPDIR or /tmp */
+    char **rsh_argv;          /* --rsh split into words; NULL = none */
+    char tls_dir[PATH_MAX];   /* --tls-dir, absolute; "" = plaintext WAN */
 
     /* State. */
     char dir[PATH_MAX];
     char token_file[PATH_MAX];
+    char rsh_exec[PATH_MAX]; /* hydra's -launcher-exec (with --rsh) */
     uint32_t job_id;
 };
+
+/* Whether site s opens the WAN link to `peer` (else peer dials s):
+ * connect=dial/listen of s decides, else that of the peer, else the site
+ * whose name sorts first (strcmp) dials. */
+bool gr_site_dials(const struct gr_site *s, const struct gr_site *peer);
 
 /* Run the whole job; returns gridrun's exit status. */
 int gr_job_run(struct gr_job *job);

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -273,10 +274,197 @@ def bad_flags():
           "124" in r.stdout, "--help incomplete")
 
 
+# ---- machine-file mode (-f) ------------------------------------------------
+#
+# The hosts are fake names: --rsh runs fake-rsh.sh, which runs every command
+# on this machine and tells it the host in $GRIDRUN_TEST_HOST; hydra's ssh
+# launcher uses the same script.  Relays listen on 127.0.0.1.
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAKE_RSH = os.path.join(HERE, "gridrun", "fake-rsh.sh")
+MAKE_CERTS = os.path.join(HERE, "..", "..", "conf", "tls", "make-certs.sh")
+MF_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
+           '$GRIDCOLL_SITE_OFFSET $GRIDCOLL_SITE_SIZE $PMI_RANK '
+           '$GRIDCOLL_WORLD_SIZE $GRIDCOLL_SITES $GRIDRUN_TEST_HOST '
+           '$GRIDCOLL_RELAY"; test -f "$GRIDCOLL_TOKEN_FILE" && '
+           'case $GRIDCOLL_RELAY in unix:*) test -S "${GRIDCOLL_RELAY#unix:}"'
+           ';; esac && echo "ok $GRIDCOLL_SITE_NAME"')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_kept(args, program, read=()):
+    """run() for a job that keeps its directory: also returns the names in
+    it and the contents of the files named in `read`, taken before the
+    directory is removed."""
+    job = Job(args, program)
+    names, files = [], {}
+    try:
+        rc = job.wait()
+        kept = job.job_dir()
+        if kept is not None:
+            names = sorted(os.listdir(kept))
+            for name in read:
+                if name in names:
+                    with open(os.path.join(kept, name)) as f:
+                        files[name] = f.read()
+    finally:
+        job.finish()
+    return rc, job.out, job.err, kept, names, files
+
+
+def machine_file(text):
+    """Write `text` (WAN1, WAN2, ... replaced by free loopback addresses)
+    to a file in a new directory; returns (directory, path)."""
+    d = tempfile.mkdtemp(prefix="gr-mf-")
+    text = re.sub(r"\bWAN\d\b", lambda m: "127.0.0.1:%d" % free_port(), text)
+    path = os.path.join(d, "job.machines")
+    with open(path, "w") as f:
+        f.write(text)
+    return d, path
+
+
+# alpha: 3 slots on two hosts, ranks reach the relay over TCP (local=);
+# beta: ranks on the relay host itself, so the relay's local endpoint is a
+# Unix socket in the job directory; gamma: gets no rank with -n 4.
+THREE_SITES = """
+nodeA1 cluster=alpha slots=1
+gwA    cluster=alpha relay wan=WAN1 local=WAN2
+nodeA2 cluster=alpha slots=2
+gwB    cluster=beta relay slots=2 wan=WAN3
+nodeC1 cluster=gamma slots=4
+gwC    cluster=gamma relay wan=WAN4 connect=listen
+"""
+
+
+def mf_environment():
+    d, path = machine_file(THREE_SITES)
+    try:
+        local_a = re.search(r"local=(\S+)", open(path).read()).group(1)
+        # A multi-word --rsh makes gridrun write a wrapper for hydra.
+        rc, out, err, kept, names, files = run_kept(
+            ["-f", path, "-n", "4", "--rsh", FAKE_RSH + " -o BatchMode=yes",
+             "--plaintext-wan", "--keep-job-dir"], MF_LINE, ["beta.conf"])
+        check(rc == 0, "exit %d: %s" % (rc, err))
+        check(kept is not None, "--keep-job-dir: no job directory")
+        sites = "alpha:0:3,beta:3:1"
+        want = [
+            "alpha 0 0 3 0 4 %s nodeA1 %s" % (sites, local_a),
+            "alpha 0 0 3 1 4 %s nodeA2 %s" % (sites, local_a),
+            "alpha 0 0 3 2 4 %s nodeA2 %s" % (sites, local_a),
+            "beta 1 3 1 0 4 %s gwB unix:%s/beta.sock" % (sites, kept),
+            "ok alpha", "ok alpha", "ok alpha", "ok beta"]
+        got = sorted(out.splitlines())
+        check(got == sorted(want), "lines\n%s\nwant\n%s" %
+              ("\n".join(got), "\n".join(sorted(want))))
+        # gamma has no rank, so it has no relay either.
+        check("gamma.conf" not in names and "alpha.conf" in names and
+              "beta.conf" in names and "rsh.sh" in names,
+              "job directory: %r" % names)
+        beta = files.get("beta.conf", "")
+        check("plaintext = true" in beta and 'connect = "listen"' in beta,
+              "beta.conf:\n" + beta)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def mf_rank_failure():
+    d, path = machine_file(THREE_SITES)
+    try:
+        start = time.time()
+        rc, out, err, kept = run(
+            ["-f", path, "-n", "5", "--rsh", FAKE_RSH, "--plaintext-wan"],
+            'if [ "$GRIDCOLL_SITE_NAME" = beta ]; then exit 3; fi; sleep 60')
+        check(rc == 3, "exit %d: %s" % (rc, err))
+        check("gridrun: site beta: mpiexec exited with status 3" in err,
+              "no failure message: " + err)
+        check(kept is not None, "failed job's directory not kept")
+        check(time.time() - start < 15, "teardown too slow")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def mf_tls():
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    d, path = machine_file(THREE_SITES)
+    try:
+        tls = os.path.join(d, "tls")
+        subprocess.run(["bash", MAKE_CERTS, tls, "alpha", "beta"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       check=True, timeout=60)
+        rc, out, err, kept, names, files = run_kept(
+            ["-f", path, "-n", "4", "--rsh", FAKE_RSH, "--tls-dir", tls,
+             "--verbose", "--keep-job-dir"], 'echo "ok $PMI_RANK"',
+            ["alpha.conf"])
+        check(rc == 0, "exit %d: %s" % (rc, err))
+        check("gridrun: all relays up" in err, "relays: " + err)
+        check(sorted(out.splitlines()) == ["ok 0", "ok 0", "ok 1", "ok 2"],
+              "output: " + out)
+        conf = files.get("alpha.conf", "")
+        check("plaintext = false" in conf and
+              os.path.join(tls, "alpha.key") in conf, "alpha.conf:\n" + conf)
+        # A missing file is named before anything starts.
+        os.remove(os.path.join(tls, "beta.key"))
+        r = subprocess.run(
+            [GRIDRUN, "-f", path, "-n", "4", "--tls-dir", tls, "--", "true"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=10)
+        check(r.returncode == 2 and os.path.join(tls, "beta.key") in r.stderr,
+              "missing key: exit %d, %r" % (r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def mf_errors():
+    d, path = machine_file(THREE_SITES)
+    bad = os.path.join(d, "bad.machines")
+    with open(bad, "w") as f:
+        f.write("nodeX slots=2\n")
+    no_local = os.path.join(d, "nolocal.machines")
+    with open(no_local, "w") as f:
+        f.write("node1 cluster=a slots=2\n"
+                "gw cluster=a relay wan=127.0.0.1:9\n")
+    both_dial = os.path.join(d, "dial.machines")
+    with open(both_dial, "w") as f:
+        f.write("gw1 cluster=a relay slots=1 wan=127.0.0.1:9 connect=dial\n"
+                "gw2 cluster=b relay slots=1 wan=127.0.0.1:8 connect=dial\n")
+    cases = [
+        (["-f", path, "-n", "4"],
+         "machine-file mode needs --tls-dir DIR (certificates per site) or "
+         "--plaintext-wan"),
+        (["-f", bad, "-n", "1", "--plaintext-wan"],
+         bad + ":1: missing cluster=NAME"),
+        (["-f", path, "-n", "10", "--plaintext-wan"],
+         "10 ranks requested but the machine file has only 9 slots"),
+        (["-f", path, "-n", "2", "--sites", "2", "--plaintext-wan"],
+         "cannot be combined"),
+        (["-f", path, "--plaintext-wan"], "-n NP is required"),
+        (["-f", no_local, "-n", "1", "--plaintext-wan"], "local="),
+        (["-f", both_dial, "-n", "2", "--plaintext-wan"], "connect=dial"),
+        (["--sites", "2", "-n", "2", "--plaintext-wan"], "only valid with -f"),
+    ]
+    try:
+        for args, text in cases:
+            r = subprocess.run([GRIDRUN] + args + ["--", "true"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=10)
+            check(r.returncode == 2 and text in r.stderr,
+                  "%r: exit %d, %r" % (args, r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 if __name__ == "__main__":
     main([("environment", environment), ("prefix", prefix),
           ("long_lines_stay_whole", long_lines_stay_whole),
           ("exit_status", exit_status), ("relay_dies", relay_dies),
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
-          ("bad_flags", bad_flags)])
+          ("bad_flags", bad_flags), ("mf_environment", mf_environment),
+          ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
+          ("mf_errors", mf_errors)])
