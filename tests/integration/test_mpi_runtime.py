@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""libgridcoll's runtime through gridrun: the grid world (ranks and size),
+a barrier that really waits across sites, unsupported calls that fail with
+their name instead of running site-local, MPI_Abort, the single-site
+pass-through, and the same program built against plain MPICH with
+--preload."""
+
+import os
+import re
+import subprocess
+
+from harness import BIN, SANITIZED, Skip, check, main
+
+GRIDRUN = os.path.join(BIN, "gridrun")
+HELLO = os.path.join(BIN, "grid_hello")
+HELLO_PLAIN = os.path.join(BIN, "grid_hello_plain")
+
+
+def gridrun(args, program, timeout=45):
+    # gridrun's own --timeout tears the job down cleanly; killing gridrun
+    # from here instead would orphan its relays and ranks.
+    r = subprocess.run([GRIDRUN, "--timeout", str(timeout)] + args + ["--"] +
+                       program, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout + 30)
+    check(r.returncode != 124, "job hung (gridrun timeout): " + r.stdout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def lines(out, pattern):
+    return sorted(l for l in out.splitlines() if re.match(pattern, l))
+
+
+def grid_world_ranks():
+    rc, out, err = gridrun(["--site-sizes", "1,3"], [HELLO])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    check(lines(out, r"rank \d+ of") ==
+          ["rank %d of 4" % r for r in range(4)], "ranks: " + out)
+    rc, out, err = gridrun(["--sites", "3", "-n", "5"], [HELLO])
+    check(rc == 0 and lines(out, r"rank \d+ of") ==
+          ["rank %d of 5" % r for r in range(5)], "3 sites: %s %s" % (out, err))
+
+
+def barrier_spans_sites():
+    # Rank 0 (site alpha) arrives 800 ms late: every rank of every site must
+    # wait for it, which only a cross-site barrier can make happen.
+    rc, out, err = gridrun(["--sites", "2", "-n", "4"], [HELLO, "late", "800"])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    waits = {int(m.group(1)): float(m.group(2))
+             for m in re.finditer(r"rank (\d+) barrier_ms=(\d+)", out)}
+    check(sorted(waits) == [0, 1, 2, 3], "barrier lines: " + out)
+    for r in (1, 2, 3):
+        check(waits[r] >= 700, "rank %d left the barrier after %.0f ms"
+              % (r, waits[r]))
+
+
+def unsupported_call_returns_error():
+    rc, out, err = gridrun(["--sites", "2", "-n", "2"], [HELLO, "unsupported"])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    for r in (0, 1):
+        check("rank %d MPI_Send rc=error: MPI_Send is not supported on a "
+              "communicator that spans sites (GridColl)" % r in out,
+              "rank %d: %s" % (r, out))
+
+
+def unsupported_call_fatal_by_default():
+    rc, out, err = gridrun(["--sites", "2", "-n", "2"], [HELLO, "fatal"])
+    check(rc != 0, "job survived a fatal error")
+    check("MPI_Bcast is not supported on a communicator that spans sites"
+          in out + err, "fatal message does not name the call: " + err)
+    check("survived" not in out, "a rank went on after MPI_Bcast")
+
+
+def abort_ends_the_grid_job():
+    rc, out, err = gridrun(["--sites", "2", "-n", "3"], [HELLO, "abort", "7"])
+    check(rc == 7, "exit status %d, want 7: %s" % (rc, err))
+    check("grid rank 2 called MPI_Abort(7)" in err, "no abort message: " + err)
+
+
+def single_site_passes_through():
+    rc, out, err = gridrun(["--sites", "1", "-n", "2"], [HELLO, "unsupported",
+                                                         "thread"])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    check(lines(out, r"rank \d+ of") == ["rank 0 of 2", "rank 1 of 2"], out)
+    check("rank 0 MPI_Send rc=success" in out, "MPI_Send not passed through")
+    check("rank 0 thread level multiple" in out, "thread level capped: " + out)
+
+
+def thread_level_is_honest():
+    rc, out, err = gridrun(["--sites", "2", "-n", "2"], [HELLO, "thread"])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    check(lines(out, r"rank \d thread") ==
+          ["rank 0 thread level serialized", "rank 1 thread level serialized"],
+          "thread level: " + out)
+
+
+def preload_into_plain_mpich_program():
+    if SANITIZED:
+        raise Skip("instrumented libgridcoll.so cannot be preloaded into "
+                   "uninstrumented programs; covered by the release build")
+    rc, out, err = gridrun(["--sites", "2", "-n", "3", "--preload"],
+                           [HELLO_PLAIN, "late", "500", "unsupported"])
+    check(rc == 0, "exit %d: %s" % (rc, err))
+    check(lines(out, r"rank \d+ of") == ["rank %d of 3" % r for r in range(3)],
+          "preloaded ranks: " + out)
+    check("rank 2 MPI_Send rc=error: MPI_Send is not supported" in out,
+          "preloaded library does not interpose: " + out)
+    # Without --preload the plain binary sees only its site's MPICH world.
+    rc, out, err = gridrun(["--sites", "2", "-n", "3"], [HELLO_PLAIN])
+    check(rc == 0 and "rank 0 of 2" in out and "rank 0 of 1" in out,
+          "plain run: " + out)
+
+
+if __name__ == "__main__":
+    main([("grid_world_ranks", grid_world_ranks),
+          ("barrier_spans_sites", barrier_spans_sites),
+          ("unsupported_call_returns_error", unsupported_call_returns_error),
+          ("unsupported_call_fatal_by_default",
+           unsupported_call_fatal_by_default),
+          ("abort_ends_the_grid_job", abort_ends_the_grid_job),
+          ("single_site_passes_through", single_site_passes_through),
+          ("thread_level_is_honest", thread_level_is_honest),
+          ("preload_into_plain_mpich_program",
+           preload_into_plain_mpich_program)])

@@ -1,0 +1,82 @@
+/*
+ * grid_hello: an ordinary MPI program used by the runtime tests.  It only
+ * uses MPI, so the same source is built twice: linked with libgridcoll, and
+ * against plain MPICH (for gridrun --preload).
+ *
+ *   grid_hello [late MS] [unsupported] [fatal] [abort CODE] [thread]
+ *
+ * Prints "rank R of N", then per option:
+ *   late MS      rank 0 sleeps MS ms before a barrier; every rank prints how
+ *                long it waited in it ("barrier_ms=X")
+ *   unsupported  with MPI_ERRORS_RETURN on MPI_COMM_WORLD, calls MPI_Send
+ *                and prints the error string it got
+ *   fatal        calls MPI_Bcast on MPI_COMM_WORLD (errors are fatal)
+ *   abort CODE   the last rank calls MPI_Abort(MPI_COMM_WORLD, CODE)
+ *   thread       MPI_Init_thread(MULTIPLE), prints the level provided
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    int thread = argc > 1 && strcmp(argv[argc - 1], "thread") == 0;
+    int provided = -1;
+    if (thread)
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("rank %d of %d\n", rank, size);
+    if (thread)
+        printf("rank %d thread level %s\n", rank,
+               provided == MPI_THREAD_MULTIPLE     ? "multiple"
+               : provided == MPI_THREAD_SERIALIZED ? "serialized"
+                                                   : "lower");
+    fflush(stdout);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "late") == 0 && i + 1 < argc) {
+            int ms = atoi(argv[++i]);
+            if (rank == 0) {
+                struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
+                nanosleep(&pause, NULL);
+            }
+            double start = now_ms();
+            MPI_Barrier(MPI_COMM_WORLD);
+            printf("rank %d barrier_ms=%.0f\n", rank, now_ms() - start);
+        } else if (strcmp(argv[i], "unsupported") == 0) {
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+            int value = rank;
+            int rc = MPI_Send(&value, 1, MPI_INT, (rank + 1) % size, 0,
+                              MPI_COMM_WORLD);
+            char text[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, text, &len);
+            printf("rank %d MPI_Send rc=%s: %s\n", rank,
+                   rc == MPI_SUCCESS ? "success" : "error", text);
+        } else if (strcmp(argv[i], "fatal") == 0) {
+            int value = 0;
+            MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            printf("rank %d survived MPI_Bcast\n", rank);
+        } else if (strcmp(argv[i], "abort") == 0 && i + 1 < argc) {
+            int code = atoi(argv[++i]);
+            if (rank == size - 1)
+                MPI_Abort(MPI_COMM_WORLD, code);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    return 0;
+}

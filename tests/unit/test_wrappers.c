@@ -1,0 +1,315 @@
+/*
+ * Unit test of the generated fail-safe wrappers (libgridcoll/gen_wrappers.py
+ * -> gc_wrappers.c), linked with a test double of the runtime
+ * (wrappers_test_double.c) that reports one communicator, a dup of
+ * MPI_COMM_WORLD, as multi-site.  Runs as an MPICH singleton (no mpiexec).
+ *
+ * Checks: a sample of wrappers refuses the "grid" communicator through
+ * gc_unsupported() with the right function name and communicator, and the
+ * error it returns; the same calls on MPI_COMM_WORLD pass through to MPICH;
+ * hand-written, pass-through and skipped functions are not wrapped; the
+ * generated name lists are sorted, disjoint and complete.
+ */
+#include <mpi.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* From the test double. */
+extern MPI_Comm wtd_grid_comm;
+extern int wtd_is_grid_calls;
+extern int wtd_unsupported_calls;
+extern char wtd_last_function[64];
+extern MPI_Comm wtd_last_comm;
+
+/* From the generated gc_wrappers.c. */
+extern const char *const gc_generated_wrappers[];
+extern const size_t gc_generated_wrappers_count;
+extern const char *const gc_comm_functions_not_wrapped[];
+extern const size_t gc_comm_functions_not_wrapped_count;
+extern const size_t gc_comm_functions_seen;
+
+static int passed;
+static int failed;
+
+static void check(int ok, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void check(int ok, int line, const char *fmt, ...)
+{
+    if (ok) {
+        passed++;
+        return;
+    }
+    failed++;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL test_wrappers.c:%d: ", line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
+
+static int in_list(const char *const *list, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int wrapped(const char *name)
+{
+    return in_list(gc_generated_wrappers, gc_generated_wrappers_count, name);
+}
+
+static int not_wrapped(const char *name)
+{
+    return in_list(gc_comm_functions_not_wrapped,
+                   gc_comm_functions_not_wrapped_count, name);
+}
+
+/* Before a call expected to be refused. */
+static void reset(void)
+{
+    wtd_unsupported_calls = 0;
+    wtd_last_function[0] = '\0';
+    wtd_last_comm = MPI_COMM_NULL;
+}
+
+/* After it: exactly one gc_unsupported(comm, name), its code returned. */
+static void expect_refused(int line, int rc, const char *name, MPI_Comm comm)
+{
+    check(rc == MPI_ERR_UNSUPPORTED_OPERATION, line,
+          "%s: returned %d, expected MPI_ERR_UNSUPPORTED_OPERATION", name, rc);
+    check(wtd_unsupported_calls == 1, line,
+          "%s: gc_unsupported called %d times", name, wtd_unsupported_calls);
+    check(strcmp(wtd_last_function, name) == 0, line,
+          "%s: gc_unsupported got name '%s'", name, wtd_last_function);
+    check(wtd_last_comm == comm, line,
+          "%s: gc_unsupported got the wrong communicator", name);
+}
+
+#define REFUSED(call, name, comm)                                              \
+    do {                                                                       \
+        reset();                                                               \
+        int rc_ = (call);                                                      \
+        expect_refused(__LINE__, rc_, (name), (comm));                         \
+    } while (0)
+
+static void test_lists(void)
+{
+    for (size_t i = 1; i < gc_generated_wrappers_count; i++)
+        CHECK(strcmp(gc_generated_wrappers[i - 1], gc_generated_wrappers[i]) <
+                  0,
+              "wrapper list not sorted/unique at %s, %s",
+              gc_generated_wrappers[i - 1], gc_generated_wrappers[i]);
+    for (size_t i = 0; i < gc_comm_functions_not_wrapped_count; i++)
+        CHECK(!wrapped(gc_comm_functions_not_wrapped[i]),
+              "%s both wrapped and not wrapped",
+              gc_comm_functions_not_wrapped[i]);
+
+    /* MPICH 4.0.2 declares 249 MPI_/MPIX_ functions with a by-value
+     * MPI_Comm, plus MPI_Comm_free and MPI_Comm_disconnect (in-out);
+     * far fewer means the generator stopped seeing prototypes. */
+    CHECK(gc_comm_functions_seen >= 240, "only %zu comm-taking functions seen",
+          gc_comm_functions_seen);
+    CHECK(gc_generated_wrappers_count + gc_comm_functions_not_wrapped_count ==
+              gc_comm_functions_seen,
+          "%zu wrapped + %zu not wrapped != %zu seen",
+          gc_generated_wrappers_count, gc_comm_functions_not_wrapped_count,
+          gc_comm_functions_seen);
+
+    static const char *const must_wrap[] = {
+        "MPI_Send",
+        "MPI_Send_c",
+        "MPI_Recv",
+        "MPI_Bcast",
+        "MPI_Allreduce",
+        "MPI_Allreduce_init",
+        "MPI_Alltoallw_c",
+        "MPI_Win_create",
+        "MPI_Comm_spawn",
+        "MPI_Comm_spawn_multiple",
+        "MPI_File_open",
+        "MPI_Intercomm_create",
+        "MPI_Comm_dup",
+        "MPI_Comm_free",
+        "MPI_Comm_disconnect",
+        "MPI_Comm_get_attr",
+        "MPI_Comm_test_inter",
+        "MPI_Topo_test",
+        "MPI_Cart_create",
+        "MPIX_Comm_shrink",
+        "MPI_Psend_init",
+    };
+    for (size_t i = 0; i < sizeof(must_wrap) / sizeof(must_wrap[0]); i++)
+        CHECK(wrapped(must_wrap[i]), "%s not wrapped", must_wrap[i]);
+
+    /* Hand-written, pass-through (grid_functions.txt) and skipped. */
+    static const char *const must_not_wrap[] = {
+        "MPI_Comm_rank",     "MPI_Comm_size",
+        "MPI_Abort",         "MPI_Barrier",
+        "MPI_Comm_set_name", "MPI_Comm_set_errhandler",
+        "MPI_Pack",          "MPI_Comm_call_errhandler",
+        "MPI_DUP_FN",
+    };
+    for (size_t i = 0; i < sizeof(must_not_wrap) / sizeof(must_not_wrap[0]);
+         i++) {
+        CHECK(!wrapped(must_not_wrap[i]), "%s wrapped", must_not_wrap[i]);
+        CHECK(not_wrapped(must_not_wrap[i]), "%s not in the not-wrapped list",
+              must_not_wrap[i]);
+    }
+    /* No communicator: never generated. */
+    CHECK(!wrapped("MPI_Init") && !wrapped("MPI_Wtime") &&
+              !wrapped("MPI_Comm_get_parent") && !wrapped("MPI_Comm_join"),
+          "a function without a by-value MPI_Comm was wrapped");
+}
+
+static void test_refused_on_grid(MPI_Comm g)
+{
+    int buf[4] = {1, 2, 3, 4};
+    int out[4] = {0};
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Comm newcomm = MPI_COMM_NULL;
+    MPI_Win win = MPI_WIN_NULL;
+    MPI_File fh = MPI_FILE_NULL;
+    int errcodes[1];
+
+    REFUSED(MPI_Send(buf, 1, MPI_INT, 0, 0, g), "MPI_Send", g);
+    REFUSED(MPI_Send_c(buf, 1, MPI_INT, 0, 0, g), "MPI_Send_c", g);
+    REFUSED(MPI_Isend(buf, 1, MPI_INT, 0, 0, g, &req), "MPI_Isend", g);
+    CHECK(req == MPI_REQUEST_NULL, "MPI_Isend touched the request");
+    REFUSED(MPI_Recv(out, 1, MPI_INT, 0, 0, g, MPI_STATUS_IGNORE), "MPI_Recv",
+            g);
+    REFUSED(MPI_Ibarrier(g, &req), "MPI_Ibarrier", g);
+    REFUSED(MPI_Bcast(buf, 4, MPI_INT, 0, g), "MPI_Bcast", g);
+    REFUSED(MPI_Allreduce(buf, out, 4, MPI_INT, MPI_SUM, g), "MPI_Allreduce",
+            g);
+    REFUSED(MPI_Allreduce_init(buf, out, 4, MPI_INT, MPI_SUM, g, MPI_INFO_NULL,
+                               &req),
+            "MPI_Allreduce_init", g);
+    REFUSED(MPI_Ibarrier(g, &req), "MPI_Ibarrier", g);
+    REFUSED(MPI_Comm_dup(g, &newcomm), "MPI_Comm_dup", g);
+    CHECK(newcomm == MPI_COMM_NULL, "MPI_Comm_dup created a communicator");
+    REFUSED(MPI_Comm_split(g, 0, 0, &newcomm), "MPI_Comm_split", g);
+    REFUSED(MPI_Win_create(buf, sizeof(buf), 1, MPI_INFO_NULL, g, &win),
+            "MPI_Win_create", g);
+    CHECK(win == MPI_WIN_NULL, "MPI_Win_create created a window");
+    REFUSED(MPI_File_open(g, "/nonexistent/gridcoll", MPI_MODE_RDONLY,
+                          MPI_INFO_NULL, &fh),
+            "MPI_File_open", g);
+    REFUSED(MPI_Comm_spawn("/bin/true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, g,
+                           &newcomm, errcodes),
+            "MPI_Comm_spawn", g);
+    int attr_flag = 0;
+    void *attr = NULL;
+    REFUSED(MPI_Comm_get_attr(g, MPI_TAG_UB, &attr, &attr_flag),
+            "MPI_Comm_get_attr", g);
+    int dims[1] = {1}, periods[1] = {0};
+    REFUSED(MPI_Cart_create(g, 1, dims, periods, 0, &newcomm),
+            "MPI_Cart_create", g);
+    int agreed = 1;
+    REFUSED(MPIX_Comm_agree(g, &agreed), "MPIX_Comm_agree", g);
+
+    /* In-out MPI_Comm *: freeing a grid communicator's local part behind
+     * the runtime's back is refused too. */
+    MPI_Comm g_copy = g;
+    REFUSED(MPI_Comm_free(&g_copy), "MPI_Comm_free", g);
+    CHECK(g_copy == g, "refused MPI_Comm_free changed the handle");
+
+    /* Several communicator arguments: each is checked. */
+    REFUSED(MPI_Intercomm_create(MPI_COMM_SELF, 0, g, 0, 7, &newcomm),
+            "MPI_Intercomm_create", g);
+    REFUSED(MPI_Intercomm_create(g, 0, MPI_COMM_SELF, 0, 7, &newcomm),
+            "MPI_Intercomm_create", g);
+    CHECK(newcomm == MPI_COMM_NULL, "a refused call created a communicator");
+}
+
+static void test_not_refused_on_grid(MPI_Comm g)
+{
+    char name[MPI_MAX_OBJECT_NAME];
+    int len = 0, size = 0, rank = -1;
+
+    /* Pass-through (grid_functions.txt) and hand-written (here: MPICH's own,
+     * as the runtime is not linked) functions reach MPICH. */
+    reset();
+    CHECK(MPI_Comm_set_name(g, "grid-double") == MPI_SUCCESS,
+          "MPI_Comm_set_name on the grid comm failed");
+    CHECK(MPI_Comm_get_name(g, name, &len) == MPI_SUCCESS &&
+              strcmp(name, "grid-double") == 0,
+          "MPI_Comm_get_name on the grid comm: '%s'", name);
+    CHECK(MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN) == MPI_SUCCESS,
+          "MPI_Comm_set_errhandler on the grid comm failed");
+    CHECK(MPI_Pack_size(3, MPI_INT, g, &size) == MPI_SUCCESS &&
+              size >= 3 * (int)sizeof(int),
+          "MPI_Pack_size on the grid comm: %d", size);
+    CHECK(MPI_Comm_rank(g, &rank) == MPI_SUCCESS && rank == 0,
+          "MPI_Comm_rank on the grid comm");
+    CHECK(wtd_unsupported_calls == 0,
+          "a pass-through/hand-written call was refused (%s)",
+          wtd_last_function);
+}
+
+static void test_pass_through_on_world(void)
+{
+    int in = 5, out = 0;
+    MPI_Comm dup = MPI_COMM_NULL;
+
+    reset();
+    int before = wtd_is_grid_calls;
+    CHECK(MPI_Reduce(&in, &out, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS &&
+              out == 5,
+          "MPI_Reduce on MPI_COMM_WORLD: %d", out);
+    CHECK(wtd_is_grid_calls == before + 1,
+          "MPI_Reduce did not go through the generated wrapper");
+    CHECK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
+                  MPI_SUCCESS &&
+              out == 5,
+          "MPI_Allreduce on MPI_COMM_WORLD: %d", out);
+    CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS &&
+              dup != MPI_COMM_NULL,
+          "MPI_Comm_dup of MPI_COMM_WORLD failed");
+    out = 0;
+    CHECK(MPI_Sendrecv(&in, 1, MPI_INT, 0, 3, &out, 1, MPI_INT, 0, 3, dup,
+                       MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+              out == 5,
+          "MPI_Sendrecv to self: %d", out);
+    CHECK(MPI_Comm_free(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL,
+          "MPI_Comm_free failed");
+    before = wtd_is_grid_calls;
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    CHECK(wtd_is_grid_calls == before,
+          "MPI_Comm_rank went through a generated wrapper");
+    CHECK(wtd_unsupported_calls == 0, "a call on MPI_COMM_WORLD was refused");
+}
+
+int main(int argc, char **argv)
+{
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm g = MPI_COMM_NULL;
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &g) != MPI_SUCCESS) {
+        fprintf(stderr, "MPI_Comm_dup failed\n");
+        return 1;
+    }
+    wtd_grid_comm = g;
+
+    test_lists();
+    test_refused_on_grid(g);
+    test_not_refused_on_grid(g);
+    test_pass_through_on_world();
+
+    wtd_grid_comm = MPI_COMM_NULL;
+    MPI_Comm_free(&g);
+    MPI_Finalize();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,37 @@
+/*
+ * TEST DOUBLE for tests/unit/test_wrappers.c, not the real runtime
+ * (libgridcoll/gc_runtime.c): gc_comm_is_grid() reports exactly one chosen
+ * communicator as multi-site, and gc_unsupported() records its arguments
+ * and returns MPI_ERR_UNSUPPORTED_OPERATION without calling an error
+ * handler.
+ */
+#include "gc_mpi.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern MPI_Comm wtd_grid_comm;
+extern int wtd_is_grid_calls;
+extern int wtd_unsupported_calls;
+extern char wtd_last_function[64];
+extern MPI_Comm wtd_last_comm;
+
+MPI_Comm wtd_grid_comm = MPI_COMM_NULL;
+int wtd_is_grid_calls;
+int wtd_unsupported_calls;
+char wtd_last_function[64];
+MPI_Comm wtd_last_comm = MPI_COMM_NULL;
+
+int gc_comm_is_grid(MPI_Comm comm)
+{
+    wtd_is_grid_calls++;
+    return comm != MPI_COMM_NULL && comm == wtd_grid_comm;
+}
+
+int gc_unsupported(MPI_Comm comm, const char *function)
+{
+    wtd_unsupported_calls++;
+    wtd_last_comm = comm;
+    snprintf(wtd_last_function, sizeof(wtd_last_function), "%s", function);
+    return MPI_ERR_UNSUPPORTED_OPERATION;
+}
