@@ -1,14 +1,86 @@
 /*
  * libgridcoll MPI layer: internal interface between the runtime
- * (gc_runtime.c), the hand-written grid versions of MPI calls and the
- * generated wrappers (gc_wrappers.c, from gen_wrappers.py).
- * docs/design/mpi-layer.md explains the design.
+ * (gc_runtime.c), grid communicators (gc_comm.c, gc_comm_create.c,
+ * gc_group.c), point-to-point and its engine (gc_p2p.c), collectives
+ * (gc_coll.c) and the generated wrappers (gc_wrappers.c, from
+ * gen_wrappers.py).  docs/design/mpi-layer.md explains the design.
  */
 #ifndef GC_MPI_H
 #define GC_MPI_H
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "gc_proto.h"
+#include "gc_relay_client.h"
+
+#define GC_MAX_SITES 64
+
+/*
+ * Relay context ids.  Every grid communicator owns GC_CTX_STRIDE
+ * consecutive ids from `context`, one per traffic class, so user messages,
+ * synchronous-send acknowledgements and collective traffic never match
+ * each other.  Ids from GC_CTX_LIBRARY up are the library's own.
+ */
+enum gc_ctx_class {
+    GC_CTX_P2P = 0,  /* user point-to-point */
+    GC_CTX_SYNC = 1, /* user point-to-point that wants a match ack */
+    GC_CTX_ACK = 2,  /* payload: the acked message's msg_seq */
+    GC_CTX_COLL = 3, /* collectives between sites */
+    GC_CTX_STRIDE = 4,
+};
+#define GC_CTX_LIBRARY 0xfffffff0u
+
+struct gc_site {
+    char name[GC_NAME_MAX + 1];
+    int offset; /* grid rank of the site's local rank 0 */
+    int size;
+};
+
+/* What every part of the layer knows about the job (gc_runtime.c). */
+struct gc_world {
+    int active; /* several sites: grid semantics on MPI_COMM_WORLD */
+    int site_count;
+    int site_index; /* our site */
+    struct gc_site sites[GC_MAX_SITES];
+    int size; /* grid world size */
+    int grid_rank;
+    int thread_level;
+    struct gc_rc *rc;
+};
+extern struct gc_world gc_world;
+
+/*
+ * A communicator whose members live on more than one site.  Members are
+ * numbered by comm rank; for each we know its grid rank and site.  This
+ * process talks to members on its own site through `local`, an MPICH
+ * communicator of exactly those members, ordered by comm rank, so a
+ * member's rank in `local` is the number of same-site members before it.
+ */
+struct gc_comm {
+    MPI_Comm handle; /* what the application holds */
+    MPI_Comm local;  /* this site's members (== handle except for WORLD) */
+    uint32_t context;
+    int size;
+    int rank;
+    int *grid_rank;  /* [size] comm rank -> grid rank */
+    int *site;       /* [size] comm rank -> site index */
+    int *site_rank;  /* [size] comm rank -> rank in its site's `local` */
+    int *local_to_comm; /* [local_size] local rank -> comm rank */
+    int local_size;
+    int local_rank;
+    int site_count;  /* sites with at least one member */
+    int *leader;     /* [GC_MAX_SITES] comm rank of a site's first member,
+                        -1 when the site has none */
+    int *comm_rank_of_grid; /* [gc_world.size] grid rank -> comm rank or -1 */
+    uint64_t coll_seq;      /* collectives started, for diagnostics */
+};
+
+/* ---- communicator registry (gc_comm.c) -------------------------------- */
+
+/* The grid communicator behind `handle`, or NULL (not a grid comm). */
+struct gc_comm *gc_comm_find(MPI_Comm handle);
 
 /*
  * 1 when `comm` spans more than one site, so site-local MPICH semantics
@@ -16,6 +88,25 @@
  * communicator whose members are all on this site, MPI_COMM_SELF, ...).
  */
 int gc_comm_is_grid(MPI_Comm comm);
+
+/* Build and register the grid world (after the runtime filled gc_world). */
+int gc_comm_world_init(void);
+
+/*
+ * Make a grid communicator from `parent`'s member list: `members[i]` is
+ * the grid rank of new rank i (size entries, every member agrees on the
+ * list), `local` the MPICH communicator of this site's members ordered by
+ * new rank (this process must be a member), `context` agreed by all.
+ * Registers it under handle `local`.  NULL on allocation failure.
+ */
+struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
+                              uint32_t context);
+/* Unregister and release (does not free the MPICH handles). */
+void gc_comm_release(struct gc_comm *c);
+/* Free every registered grid communicator (MPI_Finalize). */
+void gc_comm_release_all(void);
+
+/* ---- errors ------------------------------------------------------------ */
 
 /*
  * Report that `function` (e.g. "MPI_Win_create") is not supported on the
@@ -25,5 +116,63 @@ int gc_comm_is_grid(MPI_Comm comm);
  * with the message.
  */
 int gc_unsupported(MPI_Comm comm, const char *function);
+
+/*
+ * Invoke comm's error handler for an error detected by the layer
+ * (`code` an MPI error class or code, `detail` names the call and the
+ * problem) and return the code.
+ */
+int gc_error(MPI_Comm comm, int code, const char *detail);
+
+/* The relay connection is lost or refused us: say why and end the job. */
+void gc_fatal_relay(const char *during);
+
+/* ---- progress and internal transfers (gc_p2p.c) ------------------------ */
+
+/*
+ * Drive the relay session: write queued data, read and match incoming
+ * messages.  Waits up to `timeout_ms` for the socket when nothing is
+ * ready (0 = poll).  A broken session ends the job (gc_fatal_relay).
+ */
+void gc_progress(int timeout_ms);
+
+/*
+ * Blocking byte transfers between members of a grid communicator on
+ * different sites, on its collective context; `tag` tells concurrent
+ * collective phases apart.  Received length must equal `len` exactly.
+ * They keep draining incoming traffic while they wait, so two sites
+ * sending to each other first never deadlock.  MPI_SUCCESS or an error.
+ */
+int gc_xfer_send(struct gc_comm *c, int dst, int tag, const void *buf,
+                 size_t len);
+int gc_xfer_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len);
+
+/* Non-blocking versions, completed together by gc_xfer_waitall. */
+struct gc_xfer;
+int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
+                  size_t len, struct gc_xfer **req);
+int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
+                  struct gc_xfer **req);
+int gc_xfer_waitall(int count, struct gc_xfer **reqs);
+
+/* ---- collectives used by the layer itself (gc_coll.c) ------------------ */
+
+/* Barrier over every member of c, one WAN round between site leaders. */
+int gc_coll_barrier(struct gc_comm *c);
+/*
+ * Every member contributes `len` bytes; `all` (c->size * len bytes)
+ * receives them in comm-rank order on every member.
+ */
+int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
+                            void *all);
+
+/* The relay session's callbacks: the engine matches what arrives. */
+void gc_p2p_callbacks(gc_rc_alloc_fn *on_alloc_fn,
+                      gc_rc_complete_fn *on_complete_fn);
+/* Drop unreceived messages (MPI_Finalize, after the session closed). */
+void gc_p2p_shutdown(void);
+
+/* Bytes of `count` elements of `type` once packed (PMPI_Pack_size exact). */
+int gc_packed_size(int count, MPI_Datatype type, size_t *bytes);
 
 #endif

@@ -963,6 +963,11 @@ int gc_rc_send_done(const struct gc_rc_send *req)
     return req != NULL && req->done;
 }
 
+uint64_t gc_rc_send_seq(const struct gc_rc_send *req)
+{
+    return req->msg_seq;
+}
+
 void gc_rc_send_free(struct gc_rc_send *req)
 {
     if (req == NULL)

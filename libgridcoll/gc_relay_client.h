@@ -75,6 +75,8 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
                 struct gc_rc_send **req);
 /* 1 once every byte of the request is handed to the kernel, else 0. */
 int gc_rc_send_done(const struct gc_rc_send *req);
+/* The message's msg_seq, as the receiver sees it in gc_rc_msg_info. */
+uint64_t gc_rc_send_seq(const struct gc_rc_send *req);
 /* Release a request (done or not; an unfinished one is still sent). */
 void gc_rc_send_free(struct gc_rc_send *req);
 

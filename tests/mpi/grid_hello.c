@@ -8,9 +8,10 @@
  * Prints "rank R of N", then per option:
  *   late MS      rank 0 sleeps MS ms before a barrier; every rank prints how
  *                long it waited in it ("barrier_ms=X")
- *   unsupported  with MPI_ERRORS_RETURN on MPI_COMM_WORLD, calls MPI_Send
- *                and prints the error string it got
- *   fatal        calls MPI_Bcast on MPI_COMM_WORLD (errors are fatal)
+ *   unsupported  with MPI_ERRORS_RETURN on MPI_COMM_WORLD, calls
+ *                MPI_Win_create (no RMA across sites) and prints the error
+ *                string it got
+ *   fatal        the same with errors fatal (the default)
  *   abort CODE   the last rank calls MPI_Abort(MPI_COMM_WORLD, CODE)
  *   thread       MPI_Init_thread(MULTIPLE), prints the level provided
  */
@@ -25,6 +26,13 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int create_window(MPI_Win *win)
+{
+    static int exposed[4];
+    return MPI_Win_create(exposed, sizeof exposed, sizeof(int), MPI_INFO_NULL,
+                          MPI_COMM_WORLD, win);
 }
 
 int main(int argc, char **argv)
@@ -57,18 +65,19 @@ int main(int argc, char **argv)
             printf("rank %d barrier_ms=%.0f\n", rank, now_ms() - start);
         } else if (strcmp(argv[i], "unsupported") == 0) {
             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-            int value = rank;
-            int rc = MPI_Send(&value, 1, MPI_INT, (rank + 1) % size, 0,
-                              MPI_COMM_WORLD);
+            MPI_Win win = MPI_WIN_NULL;
+            int rc = create_window(&win);
             char text[MPI_MAX_ERROR_STRING];
             int len = 0;
             MPI_Error_string(rc, text, &len);
-            printf("rank %d MPI_Send rc=%s: %s\n", rank,
+            printf("rank %d MPI_Win_create rc=%s: %s\n", rank,
                    rc == MPI_SUCCESS ? "success" : "error", text);
+            if (win != MPI_WIN_NULL)
+                MPI_Win_free(&win);
         } else if (strcmp(argv[i], "fatal") == 0) {
-            int value = 0;
-            MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            printf("rank %d survived MPI_Bcast\n", rank);
+            MPI_Win win = MPI_WIN_NULL;
+            create_window(&win);
+            printf("rank %d survived MPI_Win_create\n", rank);
         } else if (strcmp(argv[i], "abort") == 0 && i + 1 < argc) {
             int code = atoi(argv[++i]);
             if (rank == size - 1)

@@ -1,0 +1,946 @@
+/*
+ * Collectives on grid communicators, issue-3 level: plain hierarchical
+ * versions after the MagPIe scheme (Kielmann et al., "MagPIe: MPI's
+ * collective communication operations for clustered wide area systems",
+ * PPoPP 1999, section 3): a local phase through PMPI on the site's `local`
+ * communicator with the user's datatypes, one exchange across the relays
+ * between site leaders (or the root) carrying packed bytes, and a local
+ * phase back.  Only packed bytes cross sites, so derived datatypes never
+ * need to be contiguous; all sites share one architecture.
+ *
+ * WAN messages per call, S = sites with members, N = members, n_s = the
+ * members on site s:
+ *   Barrier, gc_coll_allgather_bytes      S(S-1), one round between leaders
+ *   Bcast, Gather(v), Scatter(v)          S-1 (root <-> other leaders)
+ *   Reduce                                S-1 (leaders' partial results,
+ *                                         or their sites' contributions)
+ *   Allreduce, Reduce_scatter(_block),
+ *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back)
+ *   Alltoall(v,w)                         one per ordered pair of ranks on
+ *                                         different sites with data to
+ *                                         move: at most N^2 - sum n_s^2
+ * The literature's algorithms (LG alltoall, multi-lane bcast, ...) replace
+ * these in issue 4.  Reductions and scans are in gc_coll_reduce.c, the
+ * all-to-alls in gc_coll_alltoall.c.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_coll.h"
+#include "gc_mpi.h"
+
+/* ---- shared helpers ---------------------------------------------------- */
+
+int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
+{
+    MPI_Count size;
+    int status = PMPI_Type_size_x(type, &size);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* MPICH packs homogeneous data as the bare type signature, so this is
+     * exactly what PMPI_Pack writes (MPI_UNDEFINED: size overflowed). */
+    if (count < 0 || size < 0 ||
+        (size > 0 && (uint64_t)count > SIZE_MAX / (uint64_t)size))
+        return MPI_ERR_COUNT;
+    *bytes = (size_t)count * (size_t)size;
+    return MPI_SUCCESS;
+}
+
+void *coll_alloc(size_t bytes)
+{
+    return malloc(bytes > 0 ? bytes : 1);
+}
+
+int coll_no_mem(const struct gc_comm *c)
+{
+    return gc_error(c->handle, MPI_ERR_NO_MEM,
+                    "collective on a grid communicator: out of memory");
+}
+
+int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
+                   const char *what)
+{
+    char detail[160];
+    snprintf(detail, sizeof detail, "%s: %s", fn, what);
+    return gc_error(c->handle, code, detail);
+}
+
+int coll_check_root(const struct gc_comm *c, const char *fn, int root)
+{
+    if (root < 0 || root >= c->size)
+        return coll_arg_error(c, MPI_ERR_ROOT, fn, "root out of range");
+    return MPI_SUCCESS;
+}
+
+int coll_check_count(const struct gc_comm *c, const char *fn, int count)
+{
+    if (count < 0)
+        return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
+    return MPI_SUCCESS;
+}
+
+int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
+                      const int *counts)
+{
+    if (counts == NULL && n > 0)
+        return coll_arg_error(c, MPI_ERR_ARG, fn, "counts array is NULL");
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 0)
+            return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
+    return MPI_SUCCESS;
+}
+
+int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type)
+{
+    if (type == MPI_DATATYPE_NULL)
+        return coll_arg_error(c, MPI_ERR_TYPE, fn, "MPI_DATATYPE_NULL");
+    return MPI_SUCCESS;
+}
+
+int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
+{
+    if (op == MPI_OP_NULL)
+        return coll_arg_error(c, MPI_ERR_OP, fn, "MPI_OP_NULL");
+    return MPI_SUCCESS;
+}
+
+int coll_site_map(const struct gc_comm *c, struct site_map *m)
+{
+    memset(m, 0, sizeof *m);
+    m->member = malloc((size_t)c->size * sizeof *m->member);
+    if (m->member == NULL)
+        return coll_no_mem(c);
+    for (int r = 0; r < c->size; r++)
+        m->count[c->site[r]]++;
+    for (int s = 1; s < GC_MAX_SITES; s++)
+        m->first[s] = m->first[s - 1] + m->count[s - 1];
+    for (int r = 0; r < c->size; r++)
+        m->member[m->first[c->site[r]] + c->site_rank[r]] = r;
+    return MPI_SUCCESS;
+}
+
+void coll_site_map_free(struct site_map *m)
+{
+    free(m->member);
+    m->member = NULL;
+}
+
+int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
+                    int blocks, struct coll_temp *t)
+{
+    MPI_Aint lb, extent, true_lb, true_extent;
+    int status = PMPI_Type_get_extent(type, &lb, &extent);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* The bytes count elements touch; a negative extent (resized types)
+     * lays later elements below the first. */
+    MPI_Aint lo = 0, hi = 0;
+    if (count > 0) {
+        MPI_Aint reach = (MPI_Aint)(count - 1) * extent;
+        lo = true_lb + (reach < 0 ? reach : 0);
+        hi = true_lb + true_extent + (reach > 0 ? reach : 0);
+    }
+    /* Blocks after the first keep the alignment malloc gave the first. */
+    t->stride = (hi - lo + 15) & ~(MPI_Aint)15;
+    t->mem = coll_alloc((size_t)t->stride * (size_t)blocks);
+    if (t->mem == NULL)
+        return coll_no_mem(c);
+    t->base = (char *)t->mem - lo;
+    return MPI_SUCCESS;
+}
+
+int coll_pack(const struct gc_comm *c, const void *buf, int count,
+              MPI_Datatype type, void *out, size_t len)
+{
+    MPI_Count position = 0;
+    if (len == 0) /* count 0 or an empty type: buf may be anything */
+        return MPI_SUCCESS;
+    return PMPI_Pack_c(buf, count, type, out, (MPI_Count)len, &position,
+                       c->local);
+}
+
+int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
+                int count, MPI_Datatype type)
+{
+    MPI_Count position = 0;
+    if (len == 0)
+        return MPI_SUCCESS;
+    return PMPI_Unpack_c(in, (MPI_Count)len, &position, buf, count, type,
+                         c->local);
+}
+
+int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block)
+{
+    int status = PMPI_Type_contiguous_c(count, type, block);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = PMPI_Type_commit(block);
+    if (status != MPI_SUCCESS)
+        PMPI_Type_free(block);
+    return status;
+}
+
+int coll_block_layout(const struct gc_comm *c, int n, int **counts,
+                      int **displs)
+{
+    *counts = malloc((size_t)n * sizeof **counts + 1);
+    *displs = malloc((size_t)n * sizeof **displs + 1);
+    if (*counts == NULL || *displs == NULL) {
+        free(*counts);
+        free(*displs);
+        *counts = *displs = NULL;
+        return coll_no_mem(c);
+    }
+    for (int i = 0; i < n; i++) {
+        (*counts)[i] = 1;
+        (*displs)[i] = i;
+    }
+    return MPI_SUCCESS;
+}
+
+static int xfer_failed(struct gc_comm *c, int status)
+{
+    return gc_error(c->handle, status,
+                    "collective on a grid communicator: transfer between "
+                    "sites failed");
+}
+
+int coll_wait(struct gc_comm *c, int n, struct gc_xfer **reqs, int status)
+{
+    /* Posted transfers must finish even after a failed post: they use the
+     * caller's buffers. */
+    int wait_status = n > 0 ? gc_xfer_waitall(n, reqs) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS)
+        status = wait_status;
+    return status == MPI_SUCCESS ? status : xfer_failed(c, status);
+}
+
+int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
+               struct gc_xfer **reqs, int *n)
+{
+    int status = gc_xfer_isend(c, dst, tag, buf, len, &reqs[*n]);
+    if (status == MPI_SUCCESS)
+        (*n)++;
+    return status;
+}
+
+int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
+               struct gc_xfer **reqs, int *n)
+{
+    int status = gc_xfer_irecv(c, src, tag, buf, len, &reqs[*n]);
+    if (status == MPI_SUCCESS)
+        (*n)++;
+    return status;
+}
+
+int coll_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len)
+{
+    int status = gc_xfer_recv(c, src, tag, buf, len);
+    return status == MPI_SUCCESS ? status : xfer_failed(c, status);
+}
+
+int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
+{
+    int status = gc_xfer_send(c, dst, tag, buf, len);
+    return status == MPI_SUCCESS ? status : xfer_failed(c, status);
+}
+
+/* ---- layer-internal collectives ---------------------------------------- */
+
+/* Barrier: local barrier, leaders exchange empty messages, local barrier. */
+int gc_coll_barrier(struct gc_comm *c)
+{
+    int status = PMPI_Barrier(c->local);
+    if (status != MPI_SUCCESS || c->site_count == 1)
+        return status;
+    if (c->local_rank == 0) {
+        struct gc_xfer *reqs[2 * GC_MAX_SITES];
+        int n = 0;
+        for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+            if (c->leader[s] < 0 || s == gc_world.site_index)
+                continue;
+            status =
+                coll_isend(c, c->leader[s], TAG_BARRIER, NULL, 0, reqs, &n);
+            if (status == MPI_SUCCESS)
+                status =
+                    coll_irecv(c, c->leader[s], TAG_BARRIER, NULL, 0, reqs, &n);
+        }
+        status = coll_wait(c, n, reqs, status);
+    }
+    if (status != MPI_SUCCESS)
+        return status;
+    return PMPI_Barrier(c->local);
+}
+
+/*
+ * Allgather of bytes: local gather to the leader, every leader sends its
+ * site's block to every other leader, local bcast of the whole.
+ */
+int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
+                            void *all)
+{
+    int status = MPI_SUCCESS;
+    unsigned char *blocks[GC_MAX_SITES] = {NULL};
+    struct gc_xfer *reqs[2 * GC_MAX_SITES];
+    struct site_map map = {0};
+    int n = 0;
+    if ((size_t)c->size * len > INT_MAX)
+        return MPI_ERR_COUNT;
+    status = coll_site_map(c, &map);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* Each site's contributions, in site-rank order, at its leader. */
+    for (int s = 0; s < GC_MAX_SITES; s++) {
+        if (map.count[s] == 0 || (s != gc_world.site_index && c->local_rank))
+            continue;
+        blocks[s] = coll_alloc(len * (size_t)map.count[s]);
+        if (blocks[s] == NULL) {
+            status = coll_no_mem(c);
+            goto cleanup;
+        }
+    }
+    unsigned char *own = blocks[gc_world.site_index];
+    status = PMPI_Gather(mine, (int)len, MPI_BYTE, own, (int)len, MPI_BYTE, 0,
+                         c->local);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    if (c->local_rank == 0) {
+        for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+            if (map.count[s] == 0 || s == gc_world.site_index)
+                continue;
+            status = coll_isend(c, c->leader[s], TAG_ALLGATHER_BYTES, own,
+                                len * (size_t)c->local_size, reqs, &n);
+            if (status == MPI_SUCCESS)
+                status =
+                    coll_irecv(c, c->leader[s], TAG_ALLGATHER_BYTES, blocks[s],
+                               len * (size_t)map.count[s], reqs, &n);
+        }
+        status = coll_wait(c, n, reqs, status);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+        for (int r = 0; r < c->size; r++)
+            memcpy((unsigned char *)all + (size_t)r * len,
+                   blocks[c->site[r]] + (size_t)c->site_rank[r] * len, len);
+    }
+    status =
+        PMPI_Bcast(all, (int)((size_t)c->size * len), MPI_BYTE, 0, c->local);
+cleanup:
+    for (int s = 0; s < GC_MAX_SITES; s++)
+        free(blocks[s]);
+    coll_site_map_free(&map);
+    return status;
+}
+
+/* ---- rooted data movement --------------------------------------------- */
+
+int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
+                     size_t *len)
+{
+    int status = gc_packed_size(count, type, len);
+    if (status == MPI_ERR_COUNT)
+        return gc_error(c->handle, status,
+                        "collective on a grid communicator: message size "
+                        "overflows");
+    return status;
+}
+
+/* Packed bytes of site s's members' parts, counts[] by comm rank. */
+static int site_bytes(const struct gc_comm *c, const struct site_map *m, int s,
+                      const int *counts, MPI_Datatype type, size_t *total)
+{
+    *total = 0;
+    for (int i = m->first[s]; i < m->first[s] + m->count[s]; i++) {
+        size_t len;
+        int status = coll_packed_size(c, counts[m->member[i]], type, &len);
+        if (status != MPI_SUCCESS)
+            return status;
+        *total += len;
+    }
+    return MPI_SUCCESS;
+}
+
+/*
+ * The local byte phase of a site without the root moves `len` packed
+ * bytes per member; the leader learns every member's length (locally,
+ * unless all are `len`) as counts and displacements for PMPI_Gatherv or
+ * PMPI_Scatterv.  Others get NULL arrays.
+ */
+static int member_lengths(const struct gc_comm *c, size_t len, int uniform,
+                          int **lens, int **displs, size_t *total)
+{
+    *lens = *displs = NULL;
+    *total = 0;
+    if (len > INT_MAX)
+        return gc_error(c->handle, MPI_ERR_COUNT,
+                        "collective on a grid communicator: more than "
+                        "INT_MAX packed bytes from one member");
+    int ilen = (int)len;
+    if (c->local_rank == 0) {
+        *lens = malloc((size_t)c->local_size * sizeof **lens);
+        *displs = malloc((size_t)c->local_size * sizeof **displs);
+        if (*lens == NULL || *displs == NULL) {
+            free(*lens);
+            free(*displs);
+            *lens = *displs = NULL;
+            return coll_no_mem(c);
+        }
+    }
+    if (uniform) {
+        for (int k = 0; *lens != NULL && k < c->local_size; k++)
+            (*lens)[k] = ilen;
+    } else {
+        int status =
+            PMPI_Gather(&ilen, 1, MPI_INT, *lens, 1, MPI_INT, 0, c->local);
+        if (status != MPI_SUCCESS)
+            return status;
+    }
+    for (int k = 0; *lens != NULL && k < c->local_size; k++) {
+        if (*total > INT_MAX - (size_t)(*lens)[k])
+            return gc_error(c->handle, MPI_ERR_COUNT,
+                            "collective on a grid communicator: more than "
+                            "INT_MAX packed bytes from one site");
+        (*displs)[k] = (int)*total;
+        *total += (size_t)(*lens)[k];
+    }
+    return MPI_SUCCESS;
+}
+
+/* counts[]/displs[] indexed by comm rank, re-indexed by local rank. */
+static int local_layout(const struct gc_comm *c, const int *counts,
+                        const int *displs, int **lcounts, int **ldispls)
+{
+    *lcounts = malloc((size_t)c->local_size * sizeof **lcounts);
+    *ldispls = malloc((size_t)c->local_size * sizeof **ldispls);
+    if (*lcounts == NULL || *ldispls == NULL)
+        return coll_no_mem(c);
+    for (int k = 0; k < c->local_size; k++) {
+        (*lcounts)[k] = counts[c->local_to_comm[k]];
+        (*ldispls)[k] = displs[c->local_to_comm[k]];
+    }
+    return MPI_SUCCESS;
+}
+
+/* The root's part of Gatherv; see coll_gatherv. */
+static int gather_root(struct gc_comm *c, const void *sbuf, int scount,
+                       MPI_Datatype stype, void *rbuf, const int *rcounts,
+                       const int *rdispls, MPI_Datatype rtype)
+{
+    int my_site = c->site[c->rank];
+    struct site_map map = {0};
+    unsigned char *blocks[GC_MAX_SITES] = {NULL};
+    size_t bytes[GC_MAX_SITES] = {0};
+    struct gc_xfer *reqs[GC_MAX_SITES];
+    int *lcounts = NULL, *ldispls = NULL;
+    int n = 0;
+    MPI_Aint lb, extent;
+    int status = PMPI_Type_get_extent(rtype, &lb, &extent);
+    if (status == MPI_SUCCESS)
+        status = coll_site_map(c, &map);
+    if (status == MPI_SUCCESS)
+        status = local_layout(c, rcounts, rdispls, &lcounts, &ldispls);
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+        if (map.count[s] == 0 || s == my_site)
+            continue;
+        status = site_bytes(c, &map, s, rcounts, rtype, &bytes[s]);
+        if (status == MPI_SUCCESS && (blocks[s] = coll_alloc(bytes[s])) == NULL)
+            status = coll_no_mem(c);
+    }
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    /* Receives first, so leaders' blocks land during the local phase. */
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        if (blocks[s] != NULL)
+            status = coll_irecv(c, c->leader[s], TAG_GATHER, blocks[s],
+                                bytes[s], reqs, &n);
+    int local_status = MPI_SUCCESS;
+    if (status == MPI_SUCCESS)
+        local_status = PMPI_Gatherv(sbuf, scount, stype, rbuf, lcounts, ldispls,
+                                    rtype, c->local_rank, c->local);
+    status = coll_wait(c, n, reqs, status);
+    if (status == MPI_SUCCESS)
+        status = local_status;
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+        size_t pos = 0;
+        for (int i = map.first[s];
+             blocks[s] != NULL && i < map.first[s] + map.count[s] &&
+             status == MPI_SUCCESS;
+             i++) {
+            int r = map.member[i];
+            size_t len;
+            status = coll_packed_size(c, rcounts[r], rtype, &len);
+            if (status == MPI_SUCCESS)
+                status = coll_unpack(c, blocks[s] + pos, len,
+                                     (char *)rbuf + rdispls[r] * extent,
+                                     rcounts[r], rtype);
+            pos += len;
+        }
+    }
+cleanup:
+    for (int s = 0; s < GC_MAX_SITES; s++)
+        free(blocks[s]);
+    free(lcounts);
+    free(ldispls);
+    coll_site_map_free(&map);
+    return status;
+}
+
+/* A member of a site without the root: its part of Gatherv. */
+static int gather_remote(struct gc_comm *c, const void *sbuf, int scount,
+                         MPI_Datatype stype, int root, int uniform)
+{
+    unsigned char *mine = NULL, *block = NULL;
+    int *lens = NULL, *displs = NULL;
+    size_t len, total;
+    int status = coll_packed_size(c, scount, stype, &len);
+    if (status == MPI_SUCCESS)
+        status = member_lengths(c, len, uniform, &lens, &displs, &total);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    mine = coll_alloc(len);
+    if (c->local_rank == 0)
+        block = coll_alloc(total);
+    if (mine == NULL || (c->local_rank == 0 && block == NULL)) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    status = coll_pack(c, sbuf, scount, stype, mine, len);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Gatherv(mine, (int)len, MPI_BYTE, block, lens, displs,
+                              MPI_BYTE, 0, c->local);
+    if (status == MPI_SUCCESS && c->local_rank == 0)
+        status = coll_send(c, root, TAG_GATHER, block, total);
+cleanup:
+    free(mine);
+    free(block);
+    free(lens);
+    free(displs);
+    return status;
+}
+
+/*
+ * Gatherv: the root's site gathers locally straight into the root's
+ * buffer with the user's types; every other site packs, gathers the bytes
+ * at its leader, and the leader sends them to the root in one message.
+ */
+int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
+                 MPI_Datatype stype, void *rbuf, const int *rcounts,
+                 const int *rdispls, MPI_Datatype rtype, int root, int uniform)
+{
+    if (c->site[c->rank] != c->site[root])
+        return gather_remote(c, sbuf, scount, stype, root, uniform);
+    if (c->rank == root)
+        return gather_root(c, sbuf, scount, stype, rbuf, rcounts, rdispls,
+                           rtype);
+    return PMPI_Gatherv(sbuf, scount, stype, rbuf, NULL, NULL, rtype,
+                        c->site_rank[root], c->local);
+}
+
+/* The root's part of Scatterv; see coll_scatterv. */
+static int scatter_root(struct gc_comm *c, const void *sbuf, const int *scounts,
+                        const int *sdispls, MPI_Datatype stype, void *rbuf,
+                        int rcount, MPI_Datatype rtype)
+{
+    int my_site = c->site[c->rank];
+    struct site_map map = {0};
+    unsigned char *blocks[GC_MAX_SITES] = {NULL};
+    size_t bytes[GC_MAX_SITES] = {0};
+    struct gc_xfer *reqs[GC_MAX_SITES];
+    int *lcounts = NULL, *ldispls = NULL;
+    int n = 0;
+    MPI_Aint lb, extent;
+    int status = PMPI_Type_get_extent(stype, &lb, &extent);
+    if (status == MPI_SUCCESS)
+        status = coll_site_map(c, &map);
+    if (status == MPI_SUCCESS)
+        status = local_layout(c, scounts, sdispls, &lcounts, &ldispls);
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+        if (map.count[s] == 0 || s == my_site)
+            continue;
+        status = site_bytes(c, &map, s, scounts, stype, &bytes[s]);
+        if (status == MPI_SUCCESS && (blocks[s] = coll_alloc(bytes[s])) == NULL)
+            status = coll_no_mem(c);
+        size_t pos = 0;
+        for (int i = map.first[s];
+             i < map.first[s] + map.count[s] && status == MPI_SUCCESS; i++) {
+            int r = map.member[i];
+            size_t len;
+            status = coll_packed_size(c, scounts[r], stype, &len);
+            if (status == MPI_SUCCESS)
+                status = coll_pack(c, (const char *)sbuf + sdispls[r] * extent,
+                                   scounts[r], stype, blocks[s] + pos, len);
+            pos += len;
+        }
+    }
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        if (blocks[s] != NULL)
+            status = coll_isend(c, c->leader[s], TAG_SCATTER, blocks[s],
+                                bytes[s], reqs, &n);
+    int local_status = MPI_SUCCESS;
+    if (status == MPI_SUCCESS)
+        local_status = PMPI_Scatterv(sbuf, lcounts, ldispls, stype, rbuf,
+                                     rcount, rtype, c->local_rank, c->local);
+    status = coll_wait(c, n, reqs, status);
+    if (status == MPI_SUCCESS)
+        status = local_status;
+cleanup:
+    for (int s = 0; s < GC_MAX_SITES; s++)
+        free(blocks[s]);
+    free(lcounts);
+    free(ldispls);
+    coll_site_map_free(&map);
+    return status;
+}
+
+/* A member of a site without the root: its part of Scatterv. */
+static int scatter_remote(struct gc_comm *c, void *rbuf, int rcount,
+                          MPI_Datatype rtype, int root, int uniform)
+{
+    unsigned char *mine = NULL, *block = NULL;
+    int *lens = NULL, *displs = NULL;
+    size_t len, total;
+    int status = coll_packed_size(c, rcount, rtype, &len);
+    if (status == MPI_SUCCESS)
+        status = member_lengths(c, len, uniform, &lens, &displs, &total);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    mine = coll_alloc(len);
+    if (c->local_rank == 0)
+        block = coll_alloc(total);
+    if (mine == NULL || (c->local_rank == 0 && block == NULL)) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    if (c->local_rank == 0)
+        status = coll_recv(c, root, TAG_SCATTER, block, total);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Scatterv(block, lens, displs, MPI_BYTE, mine, (int)len,
+                               MPI_BYTE, 0, c->local);
+    if (status == MPI_SUCCESS)
+        status = coll_unpack(c, mine, len, rbuf, rcount, rtype);
+cleanup:
+    free(mine);
+    free(block);
+    free(lens);
+    free(displs);
+    return status;
+}
+
+/*
+ * Scatterv: the root packs each other site's parts into one message to
+ * its leader, which scatters the bytes locally; the root's own site
+ * scatters straight from the root's buffer with the user's types.
+ */
+int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
+                  const int *sdispls, MPI_Datatype stype, void *rbuf,
+                  int rcount, MPI_Datatype rtype, int root, int uniform)
+{
+    if (c->site[c->rank] != c->site[root])
+        return scatter_remote(c, rbuf, rcount, rtype, root, uniform);
+    if (c->rank == root)
+        return scatter_root(c, sbuf, scounts, sdispls, stype, rbuf, rcount,
+                            rtype);
+    return PMPI_Scatterv(sbuf, NULL, NULL, stype, rbuf, rcount, rtype,
+                         c->site_rank[root], c->local);
+}
+
+/*
+ * Bcast: the root sends the packed buffer to every other site's leader,
+ * then each site broadcasts locally from its leader (from the root on the
+ * root's site).
+ */
+int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
+               int root)
+{
+    int my_site = c->site[c->rank], root_site = c->site[root];
+    int remote_leader = my_site != root_site && c->local_rank == 0;
+    unsigned char *bytes = NULL;
+    struct gc_xfer *reqs[GC_MAX_SITES];
+    int n = 0;
+    size_t len;
+    int status = coll_packed_size(c, count, type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (c->rank == root || remote_leader) {
+        bytes = coll_alloc(len);
+        if (bytes == NULL)
+            return coll_no_mem(c);
+    }
+    if (c->rank == root) {
+        status = coll_pack(c, buf, count, type, bytes, len);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+        for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+            if (c->leader[s] >= 0 && s != root_site)
+                status = coll_isend(c, c->leader[s], TAG_BCAST, bytes, len,
+                                    reqs, &n);
+        status = coll_wait(c, n, reqs, status);
+    } else if (remote_leader) {
+        status = coll_recv(c, root, TAG_BCAST, bytes, len);
+        if (status == MPI_SUCCESS)
+            status = coll_unpack(c, bytes, len, buf, count, type);
+    }
+    if (status == MPI_SUCCESS)
+        status =
+            PMPI_Bcast(buf, count, type,
+                       my_site == root_site ? c->site_rank[root] : 0, c->local);
+cleanup:
+    free(bytes);
+    return status;
+}
+
+/*
+ * Allgatherv: Gatherv to rank 0, then Bcast of the whole receive buffer
+ * from it, described as one indexed datatype.
+ */
+static int allgatherv(struct gc_comm *c, const void *sbuf, int scount,
+                      MPI_Datatype stype, void *rbuf, const int *rcounts,
+                      const int *rdispls, MPI_Datatype rtype, int uniform)
+{
+    MPI_Datatype all;
+    MPI_Aint lb, extent;
+    int status = PMPI_Type_get_extent(rtype, &lb, &extent);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (sbuf == MPI_IN_PLACE && c->rank != 0) {
+        /* Rank 0 gathers in place; the others send from their slot. */
+        sbuf = (const char *)rbuf + rdispls[c->rank] * extent;
+        scount = rcounts[c->rank];
+        stype = rtype;
+    }
+    status = coll_gatherv(c, sbuf, scount, stype, rbuf, rcounts, rdispls, rtype,
+                          0, uniform);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = PMPI_Type_indexed(c->size, rcounts, rdispls, rtype, &all);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = PMPI_Type_commit(&all);
+    if (status == MPI_SUCCESS)
+        status = coll_bcast(c, rbuf, 1, all, 0);
+    PMPI_Type_free(&all);
+    return status;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+/* count elements of type: a valid send or receive description. */
+static int check_buf(const struct gc_comm *c, const char *fn, int count,
+                     MPI_Datatype type)
+{
+    int status = coll_check_count(c, fn, count);
+    return status == MPI_SUCCESS ? coll_check_type(c, fn, type) : status;
+}
+
+static int check_not_in_place(const struct gc_comm *c, const char *fn,
+                              const void *buf)
+{
+    if (buf == MPI_IN_PLACE)
+        return coll_arg_error(c, MPI_ERR_BUFFER, fn,
+                              "MPI_IN_PLACE is not valid here");
+    return MPI_SUCCESS;
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Barrier(comm);
+    return gc_coll_barrier(c);
+}
+
+int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
+              MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Bcast(buffer, count, datatype, root, comm);
+    int status = coll_check_root(c, "MPI_Bcast", root);
+    if (status == MPI_SUCCESS)
+        status = check_buf(c, "MPI_Bcast", count, datatype);
+    if (status == MPI_SUCCESS)
+        status = check_not_in_place(c, "MPI_Bcast", buffer);
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_bcast(c, buffer, count, datatype, root);
+}
+
+/* Gather is Gatherv of one recvcount x recvtype block per member. */
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+               MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm);
+    static const char fn[] = "MPI_Gather";
+    MPI_Datatype block = MPI_DATATYPE_NULL;
+    int *counts = NULL, *displs = NULL;
+    int status = coll_check_root(c, fn, root);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (sendbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, sendcount, sendtype);
+    else if (c->rank != root)
+        status = check_not_in_place(c, fn, sendbuf);
+    if (status == MPI_SUCCESS && c->rank == root) {
+        status = check_buf(c, fn, recvcount, recvtype);
+        if (status == MPI_SUCCESS)
+            status = coll_block_type(recvcount, recvtype, &block);
+        if (status == MPI_SUCCESS)
+            status = coll_block_layout(c, c->size, &counts, &displs);
+    }
+    if (status == MPI_SUCCESS)
+        status = coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
+                              displs, block, root, 1);
+    free(counts);
+    free(displs);
+    if (block != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&block);
+    return status;
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, const int recvcounts[], const int displs[],
+                MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                            displs, recvtype, root, comm);
+    static const char fn[] = "MPI_Gatherv";
+    int status = coll_check_root(c, fn, root);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (sendbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, sendcount, sendtype);
+    else if (c->rank != root)
+        status = check_not_in_place(c, fn, sendbuf);
+    if (status == MPI_SUCCESS && c->rank == root) {
+        status = coll_check_counts(c, fn, c->size, recvcounts);
+        if (status == MPI_SUCCESS)
+            status = coll_check_type(c, fn, recvtype);
+    }
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                        displs, recvtype, root, 0);
+}
+
+/* Scatter is Scatterv of one sendcount x sendtype block per member. */
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm);
+    static const char fn[] = "MPI_Scatter";
+    MPI_Datatype block = MPI_DATATYPE_NULL;
+    int *counts = NULL, *displs = NULL;
+    int status = coll_check_root(c, fn, root);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (recvbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, recvcount, recvtype);
+    else if (c->rank != root)
+        status = check_not_in_place(c, fn, recvbuf);
+    if (status == MPI_SUCCESS && c->rank == root) {
+        status = check_buf(c, fn, sendcount, sendtype);
+        if (status == MPI_SUCCESS)
+            status = coll_block_type(sendcount, sendtype, &block);
+        if (status == MPI_SUCCESS)
+            status = coll_block_layout(c, c->size, &counts, &displs);
+    }
+    if (status == MPI_SUCCESS)
+        status = coll_scatterv(c, sendbuf, counts, displs, block, recvbuf,
+                               recvcount, recvtype, root, 1);
+    free(counts);
+    free(displs);
+    if (block != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&block);
+    return status;
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
+                 const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                             recvcount, recvtype, root, comm);
+    static const char fn[] = "MPI_Scatterv";
+    int status = coll_check_root(c, fn, root);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (recvbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, recvcount, recvtype);
+    else if (c->rank != root)
+        status = check_not_in_place(c, fn, recvbuf);
+    if (status == MPI_SUCCESS && c->rank == root) {
+        status = coll_check_counts(c, fn, c->size, sendcounts);
+        if (status == MPI_SUCCESS)
+            status = coll_check_type(c, fn, sendtype);
+    }
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf,
+                         recvcount, recvtype, root, 0);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm);
+    static const char fn[] = "MPI_Allgather";
+    MPI_Datatype block = MPI_DATATYPE_NULL;
+    int *counts = NULL, *displs = NULL;
+    int status = check_buf(c, fn, recvcount, recvtype);
+    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, sendcount, sendtype);
+    if (status == MPI_SUCCESS)
+        status = coll_block_type(recvcount, recvtype, &block);
+    if (status == MPI_SUCCESS)
+        status = coll_block_layout(c, c->size, &counts, &displs);
+    if (status == MPI_SUCCESS)
+        status = allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
+                            displs, block, 1);
+    free(counts);
+    free(displs);
+    if (block != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&block);
+    return status;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int displs[],
+                   MPI_Datatype recvtype, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                               recvcounts, displs, recvtype, comm);
+    static const char fn[] = "MPI_Allgatherv";
+    int status = coll_check_counts(c, fn, c->size, recvcounts);
+    if (status == MPI_SUCCESS)
+        status = coll_check_type(c, fn, recvtype);
+    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        status = check_buf(c, fn, sendcount, sendtype);
+    if (status != MPI_SUCCESS)
+        return status;
+    return allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                      displs, recvtype, 0);
+}

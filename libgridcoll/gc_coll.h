@@ -1,0 +1,112 @@
+/*
+ * Internals shared by the collective files: gc_coll.c (helpers, barrier,
+ * bcast, gather/scatter family), gc_coll_reduce.c (reductions and scans)
+ * and gc_coll_alltoall.c.  Layer-wide collectives are in gc_mpi.h.
+ */
+#ifndef GC_COLL_H
+#define GC_COLL_H
+
+#include <stddef.h>
+
+#include "gc_mpi.h"
+
+/*
+ * Tags on a communicator's collective context, one per kind of exchange.
+ * Collectives run in the same order on every member and the engine keeps
+ * per-pair order, so a tag need only tell apart the exchanges that may be
+ * in flight between one pair at the same time.
+ */
+enum coll_tag {
+    TAG_BARRIER = 1,
+    TAG_ALLGATHER_BYTES,
+    TAG_BCAST,    /* root -> leaders: the packed buffer */
+    TAG_REDUCE,   /* leaders -> root: a site's partial result */
+    TAG_GATHER,   /* leaders -> root: a site's packed contributions */
+    TAG_SCATTER,  /* root -> leaders: a site's packed parts */
+    TAG_ALLTOALL, /* rank -> rank on another site */
+};
+
+/* Comm ranks grouped by site, each site's members in site-rank order. */
+struct site_map {
+    int count[GC_MAX_SITES]; /* members per site */
+    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
+    int *member;             /* [c->size] */
+};
+int coll_site_map(const struct gc_comm *c, struct site_map *m);
+void coll_site_map_free(struct site_map *m);
+
+/*
+ * A temporary holding `blocks` typed buffers of `count` elements of a
+ * datatype each, laid out as the datatype says (what Reduce_local needs):
+ * block i starts at base + i * stride.
+ */
+struct coll_temp {
+    void *mem;
+    char *base;
+    MPI_Aint stride;
+};
+int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
+                    int blocks, struct coll_temp *t);
+
+/* malloc that never returns NULL for 0 bytes; NULL means out of memory. */
+void *coll_alloc(size_t bytes);
+/* Out of memory, through the communicator's error handler. */
+int coll_no_mem(const struct gc_comm *c);
+/* "fn: what" through the communicator's error handler. */
+int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
+                   const char *what);
+
+/* Argument checks; MPI_SUCCESS or the error the handler returned. */
+int coll_check_root(const struct gc_comm *c, const char *fn, int root);
+int coll_check_count(const struct gc_comm *c, const char *fn, int count);
+int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
+                      const int *counts);
+int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);
+int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op);
+
+/* gc_packed_size, an oversized message through the handler. */
+int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
+                     size_t *len);
+/* Exactly `len` packed bytes (gc_packed_size) to or from a typed buffer. */
+int coll_pack(const struct gc_comm *c, const void *buf, int count,
+              MPI_Datatype type, void *out, size_t len);
+int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
+                int count, MPI_Datatype type);
+
+/* count x type as one committed datatype; free with PMPI_Type_free. */
+int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block);
+/* [n] ones and [n] 0..n-1: counts and displacements of n such blocks. */
+int coll_block_layout(const struct gc_comm *c, int n, int **counts,
+                      int **displs);
+
+/*
+ * Wait for `n` transfers; `status` is the result of posting them.  A
+ * failure goes through the communicator's error handler.
+ */
+int coll_wait(struct gc_comm *c, int n, struct gc_xfer **reqs, int status);
+/* Post into reqs[*n], counting only what was posted. */
+int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
+               struct gc_xfer **reqs, int *n);
+int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
+               struct gc_xfer **reqs, int *n);
+int coll_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len);
+int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
+
+/* Grid algorithms behind the entry points, arguments already checked. */
+int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
+               int root);
+/*
+ * rcounts, rdispls, rtype (scounts, sdispls, stype) matter at the root
+ * only.  `uniform`: every member sends (receives) the same number of
+ * bytes, so site leaders need not collect their members' sizes.
+ */
+int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
+                 MPI_Datatype stype, void *rbuf, const int *rcounts,
+                 const int *rdispls, MPI_Datatype rtype, int root, int uniform);
+int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
+                  const int *sdispls, MPI_Datatype stype, void *rbuf,
+                  int rcount, MPI_Datatype rtype, int root, int uniform);
+int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
+                MPI_Datatype type, MPI_Op op, int root);
+
+#endif

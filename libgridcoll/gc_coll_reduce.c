@@ -1,0 +1,379 @@
+/*
+ * Reductions and scans on grid communicators (see gc_coll.c for the
+ * scheme and the WAN message counts).  Ops are applied with
+ * PMPI_Reduce_local on typed temporaries, so every built-in op and
+ * datatype and user-defined ops work; a non-commutative op always
+ * combines in comm-rank order, whatever the site layout.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "gc_coll.h"
+#include "gc_mpi.h"
+
+/* 1 when every site's members form one contiguous range of comm ranks. */
+static int sites_contiguous(const struct gc_comm *c)
+{
+    int runs = 1;
+    for (int r = 1; r < c->size; r++)
+        runs += c->site[r] != c->site[r - 1];
+    return runs == c->site_count;
+}
+
+/*
+ * x holds n packed contributions of `len` bytes in rank order; leave
+ * x[0] op x[1] op ... op x[n-1] in rbuf.  Folding from the right keeps
+ * the order for non-commutative ops: acc = x[i] op acc.
+ */
+static int combine(const struct gc_comm *c, const unsigned char *x, int n,
+                   size_t len, void *rbuf, int count, MPI_Datatype type,
+                   MPI_Op op)
+{
+    struct coll_temp t;
+    int status = coll_temp_alloc(c, count, type, 1, &t);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = coll_unpack(c, x + (size_t)(n - 1) * len, len, rbuf, count, type);
+    for (int i = n - 2; i >= 0 && count > 0 && status == MPI_SUCCESS; i--) {
+        status = coll_unpack(c, x + (size_t)i * len, len, t.base, count, type);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Reduce_local(t.base, rbuf, count, type, op);
+    }
+    free(t.mem);
+    return status;
+}
+
+/* Pack sbuf, or rbuf for MPI_IN_PLACE, into a new buffer of len bytes. */
+static int pack_input(const struct gc_comm *c, const void *sbuf,
+                      const void *rbuf, int count, MPI_Datatype type,
+                      size_t len, unsigned char **out)
+{
+    *out = coll_alloc(len);
+    if (*out == NULL)
+        return coll_no_mem(c);
+    return coll_pack(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, type, *out,
+                     len);
+}
+
+/*
+ * Reduce of a non-commutative op over sites that interleave in rank
+ * order: no site's partial result is a contiguous piece of the answer,
+ * so every contribution goes to the root (Gather), which combines them.
+ */
+static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
+                           int count, MPI_Datatype type, MPI_Op op, int root,
+                           size_t len)
+{
+    unsigned char *mine = NULL, *all = NULL;
+    int *counts = NULL, *displs = NULL;
+    MPI_Datatype block = MPI_DATATYPE_NULL;
+    int status = pack_input(c, sbuf, rbuf, count, type, len, &mine);
+    if (status == MPI_SUCCESS)
+        status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
+    if (status == MPI_SUCCESS && c->rank == root) {
+        status = coll_block_layout(c, c->size, &counts, &displs);
+        if (status == MPI_SUCCESS &&
+            (all = coll_alloc(len * (size_t)c->size)) == NULL)
+            status = coll_no_mem(c);
+    }
+    if (status == MPI_SUCCESS)
+        status = coll_gatherv(c, mine, 1, block, all, counts, displs, block,
+                              root, 1);
+    if (status == MPI_SUCCESS && c->rank == root)
+        status = combine(c, all, c->size, len, rbuf, count, type, op);
+    free(mine);
+    free(all);
+    free(counts);
+    free(displs);
+    if (block != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&block);
+    return status;
+}
+
+/* The root of Reduce: its site's partial and the leaders', combined. */
+static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
+                       int count, MPI_Datatype type, MPI_Op op, size_t len)
+{
+    int my_site = c->site[c->rank];
+    struct gc_xfer *reqs[GC_MAX_SITES];
+    int n = 0, k = 0, slot = 0;
+    int status = MPI_SUCCESS;
+    unsigned char *partials = coll_alloc(len * (size_t)c->site_count);
+    if (partials == NULL)
+        return coll_no_mem(c);
+    /* Partials in the order of the sites' rank ranges (first members). */
+    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++) {
+        int s = c->site[r];
+        if (c->leader[s] != r)
+            continue;
+        if (s == my_site)
+            slot = k;
+        else
+            status = coll_irecv(c, r, TAG_REDUCE, partials + (size_t)k * len,
+                                len, reqs, &n);
+        k++;
+    }
+    int local_status = MPI_SUCCESS;
+    if (status == MPI_SUCCESS) {
+        local_status =
+            PMPI_Reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
+        if (local_status == MPI_SUCCESS)
+            local_status = coll_pack(c, rbuf, count, type,
+                                     partials + (size_t)slot * len, len);
+    }
+    status = coll_wait(c, n, reqs, status);
+    if (status == MPI_SUCCESS)
+        status = local_status;
+    if (status == MPI_SUCCESS)
+        status = combine(c, partials, k, len, rbuf, count, type, op);
+    free(partials);
+    return status;
+}
+
+/*
+ * Reduce: a local reduce on each site, to the root on the root's site and
+ * to the leader elsewhere; the leaders send their partial results to the
+ * root, which combines them in rank order.  Valid for commutative ops,
+ * and for any op when sites are contiguous rank ranges (MPICH's local
+ * reduce keeps local-rank order, which is comm-rank order); otherwise
+ * reduce_gathered.
+ */
+int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
+                MPI_Datatype type, MPI_Op op, int root)
+{
+    int commutative;
+    size_t len;
+    int status = PMPI_Op_commutative(op, &commutative);
+    if (status == MPI_SUCCESS)
+        status = coll_packed_size(c, count, type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (!commutative && !sites_contiguous(c))
+        return reduce_gathered(c, sbuf, rbuf, count, type, op, root, len);
+    if (c->rank == root)
+        return reduce_root(c, sbuf, rbuf, count, type, op, len);
+    if (c->site[c->rank] == c->site[root] || c->local_rank != 0)
+        return PMPI_Reduce(
+            sbuf, NULL, count, type, op,
+            c->site[c->rank] == c->site[root] ? c->site_rank[root] : 0,
+            c->local);
+    /* Leader of a site without the root. */
+    struct coll_temp t;
+    unsigned char *bytes = NULL;
+    status = coll_temp_alloc(c, count, type, 1, &t);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = PMPI_Reduce(sbuf, t.base, count, type, op, 0, c->local);
+    if (status == MPI_SUCCESS && (bytes = coll_alloc(len)) == NULL)
+        status = coll_no_mem(c);
+    if (status == MPI_SUCCESS)
+        status = coll_pack(c, t.base, count, type, bytes, len);
+    if (status == MPI_SUCCESS)
+        status = coll_send(c, root, TAG_REDUCE, bytes, len);
+    free(bytes);
+    free(t.mem);
+    return status;
+}
+
+/*
+ * Scan and Exscan: every contribution goes to rank 0 (Gather), which
+ * computes the prefixes in rank order and sends each member its own
+ * (Scatter).  Exscan leaves rank 0's buffer alone (undefined by MPI).
+ */
+static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
+                MPI_Datatype type, MPI_Op op, int exclusive)
+{
+    unsigned char *mine = NULL, *all = NULL;
+    int *counts = NULL, *displs = NULL;
+    MPI_Datatype block = MPI_DATATYPE_NULL;
+    struct coll_temp t = {0};
+    size_t len;
+    int status = coll_packed_size(c, count, type, &len);
+    if (status == MPI_SUCCESS)
+        status = pack_input(c, sbuf, rbuf, count, type, len, &mine);
+    if (status == MPI_SUCCESS)
+        status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
+    if (status == MPI_SUCCESS && c->rank == 0) {
+        status = coll_block_layout(c, c->size, &counts, &displs);
+        if (status == MPI_SUCCESS &&
+            (all = coll_alloc(len * (size_t)c->size)) == NULL)
+            status = coll_no_mem(c);
+        if (status == MPI_SUCCESS)
+            status = coll_temp_alloc(c, count, type, c->size, &t);
+    }
+    if (status == MPI_SUCCESS)
+        status =
+            coll_gatherv(c, mine, 1, block, all, counts, displs, block, 0, 1);
+    /* Prefix i in block i: x[0] op ... op x[i] = prefix(i-1) op x[i]. */
+    for (int i = 0; c->rank == 0 && i < c->size && status == MPI_SUCCESS; i++) {
+        char *x = t.base + (MPI_Aint)i * t.stride;
+        status = coll_unpack(c, all + (size_t)i * len, len, x, count, type);
+        if (status == MPI_SUCCESS && i > 0 && count > 0)
+            status = PMPI_Reduce_local(x - t.stride, x, count, type, op);
+    }
+    for (int i = exclusive;
+         c->rank == 0 && i < c->size && status == MPI_SUCCESS; i++)
+        status = coll_pack(c, t.base + (MPI_Aint)(i - exclusive) * t.stride,
+                           count, type, all + (size_t)i * len, len);
+    if (status == MPI_SUCCESS)
+        status =
+            coll_scatterv(c, all, counts, displs, block, mine, 1, block, 0, 1);
+    if (status == MPI_SUCCESS && !(exclusive && c->rank == 0))
+        status = coll_unpack(c, mine, len, rbuf, count, type);
+    free(mine);
+    free(all);
+    free(counts);
+    free(displs);
+    free(t.mem);
+    if (block != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&block);
+    return status;
+}
+
+/* Reduction arguments every member checks: count, datatype, op. */
+static int check_reduction(const struct gc_comm *c, const char *fn, int count,
+                           MPI_Datatype type, MPI_Op op)
+{
+    int status = coll_check_count(c, fn, count);
+    if (status == MPI_SUCCESS)
+        status = coll_check_type(c, fn, type);
+    if (status == MPI_SUCCESS)
+        status = coll_check_op(c, fn, op);
+    return status;
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
+               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    static const char fn[] = "MPI_Reduce";
+    int status = coll_check_root(c, fn, root);
+    if (status == MPI_SUCCESS)
+        status = check_reduction(c, fn, count, datatype, op);
+    if (status == MPI_SUCCESS && sendbuf == MPI_IN_PLACE && c->rank != root)
+        status = coll_arg_error(c, MPI_ERR_BUFFER, fn,
+                                "MPI_IN_PLACE is valid at the root only");
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_reduce(c, sendbuf, recvbuf, count, datatype, op, root);
+}
+
+/* Allreduce: Reduce to rank 0, then Bcast from it. */
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    int status = check_reduction(c, "MPI_Allreduce", count, datatype, op);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* In place: rank 0 reduces in place, the others' input is recvbuf. */
+    if (sendbuf == MPI_IN_PLACE && c->rank != 0)
+        sendbuf = recvbuf;
+    status = coll_reduce(c, sendbuf, recvbuf, count, datatype, op, 0);
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_bcast(c, recvbuf, count, datatype, 0);
+}
+
+/*
+ * Reduce_scatter(_block): Reduce of the whole vector to rank 0 into a
+ * temporary, then Scatterv of the pieces.  recvcounts[] are the pieces'
+ * sizes; `uniform` when they are all equal.
+ */
+static int reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
+                          void *rbuf, const int *recvcounts, MPI_Datatype type,
+                          MPI_Op op, int uniform)
+{
+    struct coll_temp t = {0};
+    int *displs = NULL;
+    long long total = 0;
+    int status = MPI_SUCCESS;
+    for (int r = 0; r < c->size; r++)
+        total += recvcounts[r];
+    if (total > INT_MAX)
+        return coll_arg_error(c, MPI_ERR_COUNT, fn,
+                              "the counts add up to more than INT_MAX");
+    displs = malloc((size_t)c->size * sizeof *displs);
+    if (displs == NULL)
+        return coll_no_mem(c);
+    for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
+        displs[r] = at;
+    if (c->rank == 0)
+        status = coll_temp_alloc(c, (int)total, type, 1, &t);
+    /* In place, the input is recvbuf; the result goes to a temporary. */
+    if (status == MPI_SUCCESS)
+        status = coll_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, t.base,
+                             (int)total, type, op, 0);
+    if (status == MPI_SUCCESS)
+        status = coll_scatterv(c, t.base, recvcounts, displs, type, rbuf,
+                               recvcounts[c->rank], type, 0, uniform);
+    free(t.mem);
+    free(displs);
+    return status;
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
+                       const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
+                                   comm);
+    static const char fn[] = "MPI_Reduce_scatter";
+    int status = coll_check_counts(c, fn, c->size, recvcounts);
+    if (status == MPI_SUCCESS)
+        status = check_reduction(c, fn, 0, datatype, op);
+    if (status != MPI_SUCCESS)
+        return status;
+    return reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op, 0);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                         op, comm);
+    static const char fn[] = "MPI_Reduce_scatter_block";
+    int status = check_reduction(c, fn, recvcount, datatype, op);
+    if (status != MPI_SUCCESS)
+        return status;
+    int *counts = malloc((size_t)c->size * sizeof *counts);
+    if (counts == NULL)
+        return coll_no_mem(c);
+    for (int r = 0; r < c->size; r++)
+        counts[r] = recvcount;
+    status = reduce_scatter(c, fn, sendbuf, recvbuf, counts, datatype, op, 1);
+    free(counts);
+    return status;
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
+             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    int status = check_reduction(c, "MPI_Scan", count, datatype, op);
+    if (status != MPI_SUCCESS)
+        return status;
+    return scan(c, sendbuf, recvbuf, count, datatype, op, 0);
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
+               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    int status = check_reduction(c, "MPI_Exscan", count, datatype, op);
+    if (status != MPI_SUCCESS)
+        return status;
+    return scan(c, sendbuf, recvbuf, count, datatype, op, 1);
+}
