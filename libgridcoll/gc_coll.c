@@ -185,7 +185,7 @@ int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block)
     return status;
 }
 
-int coll_block_layout(const struct gc_comm *c, int n, int **counts,
+int coll_block_layout(const struct gc_comm *c, int n, int empty, int **counts,
                       int **displs)
 {
     *counts = malloc((size_t)n * sizeof **counts + 1);
@@ -197,7 +197,7 @@ int coll_block_layout(const struct gc_comm *c, int n, int **counts,
         return coll_no_mem(c);
     }
     for (int i = 0; i < n; i++) {
-        (*counts)[i] = 1;
+        (*counts)[i] = !empty;
         (*displs)[i] = i;
     }
     return MPI_SUCCESS;
@@ -795,7 +795,8 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         if (status == MPI_SUCCESS)
             status = coll_block_type(recvcount, recvtype, &block);
         if (status == MPI_SUCCESS)
-            status = coll_block_layout(c, c->size, &counts, &displs);
+            status =
+                coll_block_layout(c, c->size, recvcount == 0, &counts, &displs);
     }
     if (status == MPI_SUCCESS)
         status = coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
@@ -858,7 +859,8 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         if (status == MPI_SUCCESS)
             status = coll_block_type(sendcount, sendtype, &block);
         if (status == MPI_SUCCESS)
-            status = coll_block_layout(c, c->size, &counts, &displs);
+            status =
+                coll_block_layout(c, c->size, sendcount == 0, &counts, &displs);
     }
     if (status == MPI_SUCCESS)
         status = coll_scatterv(c, sendbuf, counts, displs, block, recvbuf,
@@ -914,7 +916,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (status == MPI_SUCCESS)
         status = coll_block_type(recvcount, recvtype, &block);
     if (status == MPI_SUCCESS)
-        status = coll_block_layout(c, c->size, &counts, &displs);
+        status =
+            coll_block_layout(c, c->size, recvcount == 0, &counts, &displs);
     if (status == MPI_SUCCESS)
         status = allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
                             displs, block, 1);

@@ -75,8 +75,14 @@ int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
 
 /* count x type as one committed datatype; free with PMPI_Type_free. */
 int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block);
-/* [n] ones and [n] 0..n-1: counts and displacements of n such blocks. */
-int coll_block_layout(const struct gc_comm *c, int n, int **counts,
+/*
+ * Counts and displacements of n such blocks, one per member: displs
+ * 0..n-1, counts 1, or 0 when `empty`.  MPICH's local Gatherv/Scatterv
+ * skip a member by count, not by bytes, so a block count must be 0
+ * exactly where the member's own count is (a count of one empty block
+ * would wait for a message never sent).
+ */
+int coll_block_layout(const struct gc_comm *c, int n, int empty, int **counts,
                       int **displs);
 
 /*

@@ -71,7 +71,7 @@ static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
     if (status == MPI_SUCCESS)
         status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
     if (status == MPI_SUCCESS && c->rank == root) {
-        status = coll_block_layout(c, c->size, &counts, &displs);
+        status = coll_block_layout(c, c->size, 0, &counts, &displs);
         if (status == MPI_SUCCESS &&
             (all = coll_alloc(len * (size_t)c->size)) == NULL)
             status = coll_no_mem(c);
@@ -194,7 +194,7 @@ static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
     if (status == MPI_SUCCESS)
         status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
     if (status == MPI_SUCCESS && c->rank == 0) {
-        status = coll_block_layout(c, c->size, &counts, &displs);
+        status = coll_block_layout(c, c->size, 0, &counts, &displs);
         if (status == MPI_SUCCESS &&
             (all = coll_alloc(len * (size_t)c->size)) == NULL)
             status = coll_no_mem(c);

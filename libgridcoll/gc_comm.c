@@ -78,6 +78,7 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
     struct gc_comm *c = calloc(1, sizeof *c);
     if (c == NULL)
         return NULL;
+    c->refs = 1;
     c->handle = local;
     c->local = local;
     c->context = context;
@@ -140,6 +141,17 @@ int gc_comm_world_init(void)
     return world != NULL ? 0 : -1;
 }
 
+void gc_comm_retain(struct gc_comm *c)
+{
+    c->refs++;
+}
+
+void gc_comm_unref(struct gc_comm *c)
+{
+    if (--c->refs == 0)
+        comm_free_arrays(c);
+}
+
 void gc_comm_release(struct gc_comm *c)
 {
     for (int i = 0; i < registry.count; i++)
@@ -147,7 +159,7 @@ void gc_comm_release(struct gc_comm *c)
             registry.comms[i] = registry.comms[--registry.count];
             break;
         }
-    comm_free_arrays(c);
+    gc_comm_unref(c);
 }
 
 void gc_comm_release_all(void)

@@ -75,6 +75,7 @@ struct gc_comm {
                         -1 when the site has none */
     int *comm_rank_of_grid; /* [gc_world.size] grid rank -> comm rank or -1 */
     uint64_t coll_seq;      /* collectives started, for diagnostics */
+    int refs; /* the registry's, and one per pending operation */
 };
 
 /* ---- communicator registry (gc_comm.c) -------------------------------- */
@@ -101,8 +102,14 @@ int gc_comm_world_init(void);
  */
 struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
                               uint32_t context);
-/* Unregister and release (does not free the MPICH handles). */
+/*
+ * Unregister (does not free the MPICH handles).  The struct lives on while
+ * operations still pending on it hold references: MPI lets a program free
+ * a communicator with requests outstanding.
+ */
 void gc_comm_release(struct gc_comm *c);
+void gc_comm_retain(struct gc_comm *c);
+void gc_comm_unref(struct gc_comm *c);
 /* Free every registered grid communicator (MPI_Finalize). */
 void gc_comm_release_all(void);
 

@@ -143,6 +143,7 @@ static void list_remove_op(struct op **head, struct op *op)
 
 static void free_op(struct op *op)
 {
+    gc_comm_unref(op->comm);
     free(op->owned);
     free(op);
 }
@@ -574,6 +575,7 @@ static struct op *new_op(enum op_kind kind, struct gc_comm *c, int peer,
         free(op);
         return NULL;
     }
+    gc_comm_retain(c);
     return op;
 }
 

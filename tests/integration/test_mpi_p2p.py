@@ -15,13 +15,15 @@ from harness import BIN, check, main
 GRIDRUN = os.path.join(BIN, "gridrun")
 P2P_CHECK = os.path.join(BIN, "p2p_check")
 TIMEOUT_S = 60
+MPIEXEC_NOISE = re.compile(r"\s*=|YOUR APPLICATION TERMINATED|This typically "
+                           r"refers|Please see the FAQ")
 
 # Every case p2p_check runs by default, in its order.
 CASES = [
     "send_recv", "ssend", "rsend", "bsend", "nonblocking", "wildcards",
     "get_count", "proc_null", "non_overtaking", "non_overtaking_any_source",
     "tag_out_of_order", "sendrecv", "probe", "wait_test", "cancel",
-    "datatypes", "truncate", "many_outstanding", "comm_isolation",
+    "datatypes", "truncate", "many_outstanding", "large", "comm_isolation",
 ]
 
 
@@ -35,9 +37,15 @@ def run_p2p_check(layout):
     out, err = r.stdout, r.stderr
     ok = re.findall(r"^OK (\S+)$", out, re.M)
     fails = [l for l in out.splitlines() if l.startswith("FAIL")]
-    summary = "%s: exit %d\n%s\nstdout tail:\n%s\nstderr tail:\n%s" % (
-        " ".join(layout), r.returncode, "\n".join(fails),
-        "\n".join(out.splitlines()[-20:]), "\n".join(err.splitlines()[-20:]))
+    # mpiexec's multi-line "BAD TERMINATION" banners would crowd out the
+    # lines that say what went wrong.
+    other = [l for l in out.splitlines() if l.strip() and
+             not l.startswith("OK ") and not MPIEXEC_NOISE.match(l)]
+    summary = ("%s: exit %d\npassed: %s\n%s\nother stdout:\n%s\n"
+               "stderr tail:\n%s" % (
+                   " ".join(layout), r.returncode, " ".join(ok) or "none",
+                   "\n".join(fails), "\n".join(other[-20:]),
+                   "\n".join(err.splitlines()[-20:])))
     check(r.returncode != 124,
           "job hung (gridrun timeout); last case passed: %s\n%s"
           % (ok[-1] if ok else "none", summary))
@@ -66,6 +74,10 @@ def two_sites_2_2():
     run_p2p_check(["--site-sizes", "2,2"])
 
 
+def two_sites_3_5():
+    run_p2p_check(["--site-sizes", "3,5"])
+
+
 def three_sites_2_1_2():
     run_p2p_check(["--site-sizes", "2,1,2"])
 
@@ -75,4 +87,5 @@ if __name__ == "__main__":
           ("two_sites_1_1", two_sites_1_1),
           ("two_sites_1_3", two_sites_1_3),
           ("two_sites_2_2", two_sites_2_2),
+          ("two_sites_3_5", two_sites_3_5),
           ("three_sites_2_1_2", three_sites_2_1_2)])

@@ -7,9 +7,12 @@ pass-through, and the same program built against plain MPICH with
 
 import os
 import re
+import signal
 import subprocess
+import time
 
 from harness import BIN, SANITIZED, Skip, check, main
+from test_gridrun import Job
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 HELLO = os.path.join(BIN, "grid_hello")
@@ -76,6 +79,60 @@ def abort_ends_the_grid_job():
     check("grid rank 2 called MPI_Abort(7)" in err, "no abort message: " + err)
 
 
+def pids(pattern):
+    r = subprocess.run(["pgrep", "-f", pattern], stdout=subprocess.PIPE,
+                       text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+def relay_pid(job, site):
+    found = pids("gridrelay -c " + job.tmp + ".*/" + site + ".conf")
+    return found[0] if found else None
+
+
+def rank_exits_with_status_3():
+    # The last rank (site beta) leaves without MPI_Finalize while every
+    # other rank waits for it across the relays: the job must end with its
+    # status, say where, and leave nothing behind.
+    start = time.time()
+    job = Job(["--site-sizes", "2,2"], HELLO + ' die 3 "$0"')
+    try:
+        rc = job.wait(30)
+        # hydra reports the rank's 3, or the 9 of the SIGKILL it sends the
+        # rank's site-mates when it wins the race to exit.
+        check(rc in (3, 9), "exit %d: %s" % (rc, job.err))
+        check("gridrun: site beta: mpiexec exited with status %d" % rc
+              in job.err, "message does not say where: " + job.err)
+        check(time.time() - start < 20, "teardown took %.0f s"
+              % (time.time() - start))
+    finally:
+        job.finish()
+
+
+def relay_killed_mid_job():
+    # Every rank waits in MPI_Recv when site beta's relay is killed: the
+    # ranks of alpha lose their peer site, beta's lose their relay; gridrun
+    # must exit non-zero within 10 s with no process left.
+    job = Job(["--site-sizes", "2,2"], HELLO + ' hang "$0"')
+    try:
+        deadline = time.time() + 30
+        while (len(pids(HELLO + " hang " + job.marker)) < 4 and
+               time.time() < deadline):
+            time.sleep(0.2)
+        time.sleep(1.5)  # past MPI_Init, into MPI_Recv
+        pid = relay_pid(job, "beta")
+        check(pid is not None, "relay of beta not found")
+        os.kill(pid, signal.SIGKILL)
+        killed = time.time()
+        rc = job.wait(30)
+        check(rc != 0, "job survived its relay: " + job.err)
+        check(time.time() - killed < 10, "gridrun took %.1f s to stop"
+              % (time.time() - killed))
+        check("relay of site beta died" in job.err, "message: " + job.err)
+    finally:
+        job.finish()
+
+
 def single_site_passes_through():
     rc, out, err = gridrun(["--sites", "1", "-n", "2"], [HELLO, "unsupported",
                                                          "thread"])
@@ -119,6 +176,8 @@ if __name__ == "__main__":
           ("unsupported_call_fatal_by_default",
            unsupported_call_fatal_by_default),
           ("abort_ends_the_grid_job", abort_ends_the_grid_job),
+          ("rank_exits_with_status_3", rank_exits_with_status_3),
+          ("relay_killed_mid_job", relay_killed_mid_job),
           ("single_site_passes_through", single_site_passes_through),
           ("thread_level_is_honest", thread_level_is_honest),
           ("preload_into_plain_mpich_program",

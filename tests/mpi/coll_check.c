@@ -45,12 +45,22 @@
  *   checked; nor is the part of an in-place Reduce_scatter buffer beyond the
  *   rank's own block.
  *
- * Parameters rotate rather than multiply out (each call here costs a few
- * milliseconds on an oversubscribed machine): per collective and
- * communicator, variant j uses root j % size, and the variant number drawn
- * across all communicators selects datatype and count so that every
- * datatype meets every count in each data-movement collective, and every
- * (op, datatype) pair runs in each reduction collective.
+ * Parameters rotate rather than multiply out (each call costs milliseconds
+ * on an oversubscribed machine): on each communicator, variant j uses root
+ * j % size, so every root is visited, with MPI_IN_PLACE flipping between
+ * a root's visits.  A variant number unique across the communicators picks
+ * datatype and count: each data-movement collective meets every datatype
+ * and every count, and together they meet every (datatype, count) pair;
+ * Reduce and Allreduce run every (op, datatype) pair, the other reduction
+ * collectives a rotating share, and every reduction collective runs the
+ * non-commutative op on every communicator.
+ *
+ * Two MPICH 4.0.2 bugs shape the choices (details where they apply): no
+ * MPI_IN_PLACE Reduce at a non-zero root with a built-in op over 2 KiB,
+ * and the struct's data size is 16 bytes, not an odd size.
+ *
+ * COLL_CHECK_TRACE=1 in the environment makes every rank print each call
+ * before it makes it: the last line per rank shows where a job hangs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -167,18 +177,18 @@ struct test_type {
     struct field fields[4];
 };
 
-static struct test_type type_int = {"int", MPI_DATATYPE_NULL, 4, 1,
-                                    {{0, K_INT}}};
-static struct test_type type_double = {"double", MPI_DATATYPE_NULL, 8, 1,
-                                       {{0, K_DOUBLE}}};
-static struct test_type type_char = {"char", MPI_DATATYPE_NULL, 1, 1,
-                                     {{0, K_CHAR}}};
-static struct test_type type_byte = {"byte", MPI_DATATYPE_NULL, 1, 1,
-                                     {{0, K_BYTE}}};
-static struct test_type type_long_long = {"long_long", MPI_DATATYPE_NULL, 8,
-                                          1, {{0, K_LONG_LONG}}};
-static struct test_type type_float = {"float", MPI_DATATYPE_NULL, 4, 1,
-                                      {{0, K_FLOAT}}};
+static struct test_type type_int = {
+    "int", MPI_DATATYPE_NULL, 4, 1, {{0, K_INT}}};
+static struct test_type type_double = {
+    "double", MPI_DATATYPE_NULL, 8, 1, {{0, K_DOUBLE}}};
+static struct test_type type_char = {
+    "char", MPI_DATATYPE_NULL, 1, 1, {{0, K_CHAR}}};
+static struct test_type type_byte = {
+    "byte", MPI_DATATYPE_NULL, 1, 1, {{0, K_BYTE}}};
+static struct test_type type_long_long = {
+    "long_long", MPI_DATATYPE_NULL, 8, 1, {{0, K_LONG_LONG}}};
+static struct test_type type_float = {
+    "float", MPI_DATATYPE_NULL, 4, 1, {{0, K_FLOAT}}};
 /* Two ints with a hole between them and after them. */
 static struct test_type type_vector = {
     "vector", MPI_DATATYPE_NULL, 16, 2, {{0, K_INT}, {8, K_INT}}};
@@ -188,10 +198,13 @@ static struct test_type type_vector = {
  * (a 13-byte struct did), and its binomial Scatter/Gather do exactly that
  * between intermediate ranks. */
 static struct test_type type_struct = {
-    "struct", MPI_DATATYPE_NULL, 24, 3,
+    "struct",
+    MPI_DATATYPE_NULL,
+    24,
+    3,
     {{0, K_INT}, {8, K_DOUBLE}, {16, K_INT}}};
-static struct test_type type_2int = {"2int", MPI_DATATYPE_NULL, 8, 2,
-                                     {{0, K_INT}, {4, K_INT}}};
+static struct test_type type_2int = {
+    "2int", MPI_DATATYPE_NULL, 8, 2, {{0, K_INT}, {4, K_INT}}};
 /* MPI_DOUBLE_INT's 4 trailing bytes are padding, not data. */
 static struct test_type type_double_int = {
     "double_int", MPI_DATATYPE_NULL, 16, 2, {{0, K_DOUBLE}, {8, K_INT}}};
@@ -204,7 +217,7 @@ static struct test_type type_matrix = {
     {{0, K_INT}, {4, K_INT}, {8, K_INT}, {12, K_INT}}};
 
 static const struct test_type *const data_types[] = {
-    &type_int,  &type_double, &type_char,   &type_byte,
+    &type_int,       &type_double, &type_char,   &type_byte,
     &type_long_long, &type_float,  &type_vector, &type_struct};
 enum { DATA_TYPE_COUNT = sizeof data_types / sizeof data_types[0] };
 
@@ -231,18 +244,17 @@ static void setup_types(void)
     MPI_Aint displacements[3] = {0, 8, 16};
     MPI_Datatype members[3] = {MPI_INT, MPI_DOUBLE, MPI_INT};
     MPI_Datatype structure;
-    MPI_CHECK(MPI_Type_create_struct(3, lengths, displacements, members,
-                                     &structure));
-    MPI_CHECK(MPI_Type_create_resized(structure, 0, 24,
-                                      &type_struct.datatype));
+    MPI_CHECK(
+        MPI_Type_create_struct(3, lengths, displacements, members, &structure));
+    MPI_CHECK(MPI_Type_create_resized(structure, 0, 24, &type_struct.datatype));
     MPI_CHECK(MPI_Type_free(&structure));
 
     MPI_CHECK(MPI_Type_contiguous(4, MPI_INT, &type_matrix.datatype));
 
-    struct test_type *all[] = {
-        &type_int,    &type_double, &type_char,   &type_byte,
-        &type_long_long, &type_float,  &type_vector, &type_struct,
-        &type_2int,   &type_double_int, &type_matrix};
+    struct test_type *all[] = {&type_int,        &type_double,    &type_char,
+                               &type_byte,       &type_long_long, &type_float,
+                               &type_vector,     &type_struct,    &type_2int,
+                               &type_double_int, &type_matrix};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         struct test_type *t = all[i];
         if (t->datatype != MPI_INT && t->datatype != MPI_DOUBLE &&
@@ -259,9 +271,8 @@ static void setup_types(void)
             data_bytes += kind_size[t->fields[f].kind];
         CHECK(lower_bound == 0 && (size_t)extent == t->extent &&
                   (size_t)size == data_bytes,
-              "datatype %s: lb %ld extent %ld size %d, want 0 %zu %zu",
-              t->name, (long)lower_bound, (long)extent, size, t->extent,
-              data_bytes);
+              "datatype %s: lb %ld extent %ld size %d, want 0 %zu %zu", t->name,
+              (long)lower_bound, (long)extent, size, t->extent, data_bytes);
     }
 }
 
@@ -304,8 +315,7 @@ static void put_value(unsigned char *p, enum kind kind, uint64_t h)
     }
 }
 
-/* Writes elements [0, count) of the message with `seed` at `base`,
- * numbering values from `first_value`. */
+/* Writes elements [0, count) of the message with `seed` at `base`. */
 static void put_stream(const struct test_type *t, unsigned char *base,
                        int count, uint64_t seed)
 {
@@ -399,11 +409,12 @@ static const struct op_case *const sum_int_case = &op_cases[0];
 static MPI_Op mpi_op(enum op_id id)
 {
     static const MPI_Op builtin[] = {
-        [OP_SUM] = MPI_SUM,       [OP_PROD] = MPI_PROD, [OP_MAX] = MPI_MAX,
-        [OP_MIN] = MPI_MIN,       [OP_LAND] = MPI_LAND, [OP_LOR] = MPI_LOR,
-        [OP_LXOR] = MPI_LXOR,     [OP_BAND] = MPI_BAND, [OP_BOR] = MPI_BOR,
-        [OP_BXOR] = MPI_BXOR,     [OP_MAXLOC] = MPI_MAXLOC,
-        [OP_MINLOC] = MPI_MINLOC,
+        [OP_SUM] = MPI_SUM,       [OP_PROD] = MPI_PROD,
+        [OP_MAX] = MPI_MAX,       [OP_MIN] = MPI_MIN,
+        [OP_LAND] = MPI_LAND,     [OP_LOR] = MPI_LOR,
+        [OP_LXOR] = MPI_LXOR,     [OP_BAND] = MPI_BAND,
+        [OP_BOR] = MPI_BOR,       [OP_BXOR] = MPI_BXOR,
+        [OP_MAXLOC] = MPI_MAXLOC, [OP_MINLOC] = MPI_MINLOC,
     };
     if (id == OP_USER_COMMUTATIVE)
         return user_commutative_op;
@@ -535,7 +546,7 @@ static struct element contribution(const struct op_case *oc, int rank,
     case OP_BXOR: {
         /* Bit patterns, dense for AND and sparse for OR so results are not
          * all zeros or all ones. */
-        uint64_t bits = oc->id == OP_BAND   ? h | (h >> 7)
+        uint64_t bits = oc->id == OP_BAND  ? h | (h >> 7)
                         : oc->id == OP_BOR ? h & (h >> 9)
                                            : h;
         s->i = (long long)(bits >> 1);
@@ -605,8 +616,7 @@ static struct scalar builtin_combine(enum op_id id, enum kind kind,
 
 /* a o b, where a holds the lower ranks' part: the order MPI defines for
  * non-commutative ops. */
-static struct element combine(const struct op_case *oc,
-                              const struct element *a,
+static struct element combine(const struct op_case *oc, const struct element *a,
                               const struct element *b)
 {
     struct element r = *a;
@@ -627,13 +637,13 @@ static struct element combine(const struct op_case *oc,
     case OP_USER_COMMUTATIVE:
         if (t == &type_struct) {
             r.field[0].i = a->field[0].i + b->field[0].i;
-            r.field[1].d = a->field[1].d > b->field[1].d ? a->field[1].d
-                                                         : b->field[1].d;
+            r.field[1].d =
+                a->field[1].d > b->field[1].d ? a->field[1].d : b->field[1].d;
             r.field[2].i = a->field[2].i ^ b->field[2].i;
         } else {
             r.field[0].i = a->field[0].i + b->field[0].i;
-            r.field[1].i = a->field[1].i < b->field[1].i ? a->field[1].i
-                                                         : b->field[1].i;
+            r.field[1].i =
+                a->field[1].i < b->field[1].i ? a->field[1].i : b->field[1].i;
         }
         break;
     case OP_USER_MATRIX: {
@@ -651,8 +661,8 @@ static struct element combine(const struct op_case *oc,
     }
     default:
         for (int f = 0; f < t->field_count; f++)
-            r.field[f] = builtin_combine(oc->id, t->fields[f].kind,
-                                         a->field[f], b->field[f]);
+            r.field[f] = builtin_combine(oc->id, t->fields[f].kind, a->field[f],
+                                         b->field[f]);
     }
     return r;
 }
@@ -732,10 +742,9 @@ static void check_bytes(const char *what, const unsigned char *got,
         i++;
     size_t element = i / t->extent, offset = i % t->extent;
     fail("%s: byte %zu (element %zu, offset %zu%s) is 0x%02x, want 0x%02x%s",
-         what, i, element, offset, is_hole(t, offset) ? ", a hole" : "",
-         got[i], want[i],
-         want[i] == RECV_SENTINEL ? " (written where nothing should be)"
-                                  : "");
+         what, i, element, offset, is_hole(t, offset) ? ", a hole" : "", got[i],
+         want[i],
+         want[i] == RECV_SENTINEL ? " (written where nothing should be)" : "");
 }
 
 /* ---- communicators under test ------------------------------------------ */
@@ -748,23 +757,27 @@ struct comm_under_test {
     int rank;
 };
 
-enum { COMM_COUNT = 5 };
+enum { WORLD, DUP, REVERSED, PARITY, INTERLEAVED, COMM_COUNT };
 static struct comm_under_test comms[COMM_COUNT];
 
 static void setup_comms(void)
 {
-    static const char *const names[COMM_COUNT] = {
-        "world", "dup", "reversed", "parity", "evens_then_odds"};
+    static const char *const names[COMM_COUNT] = {[WORLD] = "world",
+                                                  [DUP] = "dup",
+                                                  [REVERSED] = "reversed",
+                                                  [PARITY] = "parity",
+                                                  [INTERLEAVED] =
+                                                      "evens_then_odds"};
     MPI_Comm handles[COMM_COUNT];
-    handles[0] = MPI_COMM_WORLD;
-    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &handles[1]));
+    handles[WORLD] = MPI_COMM_WORLD;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &handles[DUP]));
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - 1 - world_rank,
-                             &handles[2]));
+                             &handles[REVERSED]));
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank,
-                             &handles[3]));
+                             &handles[PARITY]));
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0,
                              (world_rank % 2) * world_size + world_rank,
-                             &handles[4]));
+                             &handles[INTERLEAVED]));
     for (int c = 0; c < COMM_COUNT; c++) {
         comms[c].name = names[c];
         comms[c].comm = handles[c];
@@ -777,16 +790,18 @@ static void setup_comms(void)
     int evens = (world_size + 1) / 2;
     int want_interleaved =
         world_rank % 2 ? evens + world_rank / 2 : world_rank / 2;
-    CHECK(comms[2].rank == want_reversed && comms[3].rank == world_rank / 2 &&
-              comms[4].rank == want_interleaved,
-          "split ranks %d %d %d, want %d %d %d", comms[2].rank, comms[3].rank,
-          comms[4].rank, want_reversed, world_rank / 2, want_interleaved);
+    CHECK(comms[REVERSED].rank == want_reversed &&
+              comms[PARITY].rank == world_rank / 2 &&
+              comms[INTERLEAVED].rank == want_interleaved,
+          "split ranks %d %d %d, want %d %d %d", comms[REVERSED].rank,
+          comms[PARITY].rank, comms[INTERLEAVED].rank, want_reversed,
+          world_rank / 2, want_interleaved);
 }
 
 /* Large transfers once per collective on these two. */
 static int runs_large(const struct comm_under_test *c)
 {
-    return c->index == 0 || c->index == 4;
+    return c->index == WORLD || c->index == INTERLEAVED;
 }
 
 /* ---- variants ------------------------------------------------------------ */
@@ -808,8 +823,8 @@ static void describe(const struct comm_under_test *c, const struct variant *v,
                                       : "per-pair";
     snprintf(call_description, sizeof call_description,
              "comm=%s size=%d%s%s type=%s count=%d root=%d%s%s%s", c->name,
-             c->size, v->op ? " op=" : "", v->op ? v->op->name : "",
-             type_name, v->count, v->root, v->in_place ? " in_place" : "",
+             c->size, v->op ? " op=" : "", v->op ? v->op->name : "", type_name,
+             v->count, v->root, v->in_place ? " in_place" : "",
              extra[0] ? " " : "", extra);
     if (trace) {
         printf("TRACE %s: rank %d: %s\n", current_case, world_rank,
@@ -841,6 +856,8 @@ static struct variant base_variant(const struct comm_under_test *c, int j,
 }
 
 enum { DATA_VARIANTS = 20 };
+/* Variant number of the large transfers: apart from all the others. */
+enum { LARGE_VARIANT = 1000000 };
 
 /* Type k % 8 with count (k + k / 8) % 4: any 8 consecutive k give every
  * type, any 4 every count, and 32 consecutive every pair; the collectives'
@@ -892,8 +909,7 @@ enum collective {
     C_ALLGATHERV,
     C_ALLTOALL,
     C_ALLTOALLV,
-    C_ALLTOALLW,
-    C_LARGE
+    C_ALLTOALLW
 };
 
 static double now_ms(void)
@@ -909,7 +925,7 @@ static void run_barrier(const struct comm_under_test *c)
              c->name, c->size);
     MPI_CHECK(MPI_Barrier(c->comm));
     /* The world's barrier is timed by the runtime tests already. */
-    if (c->size < 2 || c->index != 4)
+    if (c->size < 2 || c->index != INTERLEAVED)
         return;
     /* The last rank arrives 100 ms late; nobody may leave before.  The
      * threshold is half that, as the ranks' start skew on a busy machine
@@ -959,7 +975,7 @@ static void run_bcast(const struct comm_under_test *c)
     if (runs_large(c)) {
         struct variant v = {0, &type_double, NULL, 32768, c->size - 1, 0};
         describe(c, &v, "(256 KiB)");
-        bcast_one(c, v.type, v.count, v.root, -1);
+        bcast_one(c, v.type, v.count, v.root, LARGE_VARIANT);
     }
 }
 
@@ -987,16 +1003,15 @@ static void reduce_like_one(const struct comm_under_test *c,
     const void *send_arg = in_place ? MPI_IN_PLACE : (const void *)send;
     switch (which) {
     case C_REDUCE:
-        MPI_CHECK(MPI_Reduce(send_arg, recv, v->count, t->datatype, op,
-                             v->root, c->comm));
+        MPI_CHECK(MPI_Reduce(send_arg, recv, v->count, t->datatype, op, v->root,
+                             c->comm));
         break;
     case C_ALLREDUCE:
-        MPI_CHECK(MPI_Allreduce(send_arg, recv, v->count, t->datatype, op,
-                                c->comm));
+        MPI_CHECK(
+            MPI_Allreduce(send_arg, recv, v->count, t->datatype, op, c->comm));
         break;
     case C_SCAN:
-        MPI_CHECK(
-            MPI_Scan(send_arg, recv, v->count, t->datatype, op, c->comm));
+        MPI_CHECK(MPI_Scan(send_arg, recv, v->count, t->datatype, op, c->comm));
         break;
     case C_EXSCAN:
         MPI_CHECK(
@@ -1024,11 +1039,10 @@ static void reduce_like_one(const struct comm_under_test *c,
 
 /* Reduce and Allreduce run every (op, type) pair; the other reduction
  * collectives a rotating share of them. */
-static void run_reduce_variants(const struct comm_under_test *c,
-                                enum collective which,
-                                void (*one)(const struct comm_under_test *,
-                                            enum collective,
-                                            const struct variant *))
+static void
+run_reduce_variants(const struct comm_under_test *c, enum collective which,
+                    void (*one)(const struct comm_under_test *, enum collective,
+                                const struct variant *))
 {
     int every_pair = which == C_REDUCE || which == C_ALLREDUCE;
     int rotation = variant_count(c, every_pair ? OP_CASE_COUNT : 20);
@@ -1122,9 +1136,8 @@ static void reduce_scatter_one(const struct comm_under_test *c,
     }
     const void *send_arg = v->in_place ? MPI_IN_PLACE : (const void *)send;
     if (which == C_REDUCE_SCATTER_BLOCK)
-        MPI_CHECK(MPI_Reduce_scatter_block(send_arg, recv, v->count,
-                                           t->datatype, mpi_op(oc->id),
-                                           c->comm));
+        MPI_CHECK(MPI_Reduce_scatter_block(
+            send_arg, recv, v->count, t->datatype, mpi_op(oc->id), c->comm));
     else
         MPI_CHECK(MPI_Reduce_scatter(send_arg, recv, recv_counts, t->datatype,
                                      mpi_op(oc->id), c->comm));
@@ -1164,7 +1177,7 @@ static void uniform_counts(int n, int count, int *block_counts)
         block_counts[q] = count;
 }
 
-enum { IN_RANK_ORDER = -2, REVERSED = -1 };
+enum { BLOCKS_IN_RANK_ORDER = -2, BLOCKS_REVERSED = -1 };
 
 /* Displacements (in elements) for blocks stored in rank order, reversed,
  * or rotated to start at rank `order` (>= 0), each followed by `gap` unused
@@ -1174,9 +1187,9 @@ static long place_blocks(int n, const int *block_counts, int order, int gap,
 {
     long position = 0;
     for (int i = 0; i < n; i++) {
-        int q = order == IN_RANK_ORDER ? i
-                : order == REVERSED    ? n - 1 - i
-                                       : (order + i) % n;
+        int q = order == BLOCKS_IN_RANK_ORDER ? i
+                : order == BLOCKS_REVERSED    ? n - 1 - i
+                                              : (order + i) % n;
         displs[q] = (int)position;
         position += block_counts[q] + gap;
     }
@@ -1213,9 +1226,10 @@ static void gather_like_one(const struct comm_under_test *c,
         irregular_counts(n, v->count, v->k, block_counts);
     else
         uniform_counts(n, v->count, block_counts);
-    long total = irregular ? place_blocks(n, block_counts, REVERSED, 1, displs)
-                           : place_blocks(n, block_counts, IN_RANK_ORDER, 0,
-                                          displs);
+    long total =
+        irregular
+            ? place_blocks(n, block_counts, BLOCKS_REVERSED, 1, displs)
+            : place_blocks(n, block_counts, BLOCKS_IN_RANK_ORDER, 0, displs);
     int mine = block_counts[c->rank];
     size_t send_bytes = (size_t)(mine + 1) * t->extent;
     size_t recv_bytes = (size_t)(total + 1) * t->extent;
@@ -1230,7 +1244,8 @@ static void gather_like_one(const struct comm_under_test *c,
             put_stream(t, recv + (size_t)displs[c->rank] * t->extent, mine,
                        data_seed(which, v->k, c->rank, -1));
     }
-    /* In place, the send count and type are ignored: pass nonsense. */
+    /* In place, the send count and type are ignored; 0 and
+     * MPI_DATATYPE_NULL catch an implementation that reads them. */
     const void *send_arg = in_place ? MPI_IN_PLACE : (const void *)send;
     int send_count = in_place ? 0 : mine;
     MPI_Datatype send_type = in_place ? MPI_DATATYPE_NULL : t->datatype;
@@ -1245,8 +1260,8 @@ static void gather_like_one(const struct comm_under_test *c,
                               c->comm));
         break;
     case C_ALLGATHER:
-        MPI_CHECK(MPI_Allgather(send_arg, send_count, send_type, recv,
-                                v->count, t->datatype, c->comm));
+        MPI_CHECK(MPI_Allgather(send_arg, send_count, send_type, recv, v->count,
+                                t->datatype, c->comm));
         break;
     case C_ALLGATHERV:
         MPI_CHECK(MPI_Allgatherv(send_arg, send_count, send_type, recv,
@@ -1268,11 +1283,10 @@ static void gather_like_one(const struct comm_under_test *c,
     free(displs);
 }
 
-static void run_data_variants(const struct comm_under_test *c,
-                              enum collective which,
-                              void (*one)(const struct comm_under_test *,
-                                          enum collective,
-                                          const struct variant *))
+static void
+run_data_variants(const struct comm_under_test *c, enum collective which,
+                  void (*one)(const struct comm_under_test *, enum collective,
+                              const struct variant *))
 {
     for (int j = 0; j < variant_count(c, DATA_VARIANTS); j++) {
         struct variant v = data_variant(c, j, which);
@@ -1316,10 +1330,10 @@ static void scatter_like_one(const struct comm_under_test *c,
         irregular_counts(n, v->count, v->k, block_counts);
     else
         uniform_counts(n, v->count, block_counts);
-    long total = irregular ? place_blocks(n, block_counts, (v->root + 1) % n,
-                                          1, displs)
-                           : place_blocks(n, block_counts, IN_RANK_ORDER, 0,
-                                          displs);
+    long total =
+        irregular
+            ? place_blocks(n, block_counts, (v->root + 1) % n, 1, displs)
+            : place_blocks(n, block_counts, BLOCKS_IN_RANK_ORDER, 0, displs);
     int mine = block_counts[c->rank];
     size_t send_bytes = (size_t)(total + 1) * t->extent;
     size_t recv_bytes = (size_t)(mine + 1) * t->extent;
@@ -1335,8 +1349,8 @@ static void scatter_like_one(const struct comm_under_test *c,
     int recv_count = in_place ? 0 : mine;
     MPI_Datatype recv_type = in_place ? MPI_DATATYPE_NULL : t->datatype;
     if (which == C_SCATTER)
-        MPI_CHECK(MPI_Scatter(send, v->count, t->datatype, recv_arg,
-                              recv_count, recv_type, v->root, c->comm));
+        MPI_CHECK(MPI_Scatter(send, v->count, t->datatype, recv_arg, recv_count,
+                              recv_type, v->root, c->comm));
     else
         MPI_CHECK(MPI_Scatterv(send, block_counts, displs, t->datatype,
                                recv_arg, recv_count, recv_type, v->root,
@@ -1385,21 +1399,21 @@ static void alltoall_like_one(const struct comm_under_test *c,
     int *recv_counts = xmalloc(sizeof *recv_counts * n);
     int *recv_displs = xmalloc(sizeof *recv_displs * n);
     for (int q = 0; q < n; q++) {
-        send_counts[q] =
-            irregular ? pair_count(v->count, me, q, v->k, v->in_place)
-                      : v->count;
-        recv_counts[q] =
-            irregular ? pair_count(v->count, q, me, v->k, v->in_place)
-                      : v->count;
+        send_counts[q] = irregular
+                             ? pair_count(v->count, me, q, v->k, v->in_place)
+                             : v->count;
+        recv_counts[q] = irregular
+                             ? pair_count(v->count, q, me, v->k, v->in_place)
+                             : v->count;
     }
     /* Irregular: the send side stores blocks rotated, the receive side
      * reversed, both with gaps. */
-    long send_total =
-        place_blocks(n, send_counts, irregular ? (me + 1) % n : IN_RANK_ORDER,
-                     irregular, send_displs);
-    long recv_total =
-        place_blocks(n, recv_counts, irregular ? REVERSED : IN_RANK_ORDER,
-                     irregular, recv_displs);
+    long send_total = place_blocks(
+        n, send_counts, irregular ? (me + 1) % n : BLOCKS_IN_RANK_ORDER,
+        irregular, send_displs);
+    long recv_total = place_blocks(
+        n, recv_counts, irregular ? BLOCKS_REVERSED : BLOCKS_IN_RANK_ORDER,
+        irregular, recv_displs);
     size_t send_bytes = (size_t)(send_total + 1) * t->extent;
     size_t recv_bytes = (size_t)(recv_total + 1) * t->extent;
 
@@ -1409,14 +1423,17 @@ static void alltoall_like_one(const struct comm_under_test *c,
     unsigned char *recv = filled(recv_bytes, RECV_SENTINEL);
     if (v->in_place)
         put_blocks(t, recv, n, recv_counts, recv_displs, which, v->k, 0, me);
+    /* In place, the send arguments are ignored: pass 0 and nulls. */
     const void *send_arg = v->in_place ? MPI_IN_PLACE : (const void *)send;
+    MPI_Datatype send_type = v->in_place ? MPI_DATATYPE_NULL : t->datatype;
     if (which == C_ALLTOALL)
-        MPI_CHECK(MPI_Alltoall(send_arg, v->count, t->datatype, recv,
-                               v->count, t->datatype, c->comm));
+        MPI_CHECK(MPI_Alltoall(send_arg, v->in_place ? 0 : v->count, send_type,
+                               recv, v->count, t->datatype, c->comm));
     else
-        MPI_CHECK(MPI_Alltoallv(send_arg, send_counts, send_displs,
-                                t->datatype, recv, recv_counts, recv_displs,
-                                t->datatype, c->comm));
+        MPI_CHECK(MPI_Alltoallv(send_arg, v->in_place ? NULL : send_counts,
+                                v->in_place ? NULL : send_displs, send_type,
+                                recv, recv_counts, recv_displs, t->datatype,
+                                c->comm));
     check_bytes("send buffer changed", send, send_copy, send_bytes, t);
     unsigned char *want = filled(recv_bytes, RECV_SENTINEL);
     put_blocks(t, want, n, recv_counts, recv_displs, which, v->k, 1, me);
@@ -1435,7 +1452,8 @@ static void run_alltoall(const struct comm_under_test *c)
 {
     run_data_variants(c, C_ALLTOALL, alltoall_like_one);
     if (runs_large(c)) {
-        struct variant v = {-1, &type_int, NULL, 65536 / c->size, 0, 0};
+        struct variant v = {LARGE_VARIANT,   &type_int, NULL,
+                            65536 / c->size, 0,         0};
         describe(c, &v, "(256 KiB)");
         alltoall_like_one(c, C_ALLTOALL, &v);
     }
@@ -1540,11 +1558,11 @@ static void alltoallw_one(const struct comm_under_test *c,
     }
     unsigned char *send_copy = copy_of(send, send_bytes);
     const void *send_arg = v->in_place ? MPI_IN_PLACE : (const void *)send;
-    MPI_CHECK(MPI_Alltoallw(send_arg, send_counts, send_displs, send_types,
-                            recv, recv_counts, recv_displs, recv_types,
-                            c->comm));
-    check_bytes("send buffer changed", send, send_copy, send_bytes,
-                &type_byte);
+    MPI_CHECK(MPI_Alltoallw(send_arg, v->in_place ? NULL : send_counts,
+                            v->in_place ? NULL : send_displs,
+                            v->in_place ? NULL : send_types, recv, recv_counts,
+                            recv_displs, recv_types, c->comm));
+    check_bytes("send buffer changed", send, send_copy, send_bytes, &type_byte);
     check_bytes("received", recv, want, recv_bytes, &type_byte);
     free(send);
     free(send_copy);
@@ -1632,8 +1650,8 @@ int main(int argc, char **argv)
     const char *trace_setting = getenv("COLL_CHECK_TRACE");
     trace = trace_setting != NULL && strcmp(trace_setting, "1") == 0;
     setup_types();
-    MPI_CHECK(MPI_Op_create(user_commutative_function, 1,
-                            &user_commutative_op));
+    MPI_CHECK(
+        MPI_Op_create(user_commutative_function, 1, &user_commutative_op));
     MPI_CHECK(MPI_Op_create(user_matrix_function, 0, &user_matrix_op));
     setup_comms();
 
@@ -1653,8 +1671,9 @@ int main(int argc, char **argv)
         }
     }
 
-    for (int c = 1; c < COMM_COUNT; c++)
-        MPI_CHECK(MPI_Comm_free(&comms[c].comm));
+    for (int c = 0; c < COMM_COUNT; c++)
+        if (c != WORLD)
+            MPI_CHECK(MPI_Comm_free(&comms[c].comm));
     MPI_CHECK(MPI_Op_free(&user_commutative_op));
     MPI_CHECK(MPI_Op_free(&user_matrix_op));
     MPI_CHECK(MPI_Type_free(&type_vector.datatype));

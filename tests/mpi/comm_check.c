@@ -121,7 +121,8 @@ static int by_key_then_parent_rank(const void *a, const void *b)
     const struct split_entry *x = a, *y = b;
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
-    return (x->parent_rank > y->parent_rank) - (x->parent_rank < y->parent_rank);
+    return (x->parent_rank > y->parent_rank) -
+           (x->parent_rank < y->parent_rank);
 }
 
 /* The world ranks of my new communicator, in new-rank order, as
@@ -129,9 +130,8 @@ static int by_key_then_parent_rank(const void *a, const void *b)
  * ties broken by parent rank.  `parent` lists the world ranks of the
  * parent communicator in parent-rank order.  Returns the member count, 0
  * when my color is MPI_UNDEFINED. */
-static int split_members(const int *parent, int parent_size,
-                         int my_parent_rank, split_rule color, split_rule key,
-                         int *members)
+static int split_members(const int *parent, int parent_size, int my_parent_rank,
+                         split_rule color, split_rule key, int *members)
 {
     int my_color = color(my_parent_rank, parent_size);
     if (my_color == MPI_UNDEFINED)
@@ -214,12 +214,11 @@ static void check_group_members(MPI_Comm comm, const int *members, int count,
     int *world = xmalloc(sizeof *world * count);
     for (int i = 0; i < count; i++)
         ranks[i] = i;
-    MPI_CHECK(MPI_Group_translate_ranks(group, count, ranks, world_group,
-                                        world));
+    MPI_CHECK(
+        MPI_Group_translate_ranks(group, count, ranks, world_group, world));
     for (int i = 0; i < count; i++)
-        CHECK(world[i] == members[i],
-              "%s: member %d is world rank %d, want %d", label, i, world[i],
-              members[i]);
+        CHECK(world[i] == members[i], "%s: member %d is world rank %d, want %d",
+              label, i, world[i], members[i]);
     free(ranks);
     free(world);
     MPI_CHECK(MPI_Group_free(&group));
@@ -266,8 +265,7 @@ static void exercise(MPI_Comm comm, const int *members, int count,
     CHECK(status.MPI_SOURCE == right && status.MPI_TAG == 7 && in[0] == right &&
               in[1] == members[right],
           "%s: reverse ring got source %d payload (%d,%d), want %d (%d,%d)",
-          label, status.MPI_SOURCE, in[0], in[1], right, right,
-          members[right]);
+          label, status.MPI_SOURCE, in[0], in[1], right, right, members[right]);
 
     MPI_CHECK(MPI_Barrier(comm));
 
@@ -277,9 +275,8 @@ static void exercise(MPI_Comm comm, const int *members, int count,
         slots[i] = i == rank ? world_rank + 1 : 0;
     MPI_CHECK(MPI_Allreduce(slots, sums, size, MPI_INT, MPI_SUM, comm));
     for (int i = 0; i < size; i++)
-        CHECK(sums[i] == members[i] + 1,
-              "%s: allreduce slot %d = %d, want %d", label, i, sums[i],
-              members[i] + 1);
+        CHECK(sums[i] == members[i] + 1, "%s: allreduce slot %d = %d, want %d",
+              label, i, sums[i], members[i] + 1);
     free(slots);
     free(sums);
 
@@ -305,8 +302,8 @@ static MPI_Comm split_and_exercise(MPI_Comm parent, const int *parent_members,
     MPI_Comm result;
     MPI_CHECK(MPI_Comm_split(parent, color(parent_rank, parent_size),
                              key(parent_rank, parent_size), &result));
-    *count = split_members(parent_members, parent_size, parent_rank, color,
-                           key, members);
+    *count = split_members(parent_members, parent_size, parent_rank, color, key,
+                           members);
     if (*count == 0)
         CHECK(result == MPI_COMM_NULL,
               "%s: MPI_UNDEFINED color gave a communicator", label);
@@ -391,13 +388,12 @@ static void split_world_case(split_rule color, split_rule key,
     int *members = xmalloc(sizeof *members * world_size);
     world_list(all);
     int count;
-    MPI_Comm comm = split_and_exercise(MPI_COMM_WORLD, all, world_size,
-                                       world_rank, color, key, members,
-                                       &count, label);
+    MPI_Comm comm =
+        split_and_exercise(MPI_COMM_WORLD, all, world_size, world_rank, color,
+                           key, members, &count, label);
     if (comm != MPI_COMM_NULL) {
         check_compare(MPI_COMM_WORLD, comm,
-                      expected_compare(all, world_size, members, count),
-                      label);
+                      expected_compare(all, world_size, members, count), label);
         free_comm(&comm);
     }
     free(members);
@@ -448,14 +444,14 @@ static void case_split_shared(void)
     int *from_root = xmalloc(sizeof *from_root * size);
     for (int i = 0; i < size; i++)
         ranks[i] = i;
-    MPI_CHECK(MPI_Group_translate_ranks(group, size, ranks, world_group,
-                                        members));
+    MPI_CHECK(
+        MPI_Group_translate_ranks(group, size, ranks, world_group, members));
     CHECK(members[rank] == world_rank, "shared: member %d is %d, not me (%d)",
           rank, members[rank], world_rank);
     for (int i = 1; i < size; i++)
         CHECK(members[i - 1] < members[i],
-              "shared: members not in key order: %d before %d",
-              members[i - 1], members[i]);
+              "shared: members not in key order: %d before %d", members[i - 1],
+              members[i]);
     memcpy(from_root, members, sizeof *members * size);
     MPI_CHECK(MPI_Bcast(from_root, size, MPI_INT, 0, shared));
     CHECK(memcmp(from_root, members, sizeof *members * size) == 0,
@@ -466,8 +462,8 @@ static void case_split_shared(void)
     memset(name, 0, sizeof name);
     MPI_CHECK(MPI_Get_processor_name(name, &length));
     memcpy(root_name, name, sizeof name);
-    MPI_CHECK(MPI_Bcast(root_name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-                        shared));
+    MPI_CHECK(
+        MPI_Bcast(root_name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, shared));
     CHECK(strcmp(name, root_name) == 0,
           "shared: processor name '%s', shared rank 0 has '%s'", name,
           root_name);
@@ -501,13 +497,13 @@ static void check_group(MPI_Group group, const int *want, int count,
     for (int i = 0; i < count; i++)
         ranks[i] = i;
     ranks[count] = MPI_PROC_NULL; /* translates to itself */
-    MPI_CHECK(MPI_Group_translate_ranks(group, count + 1, ranks, world_group,
-                                        world));
+    MPI_CHECK(
+        MPI_Group_translate_ranks(group, count + 1, ranks, world_group, world));
     for (int i = 0; i < count; i++)
-        CHECK(world[i] == want[i], "%s: member %d is world %d, want %d",
-              label, i, world[i], want[i]);
-    CHECK(world[count] == MPI_PROC_NULL,
-          "%s: MPI_PROC_NULL translated to %d", label, world[count]);
+        CHECK(world[i] == want[i], "%s: member %d is world %d, want %d", label,
+              i, world[i], want[i]);
+    CHECK(world[count] == MPI_PROC_NULL, "%s: MPI_PROC_NULL translated to %d",
+          label, world[count]);
     free(ranks);
     free(world);
     MPI_CHECK(MPI_Group_free(&world_group));
@@ -612,8 +608,8 @@ static void case_groups(void)
     for (int r = 0; r < n; r++)
         scratch[r] = r;
     int *translated = xmalloc(sizeof *translated * n);
-    MPI_CHECK(MPI_Group_translate_ranks(reversed_group, n, scratch,
-                                        even_group, translated));
+    MPI_CHECK(MPI_Group_translate_ranks(reversed_group, n, scratch, even_group,
+                                        translated));
     for (int r = 0; r < n; r++) {
         int world = n - 1 - r;
         int want = world % 2 == 0 ? world / 2 : MPI_UNDEFINED;
@@ -623,8 +619,8 @@ static void case_groups(void)
     }
     free(translated);
 
-    MPI_Group *to_free[] = {&even_group,   &odd_group, &reversed_group,
-                            &united,       &common,    &difference,
+    MPI_Group *to_free[] = {&even_group,   &odd_group,  &reversed_group,
+                            &united,       &common,     &difference,
                             &empty_common, &world_group};
     for (size_t i = 0; i < sizeof to_free / sizeof to_free[0]; i++) {
         MPI_CHECK(MPI_Group_free(to_free[i]));
@@ -640,8 +636,7 @@ static void case_groups(void)
 /* Comm_create over `parent` with the group of `ranks` (parent ranks, in the
  * new order); `parent_members` are the parent's world ranks. */
 static void create_and_exercise(MPI_Comm parent, const int *parent_members,
-                                const int *ranks, int count,
-                                const char *label)
+                                const int *ranks, int count, const char *label)
 {
     MPI_Group parent_group, group;
     MPI_CHECK(MPI_Comm_group(parent, &parent_group));
@@ -717,14 +712,13 @@ static void case_compare(void)
     check_compare(MPI_COMM_WORLD, dup, MPI_CONGRUENT, "world, dup");
     check_compare(dup, MPI_COMM_WORLD, MPI_CONGRUENT, "dup, world");
     check_compare(dup, dup, MPI_IDENT, "dup, dup");
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, n - 1 - world_rank,
-                             &reversed));
+    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, n - 1 - world_rank, &reversed));
     check_compare(MPI_COMM_WORLD, reversed, n > 1 ? MPI_SIMILAR : MPI_CONGRUENT,
                   "world, reversed split");
     check_compare(dup, reversed, n > 1 ? MPI_SIMILAR : MPI_CONGRUENT,
                   "dup, reversed split");
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank,
-                             &parity));
+    MPI_CHECK(
+        MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2, world_rank, &parity));
     check_compare(MPI_COMM_WORLD, parity, n > 1 ? MPI_UNEQUAL : MPI_CONGRUENT,
                   "world, parity split");
     check_compare(reversed, parity, n > 1 ? MPI_UNEQUAL : MPI_CONGRUENT,
@@ -749,8 +743,8 @@ static void case_compare(void)
             ranks_in_half[count++] = r;
         MPI_Group half_group;
         MPI_Comm half_comm;
-        MPI_CHECK(MPI_Group_incl(world_group, count, ranks_in_half,
-                                 &half_group));
+        MPI_CHECK(
+            MPI_Group_incl(world_group, count, ranks_in_half, &half_group));
         MPI_CHECK(MPI_Comm_create(MPI_COMM_WORLD, half_group, &half_comm));
         if (world_rank % 2 == half) {
             check_compare(parity, half_comm, MPI_CONGRUENT,
@@ -841,8 +835,8 @@ static void check_counts(const struct callback_counts *counts, int copies,
                          int deletes, const char *when)
 {
     CHECK(counts->copies == copies && counts->deletes == deletes,
-          "%s: %d copies and %d deletes, want %d and %d", when,
-          counts->copies, counts->deletes, copies, deletes);
+          "%s: %d copies and %d deletes, want %d and %d", when, counts->copies,
+          counts->deletes, copies, deletes);
 }
 
 static void attribute_lifecycle(MPI_Comm base, const char *label)
@@ -850,8 +844,8 @@ static void attribute_lifecycle(MPI_Comm base, const char *label)
     char when[160];
     struct callback_counts counts = {0, 0};
     int keyval;
-    MPI_CHECK(MPI_Comm_create_keyval(copy_attribute, delete_attribute,
-                                     &keyval, &counts));
+    MPI_CHECK(MPI_Comm_create_keyval(copy_attribute, delete_attribute, &keyval,
+                                     &counts));
 
     MPI_Comm first, second;
     MPI_CHECK(MPI_Comm_dup(base, &first));
@@ -884,8 +878,7 @@ static void attribute_lifecycle(MPI_Comm base, const char *label)
     snprintf(when, sizeof when, "%s: after freeing the holder", label);
     check_counts(&counts, 1, 3, when);
     free_comm(&second);
-    snprintf(when, sizeof when, "%s: after freeing a comm without it",
-             label);
+    snprintf(when, sizeof when, "%s: after freeing a comm without it", label);
     check_counts(&counts, 1, 3, when);
 
     MPI_CHECK(MPI_Comm_free_keyval(&keyval));
@@ -914,8 +907,8 @@ static void case_attributes(void)
 
     attribute_lifecycle(MPI_COMM_WORLD, "on dups of the world");
     MPI_Comm reversed;
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank,
-                             &reversed));
+    MPI_CHECK(
+        MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank, &reversed));
     attribute_lifecycle(reversed, "on dups of a reversed split");
 
     /* The predefined copy functions: NULL_COPY drops, DUP_FN shares. */
@@ -1013,11 +1006,12 @@ static void case_free_many(void)
             MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - world_rank,
                                      &comms[i]));
         else
-            MPI_CHECK(MPI_Comm_dup(i % 2 ? comms[i - 1] : MPI_COMM_WORLD,
-                                   &comms[i]));
+            MPI_CHECK(
+                MPI_Comm_dup(i % 2 ? comms[i - 1] : MPI_COMM_WORLD, &comms[i]));
     }
     for (int step = 0; step < ALIVE; step++) {
-        int i = (step * 7) % ALIVE; /* 7 is coprime with ALIVE */
+        /* 7 and 3 are coprime with ALIVE: each visits every index once. */
+        int i = (step * 7) % ALIVE;
         int value = world_rank + i, sum = -1;
         MPI_CHECK(MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, comms[i]));
         int want = world_size * (world_size - 1) / 2 + world_size * i;
@@ -1025,7 +1019,7 @@ static void case_free_many(void)
               sum, want);
     }
     for (int step = 0; step < ALIVE; step++)
-        free_comm(&comms[(step * 3) % ALIVE]); /* coprime too */
+        free_comm(&comms[(step * 3) % ALIVE]);
 
     for (int loop = 0; loop < LOOPS; loop++) {
         MPI_Comm comm;
@@ -1059,8 +1053,8 @@ static void case_isolation(void)
     int out[3], in[3] = {-1, -1, -1};
     MPI_Request requests[6];
     for (int c = 2; c >= 0; c--)
-        MPI_CHECK(MPI_Irecv(&in[c], 1, MPI_INT, from[c], 42, comms[c],
-                            &requests[c]));
+        MPI_CHECK(
+            MPI_Irecv(&in[c], 1, MPI_INT, from[c], 42, comms[c], &requests[c]));
     for (int c = 0; c < 3; c++) {
         out[c] = world_rank * 10 + c;
         MPI_CHECK(MPI_Isend(&out[c], 1, MPI_INT, to[c], 42, comms[c],
@@ -1072,16 +1066,16 @@ static void case_isolation(void)
     MPI_CHECK(MPI_Waitall(6, requests, statuses));
     for (int c = 0; c < 3; c++)
         CHECK(in[c] == left * 10 + c,
-              "communicator %d received %d, want %d (crossed communicators)",
-              c, in[c], left * 10 + c);
+              "communicator %d received %d, want %d (crossed communicators)", c,
+              in[c], left * 10 + c);
 
     /* Blocking, wildcard source: a message on the dup must not satisfy a
      * receive on the world even though it was sent first. */
     int first = world_rank * 10 + 7, second = world_rank * 10 + 8;
     MPI_Request sends[2];
     MPI_CHECK(MPI_Isend(&first, 1, MPI_INT, right, 5, dup, &sends[0]));
-    MPI_CHECK(MPI_Isend(&second, 1, MPI_INT, right, 5, MPI_COMM_WORLD,
-                        &sends[1]));
+    MPI_CHECK(
+        MPI_Isend(&second, 1, MPI_INT, right, 5, MPI_COMM_WORLD, &sends[1]));
     int got_world = -1, got_dup = -1;
     MPI_Status status;
     MPI_CHECK(MPI_Recv(&got_world, 1, MPI_INT, MPI_ANY_SOURCE, 5,

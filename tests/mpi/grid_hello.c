@@ -13,6 +13,10 @@
  *                string it got
  *   fatal        the same with errors fatal (the default)
  *   abort CODE   the last rank calls MPI_Abort(MPI_COMM_WORLD, CODE)
+ *   die CODE     the last rank exits with CODE at once (no MPI_Finalize)
+ *                while every other rank waits in MPI_Recv for it
+ *   hang         every rank waits in MPI_Recv for a message nobody sends
+ * Other arguments are ignored (tests use one to find their processes).
  *   thread       MPI_Init_thread(MULTIPLE), prints the level provided
  */
 #include <mpi.h>
@@ -78,6 +82,21 @@ int main(int argc, char **argv)
             MPI_Win win = MPI_WIN_NULL;
             create_window(&win);
             printf("rank %d survived MPI_Win_create\n", rank);
+        } else if (strcmp(argv[i], "die") == 0 && i + 1 < argc) {
+            int code = atoi(argv[++i]);
+            printf("rank %d waiting\n", rank);
+            fflush(stdout);
+            if (rank == size - 1)
+                exit(code);
+            int value;
+            MPI_Recv(&value, 1, MPI_INT, size - 1, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else if (strcmp(argv[i], "hang") == 0) {
+            printf("rank %d waiting\n", rank);
+            fflush(stdout);
+            int value;
+            MPI_Recv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         } else if (strcmp(argv[i], "abort") == 0 && i + 1 < argc) {
             int code = atoi(argv[++i]);
             if (rank == size - 1)

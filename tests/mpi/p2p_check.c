@@ -16,6 +16,32 @@
  * "FAIL <case>: rank R: <what, expected vs got>" and calls
  * MPI_Abort(MPI_COMM_WORLD, 2).  MPI_ERRORS_RETURN is set from the start so
  * that a failing MPI call is reported the same way, with its error string.
+ * A hang (a lost message, a receive that never completes) has no FAIL
+ * line: run under gridrun --timeout; the last OK line names the case
+ * before the one that hung.
+ *
+ * Cases (sizes are 0, 1, 7, 4096, 65539 B, 1 MiB, and 5 MiB for the far
+ * pair only):
+ *   send_recv        Send/Recv between every pair, ring and far pair; self
+ *   ssend            Ssend; Issend must not complete before the receive
+ *   rsend            Rsend after the receiver's "posted" token
+ *   bsend            Bsend completes before any receive is posted
+ *   nonblocking      Isend/Issend/Irsend/Ibsend + Irecv, all flows at once
+ *   wildcards        ANY_SOURCE/ANY_TAG statuses, STATUS(ES)_IGNORE
+ *   get_count        Get_count/Get_elements, partial derived elements
+ *   proc_null        every send, receive and probe on MPI_PROC_NULL
+ *   non_overtaking   200 mixed-size messages, one tag, far pair
+ *   non_overtaking_any_source  per-source order with ANY_SOURCE at rank 0
+ *   tag_out_of_order tag 2 received before tag 1
+ *   sendrecv         Sendrecv and Sendrecv_replace, derived types
+ *   probe            Probe, Iprobe, Mprobe/Mrecv, Improbe/Imrecv
+ *   wait_test        Wait, Test and the -all/-any/-some variants
+ *   cancel           cancel of unmatched and of already matched receives
+ *   datatypes        vector, indexed, struct with gaps, resized
+ *   truncate         MPI_ERR_TRUNCATE from Recv, Wait and Waitall
+ *   many_outstanding 64 Irecv and 64 Isend per peer, one Waitall
+ *   large            64 MiB from rank 0 to the last rank and back
+ *   comm_isolation   the same tag on MPI_COMM_WORLD and on a dup of it
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -388,6 +414,21 @@ static void run_blocking_plan(enum blocking_mode mode, int every_pair,
 }
 
 /* ---- cases: send modes ------------------------------------------------ */
+
+/* 64 MiB from rank 0 to the last rank and back: many relay chunks, striped
+ * over the link's streams, reassembled in place. */
+static void case_large(int base_tag)
+{
+    const size_t size = (size_t)64 << 20;
+    int last = world_size - 1;
+    for (int round = 0; round < 2; round++) {
+        struct transfer t = {round == 0 ? 0 : last, round == 0 ? last : 0,
+                             base_tag + round, size};
+        if (world_rank != t.src && world_rank != t.dst)
+            continue;
+        blocking_transfer(MODE_SEND, &t, base_tag + 999);
+    }
+}
 
 static void case_send_recv(int base_tag)
 {
@@ -1160,7 +1201,7 @@ static void case_tag_out_of_order(int base_tag)
             if (flows[f].src != world_rank)
                 continue;
             for (int k = 0; k < 2; k++) {
-                int tag = base_tag + 100 * s + 10 * f + 1 + k;
+                int tag = base_tag + 2 * (s * nf + f) + 1 + k;
                 messages[2 * f + k] = new_message(
                     sizes[s], stream_key(world_rank, flows[f].dst, tag, 0));
                 CHECK(MPI_Isend(messages[2 * f + k], (int)sizes[s], MPI_BYTE,
@@ -1173,7 +1214,7 @@ static void case_tag_out_of_order(int base_tag)
             if (flows[f].dst != world_rank)
                 continue;
             for (int k = 1; k >= 0; k--) {
-                int tag = base_tag + 100 * s + 10 * f + 1 + k;
+                int tag = base_tag + 2 * (s * nf + f) + 1 + k;
                 /* The far flow takes tag 2 with MPI_ANY_SOURCE. */
                 int source =
                     (k == 1 && f >= world_size) ? MPI_ANY_SOURCE : flows[f].src;
@@ -1666,6 +1707,8 @@ static void case_probe(int base_tag)
 
 /* ---- case: Wait/Test families ----------------------------------------- */
 
+#define WAIT_TEST_REQUESTS 6
+
 struct pending {
     int is_recv;
     int peer;
@@ -1723,8 +1766,8 @@ static void complete_requests(enum completion_style style, int n,
                               MPI_Request *requests, struct pending *slots)
 {
     const char *how = style_names[style];
-    MPI_Status statuses[4];
-    int indices[4];
+    MPI_Status statuses[WAIT_TEST_REQUESTS];
+    int indices[WAIT_TEST_REQUESTS];
     int index, flag, outcount, done = 0;
     switch (style) {
     case BY_WAIT:
@@ -1839,30 +1882,36 @@ static void complete_requests(enum completion_style style, int n,
 
 static void case_wait_test(int base_tag)
 {
-    /* Each array mixes a receive from the near (left) neighbour, one from
-     * the far partner (MPI_PROC_NULL for ranks in between) and the two
-     * matching sends; the order rotates so every slot sees every kind. */
+    /* Each array mixes receives from both neighbours and from the far
+     * partner (MPI_PROC_NULL for ranks in between) with the matching
+     * sends, so rank 0 waits on rank 1 and the last rank at once; the
+     * order rotates so every slot sees every kind of request. */
     int left = left_of(world_rank), right = right_of(world_rank);
     int far = far_partner(world_rank);
     size_t near_size = 65536 + 3;
     size_t far_size = far == MPI_PROC_NULL ? 0 : ONE_MIB;
     for (int style = 0; style < STYLE_COUNT; style++) {
+        /* tag: rightwards around the ring, +1: far pair, +2: leftwards. */
         int tag = base_tag + 10 * style;
-        struct pending kinds[4] = {
+        struct pending kinds[WAIT_TEST_REQUESTS] = {
             {1, left, tag, near_size, stream_key(left, world_rank, tag, 0),
              NULL, 0},
             {1, far, tag + 1, far_size, stream_key(far, world_rank, tag + 1, 0),
              NULL, 0},
+            {1, right, tag + 2, near_size,
+             stream_key(right, world_rank, tag + 2, 0), NULL, 0},
             {0, right, tag, near_size, stream_key(world_rank, right, tag, 0),
              NULL, 0},
             {0, far, tag + 1, far_size, stream_key(world_rank, far, tag + 1, 0),
              NULL, 0},
+            {0, left, tag + 2, near_size,
+             stream_key(world_rank, left, tag + 2, 0), NULL, 0},
         };
-        struct pending slots[4];
-        MPI_Request requests[4];
-        for (int i = 0; i < 4; i++) {
+        struct pending slots[WAIT_TEST_REQUESTS];
+        MPI_Request requests[WAIT_TEST_REQUESTS];
+        for (int i = 0; i < WAIT_TEST_REQUESTS; i++) {
             struct pending *p = &slots[i];
-            *p = kinds[(i + style) % 4];
+            *p = kinds[(i + style) % WAIT_TEST_REQUESTS];
             if (p->is_recv) {
                 p->buffer = new_recv_area(p->size);
                 CHECK(MPI_Irecv(p->buffer, (int)p->size, MPI_BYTE, p->peer,
@@ -1873,8 +1922,9 @@ static void case_wait_test(int base_tag)
                                 p->tag, MPI_COMM_WORLD, &requests[i]));
             }
         }
-        complete_requests((enum completion_style)style, 4, requests, slots);
-        for (int i = 0; i < 4; i++)
+        complete_requests((enum completion_style)style, WAIT_TEST_REQUESTS,
+                          requests, slots);
+        for (int i = 0; i < WAIT_TEST_REQUESTS; i++)
             free(slots[i].buffer);
     }
 }
@@ -2575,6 +2625,7 @@ static const struct test_case cases[] = {
     {"datatypes", case_datatypes},
     {"truncate", case_truncate},
     {"many_outstanding", case_many_outstanding},
+    {"large", case_large},
     {"comm_isolation", case_comm_isolation},
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))

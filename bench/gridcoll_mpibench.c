@@ -1,0 +1,664 @@
+/*
+ * gridcoll-mpibench: MPI micro-benchmarks for the MPI layer (issue 3), an
+ * ordinary MPI program.
+ *
+ *   gridcoll-mpibench allreduce|alltoall|pingpong [--bytes LIST]
+ *                     [--iters LIST] [--warmup LIST] [--peer R] [--csv]
+ *
+ * Built twice from this source: gridcoll-mpibench is linked with
+ * libgridcoll (run it with gridrun, or with plain mpiexec, where the
+ * library passes every call through), gridcoll-mpibench-plain only with
+ * MPICH (the baseline without any interposition).  bench/mpi_layer.py runs
+ * both side by side; docs/performance.md has the figures.
+ *
+ * Tests, all on MPI_COMM_WORLD:
+ *   allreduce  MPI_Allreduce (MPI_SUM) of BYTES / 8 int64 values;
+ *   alltoall   MPI_Alltoall of BYTES per pair (BYTES / 4 uint32 values);
+ *   pingpong   rank 0 sends BYTES to rank R (--peer, default 1), which
+ *              sends them back; the other ranks wait for rank 0's "done"
+ *              in MPI_Test with a 1 ms sleep between calls, so they do not
+ *              take CPU time from the pair (MPICH busy-polls inside
+ *              blocking calls).
+ *
+ * --bytes, --iters and --warmup take a comma-separated list (sizes may end
+ * in K, M or G: binary multiples); each size is one measurement, with the
+ * iteration and warm-up counts at the same position (a single value applies
+ * to every size).  Defaults: --bytes 8, --iters 1000, --warmup 10% of the
+ * iterations (at least 1).
+ *
+ * Each measurement: the warm-up iterations, each with fresh data and every
+ * byte verified; an MPI_Barrier (pingpong: an empty round trip between the
+ * pair); the timed loop of --iters operations
+ * (MPI_Wtime around the loop, buffers untouched inside it); then the
+ * timed loop's final data is verified too.  Wrong data anywhere: a message
+ * on stderr, and every rank exits with status 1.  MPI errors: message and
+ * MPI_Abort (status 2).  Usage errors: status 2.
+ *
+ * Rank 0 prints one line per measurement, with --csv a header and CSV rows:
+ *
+ *   test,lib,bytes,ranks,sites,peer,pair,iters,usec_per_op,usec_median,MBps
+ *
+ *   lib          gridcoll (linked with libgridcoll) or plain;
+ *   sites        sites of MPI_COMM_WORLD (GridColl_Comm_site_count; 1 for
+ *                the plain build);
+ *   peer, pair   pingpong only: --peer and whether it is on rank 0's site
+ *                ("same" or "cross"); "-" otherwise;
+ *   usec_per_op  collectives: the timed loop's duration / iters on the
+ *                slowest rank; pingpong: half the mean round trip
+ *                (one-way latency, as osu_latency reports it);
+ *   usec_median  the median of rank 0's per-iteration times (pingpong:
+ *                half the median round trip);
+ *   MBps         10^6 bytes per second: allreduce BYTES / usec_per_op,
+ *                alltoall BYTES * (ranks - 1) / usec_per_op (what each
+ *                rank sends to the others), pingpong BYTES / usec_per_op.
+ */
+#ifdef GRIDCOLL_MPIBENCH_PLAIN
+#include <mpi.h>
+#else
+#include <gridcoll.h>
+#endif
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROG     "gridcoll-mpibench"
+#define MAX_LIST 32
+#define TAG_PING 1
+#define TAG_PONG 2
+#define TAG_DONE 3
+
+#ifdef GRIDCOLL_MPIBENCH_PLAIN
+#define LIB_NAME "plain"
+#else
+#define LIB_NAME "gridcoll"
+#endif
+
+enum test { T_ALLREDUCE, T_ALLTOALL, T_PINGPONG };
+
+static int rank, size;
+
+struct options {
+    enum test test;
+    const char *test_name;
+    size_t nbytes;
+    uint64_t bytes[MAX_LIST];
+    size_t niters;
+    long iters[MAX_LIST];
+    size_t nwarmup;
+    long warmup[MAX_LIST];
+    int peer;
+    int csv;
+};
+
+struct result {
+    double usec_per_op;
+    double usec_median;
+    long bad; /* words that differ from what was expected, this rank */
+};
+
+static void mpi_check(int rc, const char *call)
+{
+    if (rc == MPI_SUCCESS)
+        return;
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        snprintf(text, sizeof text, "error code %d", rc);
+    fprintf(stderr, PROG ": rank %d: %s failed: %s\n", rank, call, text);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL) {
+        fprintf(stderr, PROG ": rank %d: out of memory (%zu bytes)\n", rank, n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+        exit(2);
+    }
+    return p;
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: " PROG " allreduce|alltoall|pingpong [--bytes LIST]\n"
+            "       [--iters LIST] [--warmup LIST] [--peer R] [--csv]\n"
+            "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
+            "                 allreduce: multiple of 8, alltoall: of 4;\n"
+            "                 alltoall: bytes per pair) [8]\n"
+            "  --iters LIST   timed iterations per size [1000]\n"
+            "  --warmup LIST  verified warm-up iterations per size\n"
+            "                 [iters / 10, at least 1]\n"
+            "  --peer R       pingpong partner of rank 0 [1]\n"
+            "  --csv          print a CSV header and one row per size\n");
+}
+
+static int parse_u64(const char *s, int suffix_ok, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    if (*s < '0' || *s > '9')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s)
+        return -1;
+    unsigned shift = 0;
+    if (suffix_ok && *end != '\0' && end[1] == '\0') {
+        switch (*end) {
+        case 'k':
+        case 'K': shift = 10; break;
+        case 'm':
+        case 'M': shift = 20; break;
+        case 'g':
+        case 'G': shift = 30; break;
+        default: return -1;
+        }
+        end++;
+    }
+    if (*end != '\0' || v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+/* A comma-separated list of numbers; 0 on success. */
+static int parse_list(const char *text, int suffix_ok, uint64_t *out, size_t *n)
+{
+    char copy[1024];
+    if (snprintf(copy, sizeof copy, "%s", text) >= (int)sizeof copy)
+        return -1;
+    *n = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item != NULL;
+         item = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_LIST || parse_u64(item, suffix_ok, &out[*n]) != 0)
+            return -1;
+        (*n)++;
+    }
+    return *n > 0 ? 0 : -1;
+}
+
+static int parse_counts(const char *text, long *out, size_t *n)
+{
+    uint64_t v[MAX_LIST];
+    if (parse_list(text, 0, v, n) != 0)
+        return -1;
+    for (size_t i = 0; i < *n; i++) {
+        if (v[i] > INT32_MAX)
+            return -1;
+        out[i] = (long)v[i];
+    }
+    return 0;
+}
+
+/* 0: run; 1: --help; 2: usage error (message printed by rank 0). */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    const char *err = NULL;
+    memset(o, 0, sizeof *o);
+    o->peer = 1;
+    o->nbytes = 1;
+    o->bytes[0] = 8;
+    o->niters = 1;
+    o->iters[0] = 1000;
+    if (argc >= 2 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (rank == 0)
+            usage(stdout);
+        return 1;
+    }
+    if (argc < 2) {
+        err = "no test given";
+        goto bad;
+    }
+    o->test_name = argv[1];
+    if (strcmp(argv[1], "allreduce") == 0)
+        o->test = T_ALLREDUCE;
+    else if (strcmp(argv[1], "alltoall") == 0)
+        o->test = T_ALLTOALL;
+    else if (strcmp(argv[1], "pingpong") == 0)
+        o->test = T_PINGPONG;
+    else {
+        err = "unknown test";
+        goto bad;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(a, "--csv") == 0) {
+            o->csv = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (rank == 0)
+                usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--bytes") == 0 && has_value) {
+            if (parse_list(argv[++i], 1, o->bytes, &o->nbytes) != 0) {
+                err = "bad --bytes";
+                goto bad;
+            }
+        } else if (strcmp(a, "--iters") == 0 && has_value) {
+            if (parse_counts(argv[++i], o->iters, &o->niters) != 0) {
+                err = "bad --iters";
+                goto bad;
+            }
+        } else if (strcmp(a, "--warmup") == 0 && has_value) {
+            if (parse_counts(argv[++i], o->warmup, &o->nwarmup) != 0) {
+                err = "bad --warmup";
+                goto bad;
+            }
+        } else if (strcmp(a, "--peer") == 0 && has_value) {
+            uint64_t v;
+            if (parse_u64(argv[++i], 0, &v) != 0 || v == 0 ||
+                v >= (uint64_t)size) {
+                err = "--peer must be a rank other than 0";
+                goto bad;
+            }
+            o->peer = (int)v;
+        } else {
+            err = "unknown option or missing value";
+            goto bad;
+        }
+    }
+    if ((o->niters != 1 && o->niters != o->nbytes) ||
+        (o->nwarmup > 1 && o->nwarmup != o->nbytes)) {
+        err = "--iters and --warmup need one value or one per --bytes size";
+        goto bad;
+    }
+    for (size_t i = 0; i < o->nbytes; i++) {
+        uint64_t b = o->bytes[i];
+        uint64_t unit = o->test == T_ALLREDUCE ? 8 : 4;
+        uint64_t total = o->test == T_ALLTOALL ? b * (uint64_t)size : b;
+        if (b == 0 || b % unit != 0 || b / unit > INT32_MAX ||
+            total > ((uint64_t)1 << 34)) {
+            err = o->test == T_ALLREDUCE
+                      ? "allreduce --bytes: a positive multiple of 8"
+                      : "--bytes: a positive multiple of 4 (at most 2^31 "
+                        "values, 16 GiB of buffer)";
+            goto bad;
+        }
+    }
+    for (size_t i = 0; i < o->niters; i++) {
+        if (o->iters[i] < 1) {
+            err = "--iters must be at least 1";
+            goto bad;
+        }
+    }
+    if (o->test == T_PINGPONG && size < 2) {
+        err = "pingpong needs at least 2 ranks";
+        goto bad;
+    }
+    return 0;
+bad:
+    if (rank == 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        usage(stderr);
+    }
+    return 2;
+}
+
+/* ---- data ------------------------------------------------------------- */
+
+/* A word of the test pattern: depends on who made it, for whom, and when. */
+static uint32_t pattern(uint32_t a, uint32_t b, uint32_t i)
+{
+    uint32_t x = a * 0x9e3779b9u ^ b * 0x85ebca6bu ^ i * 0xc2b2ae35u;
+    x ^= x >> 16;
+    return x * 0x7feb352du;
+}
+
+static void fill(uint32_t *buf, size_t words, uint32_t a, uint32_t b)
+{
+    for (size_t i = 0; i < words; i++)
+        buf[i] = pattern(a, b, (uint32_t)i);
+}
+
+static long count_bad(const uint32_t *buf, size_t words, uint32_t a, uint32_t b)
+{
+    long bad = 0;
+    for (size_t i = 0; i < words; i++)
+        bad += buf[i] != pattern(a, b, (uint32_t)i);
+    return bad;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, long n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The slowest rank's value, at rank 0. */
+static double max_at_root(double value)
+{
+    double out = value;
+    mpi_check(
+        MPI_Reduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+    return out;
+}
+
+/* ---- allreduce -------------------------------------------------------- */
+
+/* Iteration `round` (-1: the timed loop) of rank r contributes, at i:
+ * r * 1000003 + i + round * 7919; the sum over the ranks is known. */
+static void allreduce_fill(int64_t *in, long count, long round)
+{
+    for (long i = 0; i < count; i++)
+        in[i] = (int64_t)rank * 1000003 + i + (int64_t)round * 7919;
+}
+
+static long allreduce_check(const int64_t *out, long count, long round)
+{
+    int64_t ranks = (int64_t)size * (size - 1) / 2;
+    long bad = 0;
+    for (long i = 0; i < count; i++)
+        bad += out[i] !=
+               ranks * 1000003 + (int64_t)size * (i + (int64_t)round * 7919);
+    return bad;
+}
+
+static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
+{
+    struct result res = {0};
+    long count = (long)(bytes / 8);
+    int64_t *in = xmalloc(bytes), *out = xmalloc(bytes);
+    double *t = xmalloc((size_t)iters * sizeof *t);
+    for (long w = 0; w < warmup; w++) {
+        allreduce_fill(in, count, w);
+        memset(out, 0, bytes);
+        mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
+                                MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+        res.bad += allreduce_check(out, count, w);
+    }
+    allreduce_fill(in, count, -1);
+    memset(out, 0, bytes);
+    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    double start = MPI_Wtime(), prev = start;
+    for (long i = 0; i < iters; i++) {
+        mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
+                                MPI_COMM_WORLD),
+                  "MPI_Allreduce");
+        double now = MPI_Wtime();
+        t[i] = now - prev;
+        prev = now;
+    }
+    double elapsed = prev - start;
+    res.bad += allreduce_check(out, count, -1);
+    res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
+    res.usec_median = median(t, iters) * 1e6;
+    free(in);
+    free(out);
+    free(t);
+    return res;
+}
+
+/* ---- alltoall --------------------------------------------------------- */
+
+/* Block for rank d in iteration `round` (-1: the timed loop). */
+static void alltoall_fill(uint32_t *send, size_t words, long round)
+{
+    for (int d = 0; d < size; d++)
+        fill(send + (size_t)d * words, words,
+             (uint32_t)(rank + (round + 1) * size), (uint32_t)d);
+}
+
+static long alltoall_check(const uint32_t *recv, size_t words, long round)
+{
+    long bad = 0;
+    for (int s = 0; s < size; s++)
+        bad += count_bad(recv + (size_t)s * words, words,
+                         (uint32_t)(s + (round + 1) * size), (uint32_t)rank);
+    return bad;
+}
+
+static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
+{
+    struct result res = {0};
+    size_t words = (size_t)(bytes / 4), total = (size_t)bytes * (size_t)size;
+    uint32_t *send = xmalloc(total), *recv = xmalloc(total);
+    double *t = xmalloc((size_t)iters * sizeof *t);
+    for (long w = 0; w < warmup; w++) {
+        alltoall_fill(send, words, w);
+        memset(recv, 0, total);
+        mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
+                               MPI_UINT32_T, MPI_COMM_WORLD),
+                  "MPI_Alltoall");
+        res.bad += alltoall_check(recv, words, w);
+    }
+    alltoall_fill(send, words, -1);
+    memset(recv, 0, total);
+    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    double start = MPI_Wtime(), prev = start;
+    for (long i = 0; i < iters; i++) {
+        mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
+                               MPI_UINT32_T, MPI_COMM_WORLD),
+                  "MPI_Alltoall");
+        double now = MPI_Wtime();
+        t[i] = now - prev;
+        prev = now;
+    }
+    double elapsed = prev - start;
+    res.bad += alltoall_check(recv, words, -1);
+    res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
+    res.usec_median = median(t, iters) * 1e6;
+    free(send);
+    free(recv);
+    free(t);
+    return res;
+}
+
+/* ---- pingpong --------------------------------------------------------- */
+
+/* Ranks outside the pair: wait for rank 0's "done" without spinning. */
+static void idle_until_done(void)
+{
+    int done = 0, dummy = 0;
+    MPI_Request req;
+    mpi_check(MPI_Irecv(&dummy, 1, MPI_INT, 0, TAG_DONE, MPI_COMM_WORLD, &req),
+              "MPI_Irecv");
+    while (!done) {
+        mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        if (!done) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+}
+
+static void release_idle(int peer)
+{
+    int dummy = 0;
+    for (int r = 1; r < size; r++)
+        if (r != peer)
+            mpi_check(MPI_Send(&dummy, 1, MPI_INT, r, TAG_DONE, MPI_COMM_WORLD),
+                      "MPI_Send");
+}
+
+/* One round trip: rank 0 sends `send` and receives into `recv`; the peer
+ * receives into `recv` and sends it back. */
+static void round_trip(void *send, void *recv, int count, int peer)
+{
+    if (rank == 0) {
+        mpi_check(
+            MPI_Send(send, count, MPI_UINT32_T, peer, TAG_PING, MPI_COMM_WORLD),
+            "MPI_Send");
+        mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, peer, TAG_PONG,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+    } else {
+        mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, 0, TAG_PING,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                  "MPI_Recv");
+        mpi_check(
+            MPI_Send(recv, count, MPI_UINT32_T, 0, TAG_PONG, MPI_COMM_WORLD),
+            "MPI_Send");
+    }
+}
+
+static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
+                                  int peer)
+{
+    struct result res = {0};
+    size_t words = (size_t)(bytes / 4);
+    int in_pair = rank == 0 || rank == peer;
+    if (!in_pair) {
+        idle_until_done();
+        return res;
+    }
+    /* Warm-up round w carries pattern(0xb0, w); the timed loop 0xb1. */
+    uint32_t *send = rank == 0 ? xmalloc(bytes) : NULL;
+    uint32_t *recv = xmalloc(bytes);
+    double *t = xmalloc((size_t)iters * sizeof *t);
+    for (long w = 0; w < warmup; w++) {
+        if (send != NULL)
+            fill(send, words, 0xb0, (uint32_t)w);
+        memset(recv, 0, bytes);
+        round_trip(send, recv, (int)words, peer);
+        res.bad += count_bad(recv, words, 0xb0, (uint32_t)w);
+    }
+    if (send != NULL)
+        fill(send, words, 0xb1, 0);
+    memset(recv, 0, bytes);
+    /* The pair's barrier: an empty round trip. */
+    round_trip(NULL, NULL, 0, peer);
+    double start = MPI_Wtime(), prev = start;
+    for (long i = 0; i < iters; i++) {
+        round_trip(send, recv, (int)words, peer);
+        double now = MPI_Wtime();
+        t[i] = now - prev;
+        prev = now;
+    }
+    double elapsed = prev - start;
+    res.bad += count_bad(recv, words, 0xb1, 0);
+    if (rank == 0) {
+        release_idle(peer);
+        res.usec_per_op = elapsed / (double)iters / 2 * 1e6;
+        res.usec_median = median(t, iters) / 2 * 1e6;
+    }
+    free(send);
+    free(recv);
+    free(t);
+    return res;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+static int world_sites(void)
+{
+#ifdef GRIDCOLL_MPIBENCH_PLAIN
+    return 1;
+#else
+    int n = 1;
+    mpi_check(GridColl_Comm_site_count(MPI_COMM_WORLD, &n),
+              "GridColl_Comm_site_count");
+    return n;
+#endif
+}
+
+static const char *pair_kind(int peer)
+{
+#ifdef GRIDCOLL_MPIBENCH_PLAIN
+    (void)peer;
+    return "same";
+#else
+    int a = 0, b = 0;
+    mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, 0, &a),
+              "GridColl_Comm_site_of");
+    mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, peer, &b),
+              "GridColl_Comm_site_of");
+    return a == b ? "same" : "cross";
+#endif
+}
+
+int main(int argc, char **argv)
+{
+    mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
+    mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+              "MPI_Comm_set_errhandler");
+    mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+
+    struct options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) {
+        mpi_check(MPI_Finalize(), "MPI_Finalize");
+        return parsed == 1 ? 0 : 2;
+    }
+    int sites = world_sites();
+    char peer[16] = "-";
+    const char *pair = "-";
+    if (o.test == T_PINGPONG) {
+        snprintf(peer, sizeof peer, "%d", o.peer);
+        pair = pair_kind(o.peer);
+    }
+    if (rank == 0 && o.csv) {
+        printf("test,lib,bytes,ranks,sites,peer,pair,iters,usec_per_op,"
+               "usec_median,MBps\n");
+        fflush(stdout);
+    }
+
+    int failed = 0;
+    for (size_t m = 0; m < o.nbytes && !failed; m++) {
+        uint64_t bytes = o.bytes[m];
+        long iters = o.iters[o.niters == 1 ? 0 : m];
+        long warmup = o.nwarmup == 0   ? (iters / 10 > 0 ? iters / 10 : 1)
+                      : o.nwarmup == 1 ? o.warmup[0]
+                                       : o.warmup[m];
+        struct result r;
+        switch (o.test) {
+        case T_ALLREDUCE: r = run_allreduce(bytes, iters, warmup); break;
+        case T_ALLTOALL: r = run_alltoall(bytes, iters, warmup); break;
+        default: r = run_pingpong(bytes, iters, warmup, o.peer); break;
+        }
+        if (r.bad != 0)
+            fprintf(stderr,
+                    PROG ": rank %d: %s, %llu bytes: %ld words differ from "
+                         "what was sent\n",
+                    rank, o.test_name, (unsigned long long)bytes, r.bad);
+        int mine = r.bad != 0;
+        mpi_check(
+            MPI_Allreduce(&mine, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+            "MPI_Allreduce");
+        if (rank != 0)
+            continue;
+        if (failed) {
+            fprintf(stderr,
+                    PROG ": %s, %llu bytes: VERIFICATION FAILED on %d "
+                         "rank(s)\n",
+                    o.test_name, (unsigned long long)bytes, failed);
+            break;
+        }
+        double moved = (double)bytes;
+        if (o.test == T_ALLTOALL)
+            moved *= size - 1;
+        double mbps = r.usec_per_op > 0 ? moved / r.usec_per_op : 0;
+        if (o.csv)
+            printf("%s,%s,%llu,%d,%d,%s,%s,%ld,%.3f,%.3f,%.1f\n", o.test_name,
+                   LIB_NAME, (unsigned long long)bytes, size, sites, peer, pair,
+                   iters, r.usec_per_op, r.usec_median, mbps);
+        else
+            printf(PROG ": test=%s lib=%s bytes=%llu ranks=%d sites=%d "
+                        "peer=%s pair=%s iters=%ld usec_per_op=%.3f "
+                        "usec_median=%.3f MBps=%.1f\n",
+                   o.test_name, LIB_NAME, (unsigned long long)bytes, size,
+                   sites, peer, pair, iters, r.usec_per_op, r.usec_median,
+                   mbps);
+        fflush(stdout);
+    }
+    mpi_check(MPI_Finalize(), "MPI_Finalize");
+    return failed ? 1 : 0;
+}
