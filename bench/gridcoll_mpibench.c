@@ -47,7 +47,9 @@
  *                slowest rank; pingpong: half the mean round trip
  *                (one-way latency, as osu_latency reports it);
  *   usec_median  the median of rank 0's per-iteration times (pingpong:
- *                half the median round trip);
+ *                half the median round trip), each taken over a block of
+ *                ceil(iters / 10000) consecutive iterations (one iteration
+ *                when iters <= 10000);
  *   MBps         10^6 bytes per second: allreduce BYTES / usec_per_op,
  *                alltoall BYTES * (ranks - 1) / usec_per_op (what each
  *                rank sends to the others), pingpong BYTES / usec_per_op.
@@ -66,9 +68,12 @@
 
 #define PROG     "gridcoll-mpibench"
 #define MAX_LIST 32
-#define TAG_PING 1
-#define TAG_PONG 2
-#define TAG_DONE 3
+/* Per-iteration times are taken over blocks of consecutive iterations, at
+ * most this many blocks (MPI_Wtime's resolution, preemption outliers). */
+#define MAX_SAMPLES 10000
+#define TAG_PING    1
+#define TAG_PONG    2
+#define TAG_DONE    3
 
 #ifdef GRIDCOLL_MPIBENCH_PLAIN
 #define LIB_NAME "plain"
@@ -375,7 +380,7 @@ static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
     struct result res = {0};
     long count = (long)(bytes / 8);
     int64_t *in = xmalloc(bytes), *out = xmalloc(bytes);
-    double *t = xmalloc((size_t)iters * sizeof *t);
+    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         allreduce_fill(in, count, w);
         memset(out, 0, bytes);
@@ -387,19 +392,22 @@ static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
     allreduce_fill(in, count, -1);
     memset(out, 0, bytes);
     mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
     double start = MPI_Wtime(), prev = start;
     for (long i = 0; i < iters; i++) {
         mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
                                 MPI_COMM_WORLD),
                   "MPI_Allreduce");
-        double now = MPI_Wtime();
-        t[i] = now - prev;
-        prev = now;
+        if ((i + 1) % block == 0 || i + 1 == iters) {
+            double now = MPI_Wtime();
+            t[nt++] = (now - prev) / (double)(i % block + 1);
+            prev = now;
+        }
     }
     double elapsed = prev - start;
     res.bad += allreduce_check(out, count, -1);
     res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = median(t, iters) * 1e6;
+    res.usec_median = median(t, nt) * 1e6;
     free(in);
     free(out);
     free(t);
@@ -430,7 +438,7 @@ static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
     struct result res = {0};
     size_t words = (size_t)(bytes / 4), total = (size_t)bytes * (size_t)size;
     uint32_t *send = xmalloc(total), *recv = xmalloc(total);
-    double *t = xmalloc((size_t)iters * sizeof *t);
+    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         alltoall_fill(send, words, w);
         memset(recv, 0, total);
@@ -442,19 +450,22 @@ static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
     alltoall_fill(send, words, -1);
     memset(recv, 0, total);
     mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
     double start = MPI_Wtime(), prev = start;
     for (long i = 0; i < iters; i++) {
         mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
                                MPI_UINT32_T, MPI_COMM_WORLD),
                   "MPI_Alltoall");
-        double now = MPI_Wtime();
-        t[i] = now - prev;
-        prev = now;
+        if ((i + 1) % block == 0 || i + 1 == iters) {
+            double now = MPI_Wtime();
+            t[nt++] = (now - prev) / (double)(i % block + 1);
+            prev = now;
+        }
     }
     double elapsed = prev - start;
     res.bad += alltoall_check(recv, words, -1);
     res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = median(t, iters) * 1e6;
+    res.usec_median = median(t, nt) * 1e6;
     free(send);
     free(recv);
     free(t);
@@ -522,7 +533,7 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
     /* Warm-up round w carries pattern(0xb0, w); the timed loop 0xb1. */
     uint32_t *send = rank == 0 ? xmalloc(bytes) : NULL;
     uint32_t *recv = xmalloc(bytes);
-    double *t = xmalloc((size_t)iters * sizeof *t);
+    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         if (send != NULL)
             fill(send, words, 0xb0, (uint32_t)w);
@@ -535,19 +546,22 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
     memset(recv, 0, bytes);
     /* The pair's barrier: an empty round trip. */
     round_trip(NULL, NULL, 0, peer);
+    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
     double start = MPI_Wtime(), prev = start;
     for (long i = 0; i < iters; i++) {
         round_trip(send, recv, (int)words, peer);
-        double now = MPI_Wtime();
-        t[i] = now - prev;
-        prev = now;
+        if ((i + 1) % block == 0 || i + 1 == iters) {
+            double now = MPI_Wtime();
+            t[nt++] = (now - prev) / (double)(i % block + 1);
+            prev = now;
+        }
     }
     double elapsed = prev - start;
     res.bad += count_bad(recv, words, 0xb1, 0);
     if (rank == 0) {
         release_idle(peer);
         res.usec_per_op = elapsed / (double)iters / 2 * 1e6;
-        res.usec_median = median(t, iters) / 2 * 1e6;
+        res.usec_median = median(t, nt) / 2 * 1e6;
     }
     free(send);
     free(recv);

@@ -34,6 +34,13 @@
 
 /* ---- shared helpers ---------------------------------------------------- */
 
+/* Comm ranks grouped by site, each site's members in site-rank order. */
+struct site_map {
+    int count[GC_MAX_SITES]; /* members per site */
+    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
+    int *member;             /* [c->size] */
+};
+
 int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
 {
     MPI_Count size;
@@ -47,6 +54,17 @@ int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
         return MPI_ERR_COUNT;
     *bytes = (size_t)count * (size_t)size;
     return MPI_SUCCESS;
+}
+
+int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
+                     size_t *len)
+{
+    int status = gc_packed_size(count, type, len);
+    if (status == MPI_ERR_COUNT)
+        return gc_error(c->handle, status,
+                        "collective on a grid communicator: message size "
+                        "overflows");
+    return status;
 }
 
 void *coll_alloc(size_t bytes)
@@ -75,7 +93,7 @@ int coll_check_root(const struct gc_comm *c, const char *fn, int root)
     return MPI_SUCCESS;
 }
 
-int coll_check_count(const struct gc_comm *c, const char *fn, int count)
+static int check_count(const struct gc_comm *c, const char *fn, int count)
 {
     if (count < 0)
         return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
@@ -100,6 +118,13 @@ int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type)
     return MPI_SUCCESS;
 }
 
+int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
+                   MPI_Datatype type)
+{
+    int status = check_count(c, fn, count);
+    return status == MPI_SUCCESS ? coll_check_type(c, fn, type) : status;
+}
+
 int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
 {
     if (op == MPI_OP_NULL)
@@ -107,7 +132,7 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
     return MPI_SUCCESS;
 }
 
-int coll_site_map(const struct gc_comm *c, struct site_map *m)
+static int site_map_build(const struct gc_comm *c, struct site_map *m)
 {
     memset(m, 0, sizeof *m);
     m->member = malloc((size_t)c->size * sizeof *m->member);
@@ -122,7 +147,7 @@ int coll_site_map(const struct gc_comm *c, struct site_map *m)
     return MPI_SUCCESS;
 }
 
-void coll_site_map_free(struct site_map *m)
+static void site_map_free(struct site_map *m)
 {
     free(m->member);
     m->member = NULL;
@@ -174,33 +199,36 @@ int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
                          c->local);
 }
 
-int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block)
+int coll_blocks_make(const struct gc_comm *c, MPI_Count count,
+                     MPI_Datatype type, int layout, struct coll_blocks *b)
 {
-    int status = PMPI_Type_contiguous_c(count, type, block);
-    if (status != MPI_SUCCESS)
+    *b = (struct coll_blocks){.type = MPI_DATATYPE_NULL, .count = count > 0};
+    int status = PMPI_Type_contiguous_c(count, type, &b->type);
+    if (status != MPI_SUCCESS) {
+        b->type = MPI_DATATYPE_NULL;
         return status;
-    status = PMPI_Type_commit(block);
-    if (status != MPI_SUCCESS)
-        PMPI_Type_free(block);
-    return status;
-}
-
-int coll_block_layout(const struct gc_comm *c, int n, int empty, int **counts,
-                      int **displs)
-{
-    *counts = malloc((size_t)n * sizeof **counts + 1);
-    *displs = malloc((size_t)n * sizeof **displs + 1);
-    if (*counts == NULL || *displs == NULL) {
-        free(*counts);
-        free(*displs);
-        *counts = *displs = NULL;
-        return coll_no_mem(c);
     }
-    for (int i = 0; i < n; i++) {
-        (*counts)[i] = !empty;
-        (*displs)[i] = i;
+    status = PMPI_Type_commit(&b->type);
+    if (status != MPI_SUCCESS || !layout)
+        return status;
+    b->counts = malloc((size_t)c->size * sizeof *b->counts);
+    b->displs = malloc((size_t)c->size * sizeof *b->displs);
+    if (b->counts == NULL || b->displs == NULL)
+        return coll_no_mem(c);
+    for (int r = 0; r < c->size; r++) {
+        b->counts[r] = b->count;
+        b->displs[r] = r;
     }
     return MPI_SUCCESS;
+}
+
+void coll_blocks_free(struct coll_blocks *b)
+{
+    if (b->type != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&b->type);
+    free(b->counts);
+    free(b->displs);
+    *b = (struct coll_blocks){.type = MPI_DATATYPE_NULL};
 }
 
 static int xfer_failed(struct gc_comm *c, int status)
@@ -238,7 +266,8 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
     return status;
 }
 
-int coll_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len)
+static int recv_bytes(struct gc_comm *c, int src, int tag, void *buf,
+                      size_t len)
 {
     int status = gc_xfer_recv(c, src, tag, buf, len);
     return status == MPI_SUCCESS ? status : xfer_failed(c, status);
@@ -291,7 +320,7 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
     int n = 0;
     if ((size_t)c->size * len > INT_MAX)
         return MPI_ERR_COUNT;
-    status = coll_site_map(c, &map);
+    status = site_map_build(c, &map);
     if (status != MPI_SUCCESS)
         return status;
     /* Each site's contributions, in site-rank order, at its leader. */
@@ -332,22 +361,11 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
 cleanup:
     for (int s = 0; s < GC_MAX_SITES; s++)
         free(blocks[s]);
-    coll_site_map_free(&map);
+    site_map_free(&map);
     return status;
 }
 
 /* ---- rooted data movement --------------------------------------------- */
-
-int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
-                     size_t *len)
-{
-    int status = gc_packed_size(count, type, len);
-    if (status == MPI_ERR_COUNT)
-        return gc_error(c->handle, status,
-                        "collective on a grid communicator: message size "
-                        "overflows");
-    return status;
-}
 
 /* Packed bytes of site s's members' parts, counts[] by comm rank. */
 static int site_bytes(const struct gc_comm *c, const struct site_map *m, int s,
@@ -368,7 +386,8 @@ static int site_bytes(const struct gc_comm *c, const struct site_map *m, int s,
  * The local byte phase of a site without the root moves `len` packed
  * bytes per member; the leader learns every member's length (locally,
  * unless all are `len`) as counts and displacements for PMPI_Gatherv or
- * PMPI_Scatterv.  Others get NULL arrays.
+ * PMPI_Scatterv, and their `total`.  Others get NULL arrays.  The caller
+ * frees the arrays, also after a failure.
  */
 static int member_lengths(const struct gc_comm *c, size_t len, int uniform,
                           int **lens, int **displs, size_t *total)
@@ -383,23 +402,18 @@ static int member_lengths(const struct gc_comm *c, size_t len, int uniform,
     if (c->local_rank == 0) {
         *lens = malloc((size_t)c->local_size * sizeof **lens);
         *displs = malloc((size_t)c->local_size * sizeof **displs);
-        if (*lens == NULL || *displs == NULL) {
-            free(*lens);
-            free(*displs);
-            *lens = *displs = NULL;
+        if (*lens == NULL || *displs == NULL)
             return coll_no_mem(c);
-        }
     }
-    if (uniform) {
-        for (int k = 0; *lens != NULL && k < c->local_size; k++)
-            (*lens)[k] = ilen;
-    } else {
+    if (!uniform) {
         int status =
             PMPI_Gather(&ilen, 1, MPI_INT, *lens, 1, MPI_INT, 0, c->local);
         if (status != MPI_SUCCESS)
             return status;
     }
-    for (int k = 0; *lens != NULL && k < c->local_size; k++) {
+    for (int k = 0; c->local_rank == 0 && k < c->local_size; k++) {
+        if (uniform)
+            (*lens)[k] = ilen;
         if (*total > INT_MAX - (size_t)(*lens)[k])
             return gc_error(c->handle, MPI_ERR_COUNT,
                             "collective on a grid communicator: more than "
@@ -410,7 +424,10 @@ static int member_lengths(const struct gc_comm *c, size_t len, int uniform,
     return MPI_SUCCESS;
 }
 
-/* counts[]/displs[] indexed by comm rank, re-indexed by local rank. */
+/*
+ * counts[]/displs[] by comm rank, re-indexed by local rank for the root's
+ * local phase.  The caller frees the arrays, also after a failure.
+ */
 static int local_layout(const struct gc_comm *c, const int *counts,
                         const int *displs, int **lcounts, int **ldispls)
 {
@@ -425,95 +442,179 @@ static int local_layout(const struct gc_comm *c, const int *counts,
     return MPI_SUCCESS;
 }
 
+/*
+ * The root's side of a Gatherv or Scatterv: its site map, the local
+ * layout, and for every other site a buffer for that site's packed parts
+ * (bytes[s], from counts[] of type).
+ */
+struct rooted {
+    struct site_map map;
+    int *lcounts, *ldispls;
+    unsigned char *blocks[GC_MAX_SITES];
+    size_t bytes[GC_MAX_SITES];
+    MPI_Aint extent;
+};
+
+static void rooted_free(struct rooted *x)
+{
+    for (int s = 0; s < GC_MAX_SITES; s++)
+        free(x->blocks[s]);
+    free(x->lcounts);
+    free(x->ldispls);
+    site_map_free(&x->map);
+}
+
+static int rooted_make(const struct gc_comm *c, const int *counts,
+                       const int *displs, MPI_Datatype type, struct rooted *x)
+{
+    MPI_Aint lb;
+    int status = PMPI_Type_get_extent(type, &lb, &x->extent);
+    if (status == MPI_SUCCESS)
+        status = site_map_build(c, &x->map);
+    if (status == MPI_SUCCESS)
+        status = local_layout(c, counts, displs, &x->lcounts, &x->ldispls);
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
+        if (x->map.count[s] == 0 || s == c->site[c->rank])
+            continue;
+        status = site_bytes(c, &x->map, s, counts, type, &x->bytes[s]);
+        if (status == MPI_SUCCESS &&
+            (x->blocks[s] = coll_alloc(x->bytes[s])) == NULL)
+            status = coll_no_mem(c);
+    }
+    return status;
+}
+
+/*
+ * Pack (or unpack) every member's part of a site block, in site-rank
+ * order, from (into) buf + displs[r] extents, counts[r] of type.
+ */
+static int rooted_copy(const struct gc_comm *c, const struct rooted *x, int s,
+                       const int *counts, const int *displs, MPI_Datatype type,
+                       void *buf, int unpack)
+{
+    size_t pos = 0;
+    for (int i = x->map.first[s]; i < x->map.first[s] + x->map.count[s]; i++) {
+        int r = x->map.member[i];
+        size_t len;
+        int status = coll_packed_size(c, counts[r], type, &len);
+        if (status != MPI_SUCCESS)
+            return status;
+        if (len == 0) /* buf may be NULL when nothing moves */
+            continue;
+        char *at = (char *)buf + displs[r] * x->extent;
+        status =
+            unpack
+                ? coll_unpack(c, x->blocks[s] + pos, len, at, counts[r], type)
+                : coll_pack(c, at, counts[r], type, x->blocks[s] + pos, len);
+        if (status != MPI_SUCCESS)
+            return status;
+        pos += len;
+    }
+    return MPI_SUCCESS;
+}
+
 /* The root's part of Gatherv; see coll_gatherv. */
 static int gather_root(struct gc_comm *c, const void *sbuf, int scount,
                        MPI_Datatype stype, void *rbuf, const int *rcounts,
                        const int *rdispls, MPI_Datatype rtype)
 {
-    int my_site = c->site[c->rank];
-    struct site_map map = {0};
-    unsigned char *blocks[GC_MAX_SITES] = {NULL};
-    size_t bytes[GC_MAX_SITES] = {0};
+    struct rooted x = {0};
     struct gc_xfer *reqs[GC_MAX_SITES];
-    int *lcounts = NULL, *ldispls = NULL;
-    int n = 0;
-    MPI_Aint lb, extent;
-    int status = PMPI_Type_get_extent(rtype, &lb, &extent);
-    if (status == MPI_SUCCESS)
-        status = coll_site_map(c, &map);
-    if (status == MPI_SUCCESS)
-        status = local_layout(c, rcounts, rdispls, &lcounts, &ldispls);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
-        if (map.count[s] == 0 || s == my_site)
-            continue;
-        status = site_bytes(c, &map, s, rcounts, rtype, &bytes[s]);
-        if (status == MPI_SUCCESS && (blocks[s] = coll_alloc(bytes[s])) == NULL)
-            status = coll_no_mem(c);
-    }
+    int n = 0, local_status = MPI_SUCCESS;
+    int status = rooted_make(c, rcounts, rdispls, rtype, &x);
     if (status != MPI_SUCCESS)
         goto cleanup;
     /* Receives first, so leaders' blocks land during the local phase. */
     for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (blocks[s] != NULL)
-            status = coll_irecv(c, c->leader[s], TAG_GATHER, blocks[s],
-                                bytes[s], reqs, &n);
-    int local_status = MPI_SUCCESS;
+        if (x.blocks[s] != NULL)
+            status = coll_irecv(c, c->leader[s], TAG_GATHER, x.blocks[s],
+                                x.bytes[s], reqs, &n);
     if (status == MPI_SUCCESS)
-        local_status = PMPI_Gatherv(sbuf, scount, stype, rbuf, lcounts, ldispls,
-                                    rtype, c->local_rank, c->local);
+        local_status = PMPI_Gatherv(sbuf, scount, stype, rbuf, x.lcounts,
+                                    x.ldispls, rtype, c->local_rank, c->local);
     status = coll_wait(c, n, reqs, status);
     if (status == MPI_SUCCESS)
         status = local_status;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
-        size_t pos = 0;
-        for (int i = map.first[s];
-             blocks[s] != NULL && i < map.first[s] + map.count[s] &&
-             status == MPI_SUCCESS;
-             i++) {
-            int r = map.member[i];
-            size_t len;
-            status = coll_packed_size(c, rcounts[r], rtype, &len);
-            if (status == MPI_SUCCESS)
-                status = coll_unpack(c, blocks[s] + pos, len,
-                                     (char *)rbuf + rdispls[r] * extent,
-                                     rcounts[r], rtype);
-            pos += len;
-        }
-    }
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        if (x.blocks[s] != NULL)
+            status = rooted_copy(c, &x, s, rcounts, rdispls, rtype, rbuf, 1);
 cleanup:
-    for (int s = 0; s < GC_MAX_SITES; s++)
-        free(blocks[s]);
-    free(lcounts);
-    free(ldispls);
-    coll_site_map_free(&map);
+    rooted_free(&x);
     return status;
 }
 
-/* A member of a site without the root: its part of Gatherv. */
-static int gather_remote(struct gc_comm *c, const void *sbuf, int scount,
-                         MPI_Datatype stype, int root, int uniform)
+/* The root's part of Scatterv; see coll_scatterv. */
+static int scatter_root(struct gc_comm *c, const void *sbuf, const int *scounts,
+                        const int *sdispls, MPI_Datatype stype, void *rbuf,
+                        int rcount, MPI_Datatype rtype)
+{
+    struct rooted x = {0};
+    struct gc_xfer *reqs[GC_MAX_SITES];
+    int n = 0, local_status = MPI_SUCCESS;
+    int status = rooted_make(c, scounts, sdispls, stype, &x);
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        if (x.blocks[s] != NULL)
+            status =
+                rooted_copy(c, &x, s, scounts, sdispls, stype, (void *)sbuf, 0);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        if (x.blocks[s] != NULL)
+            status = coll_isend(c, c->leader[s], TAG_SCATTER, x.blocks[s],
+                                x.bytes[s], reqs, &n);
+    if (status == MPI_SUCCESS)
+        local_status = PMPI_Scatterv(sbuf, x.lcounts, x.ldispls, stype, rbuf,
+                                     rcount, rtype, c->local_rank, c->local);
+    status = coll_wait(c, n, reqs, status);
+    if (status == MPI_SUCCESS)
+        status = local_status;
+cleanup:
+    rooted_free(&x);
+    return status;
+}
+
+/*
+ * A member of a site without the root: its part of Gatherv (`gather`,
+ * sending count x type from buf) or Scatterv (receiving it into buf).
+ * The bytes pass through the site's leader in one WAN message.
+ */
+static int rooted_remote(struct gc_comm *c, void *buf, int count,
+                         MPI_Datatype type, int root, int uniform, int gather)
 {
     unsigned char *mine = NULL, *block = NULL;
     int *lens = NULL, *displs = NULL;
+    int leader = c->local_rank == 0;
     size_t len, total;
-    int status = coll_packed_size(c, scount, stype, &len);
-    if (status == MPI_SUCCESS)
-        status = member_lengths(c, len, uniform, &lens, &displs, &total);
+    int status = coll_packed_size(c, count, type, &len);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = member_lengths(c, len, uniform, &lens, &displs, &total);
     if (status != MPI_SUCCESS)
         goto cleanup;
     mine = coll_alloc(len);
-    if (c->local_rank == 0)
-        block = coll_alloc(total);
-    if (mine == NULL || (c->local_rank == 0 && block == NULL)) {
+    block = leader ? coll_alloc(total) : NULL;
+    if (mine == NULL || (leader && block == NULL)) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    status = coll_pack(c, sbuf, scount, stype, mine, len);
-    if (status == MPI_SUCCESS)
+    if (gather) {
+        status = coll_pack(c, buf, count, type, mine, len);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
         status = PMPI_Gatherv(mine, (int)len, MPI_BYTE, block, lens, displs,
                               MPI_BYTE, 0, c->local);
-    if (status == MPI_SUCCESS && c->local_rank == 0)
-        status = coll_send(c, root, TAG_GATHER, block, total);
+        if (status == MPI_SUCCESS && leader)
+            status = coll_send(c, root, TAG_GATHER, block, total);
+    } else {
+        if (leader)
+            status = recv_bytes(c, root, TAG_SCATTER, block, total);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+        status = PMPI_Scatterv(block, lens, displs, MPI_BYTE, mine, (int)len,
+                               MPI_BYTE, 0, c->local);
+        if (status == MPI_SUCCESS)
+            status = coll_unpack(c, mine, len, buf, count, type);
+    }
 cleanup:
     free(mine);
     free(block);
@@ -532,104 +633,12 @@ int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
                  const int *rdispls, MPI_Datatype rtype, int root, int uniform)
 {
     if (c->site[c->rank] != c->site[root])
-        return gather_remote(c, sbuf, scount, stype, root, uniform);
+        return rooted_remote(c, (void *)sbuf, scount, stype, root, uniform, 1);
     if (c->rank == root)
         return gather_root(c, sbuf, scount, stype, rbuf, rcounts, rdispls,
                            rtype);
     return PMPI_Gatherv(sbuf, scount, stype, rbuf, NULL, NULL, rtype,
                         c->site_rank[root], c->local);
-}
-
-/* The root's part of Scatterv; see coll_scatterv. */
-static int scatter_root(struct gc_comm *c, const void *sbuf, const int *scounts,
-                        const int *sdispls, MPI_Datatype stype, void *rbuf,
-                        int rcount, MPI_Datatype rtype)
-{
-    int my_site = c->site[c->rank];
-    struct site_map map = {0};
-    unsigned char *blocks[GC_MAX_SITES] = {NULL};
-    size_t bytes[GC_MAX_SITES] = {0};
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int *lcounts = NULL, *ldispls = NULL;
-    int n = 0;
-    MPI_Aint lb, extent;
-    int status = PMPI_Type_get_extent(stype, &lb, &extent);
-    if (status == MPI_SUCCESS)
-        status = coll_site_map(c, &map);
-    if (status == MPI_SUCCESS)
-        status = local_layout(c, scounts, sdispls, &lcounts, &ldispls);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
-        if (map.count[s] == 0 || s == my_site)
-            continue;
-        status = site_bytes(c, &map, s, scounts, stype, &bytes[s]);
-        if (status == MPI_SUCCESS && (blocks[s] = coll_alloc(bytes[s])) == NULL)
-            status = coll_no_mem(c);
-        size_t pos = 0;
-        for (int i = map.first[s];
-             i < map.first[s] + map.count[s] && status == MPI_SUCCESS; i++) {
-            int r = map.member[i];
-            size_t len;
-            status = coll_packed_size(c, scounts[r], stype, &len);
-            if (status == MPI_SUCCESS)
-                status = coll_pack(c, (const char *)sbuf + sdispls[r] * extent,
-                                   scounts[r], stype, blocks[s] + pos, len);
-            pos += len;
-        }
-    }
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (blocks[s] != NULL)
-            status = coll_isend(c, c->leader[s], TAG_SCATTER, blocks[s],
-                                bytes[s], reqs, &n);
-    int local_status = MPI_SUCCESS;
-    if (status == MPI_SUCCESS)
-        local_status = PMPI_Scatterv(sbuf, lcounts, ldispls, stype, rbuf,
-                                     rcount, rtype, c->local_rank, c->local);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-cleanup:
-    for (int s = 0; s < GC_MAX_SITES; s++)
-        free(blocks[s]);
-    free(lcounts);
-    free(ldispls);
-    coll_site_map_free(&map);
-    return status;
-}
-
-/* A member of a site without the root: its part of Scatterv. */
-static int scatter_remote(struct gc_comm *c, void *rbuf, int rcount,
-                          MPI_Datatype rtype, int root, int uniform)
-{
-    unsigned char *mine = NULL, *block = NULL;
-    int *lens = NULL, *displs = NULL;
-    size_t len, total;
-    int status = coll_packed_size(c, rcount, rtype, &len);
-    if (status == MPI_SUCCESS)
-        status = member_lengths(c, len, uniform, &lens, &displs, &total);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    mine = coll_alloc(len);
-    if (c->local_rank == 0)
-        block = coll_alloc(total);
-    if (mine == NULL || (c->local_rank == 0 && block == NULL)) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    if (c->local_rank == 0)
-        status = coll_recv(c, root, TAG_SCATTER, block, total);
-    if (status == MPI_SUCCESS)
-        status = PMPI_Scatterv(block, lens, displs, MPI_BYTE, mine, (int)len,
-                               MPI_BYTE, 0, c->local);
-    if (status == MPI_SUCCESS)
-        status = coll_unpack(c, mine, len, rbuf, rcount, rtype);
-cleanup:
-    free(mine);
-    free(block);
-    free(lens);
-    free(displs);
-    return status;
 }
 
 /*
@@ -642,7 +651,7 @@ int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
                   int rcount, MPI_Datatype rtype, int root, int uniform)
 {
     if (c->site[c->rank] != c->site[root])
-        return scatter_remote(c, rbuf, rcount, rtype, root, uniform);
+        return rooted_remote(c, rbuf, rcount, rtype, root, uniform, 0);
     if (c->rank == root)
         return scatter_root(c, sbuf, scounts, sdispls, stype, rbuf, rcount,
                             rtype);
@@ -666,11 +675,11 @@ int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
     size_t len;
     int status = coll_packed_size(c, count, type, &len);
     if (status != MPI_SUCCESS)
-        return status;
-    if (c->rank == root || remote_leader) {
-        bytes = coll_alloc(len);
-        if (bytes == NULL)
-            return coll_no_mem(c);
+        goto cleanup;
+    if ((c->rank == root || remote_leader) &&
+        (bytes = coll_alloc(len)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
     if (c->rank == root) {
         status = coll_pack(c, buf, count, type, bytes, len);
@@ -682,14 +691,15 @@ int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
                                     reqs, &n);
         status = coll_wait(c, n, reqs, status);
     } else if (remote_leader) {
-        status = coll_recv(c, root, TAG_BCAST, bytes, len);
+        status = recv_bytes(c, root, TAG_BCAST, bytes, len);
         if (status == MPI_SUCCESS)
             status = coll_unpack(c, bytes, len, buf, count, type);
     }
-    if (status == MPI_SUCCESS)
-        status =
-            PMPI_Bcast(buf, count, type,
-                       my_site == root_site ? c->site_rank[root] : 0, c->local);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status =
+        PMPI_Bcast(buf, count, type,
+                   my_site == root_site ? c->site_rank[root] : 0, c->local);
 cleanup:
     free(bytes);
     return status;
@@ -703,40 +713,37 @@ static int allgatherv(struct gc_comm *c, const void *sbuf, int scount,
                       MPI_Datatype stype, void *rbuf, const int *rcounts,
                       const int *rdispls, MPI_Datatype rtype, int uniform)
 {
-    MPI_Datatype all;
+    MPI_Datatype all = MPI_DATATYPE_NULL;
     MPI_Aint lb, extent;
     int status = PMPI_Type_get_extent(rtype, &lb, &extent);
     if (status != MPI_SUCCESS)
-        return status;
+        goto cleanup;
     if (sbuf == MPI_IN_PLACE && c->rank != 0) {
-        /* Rank 0 gathers in place; the others send from their slot. */
-        sbuf = (const char *)rbuf + rdispls[c->rank] * extent;
+        /* Rank 0 gathers in place; the others send from their slot
+         * (an empty one may have a NULL recvbuf: no offset then). */
+        sbuf = rbuf;
+        if (rcounts[c->rank] > 0)
+            sbuf = (const char *)rbuf + rdispls[c->rank] * extent;
         scount = rcounts[c->rank];
         stype = rtype;
     }
     status = coll_gatherv(c, sbuf, scount, stype, rbuf, rcounts, rdispls, rtype,
                           0, uniform);
     if (status != MPI_SUCCESS)
-        return status;
+        goto cleanup;
     status = PMPI_Type_indexed(c->size, rcounts, rdispls, rtype, &all);
     if (status != MPI_SUCCESS)
-        return status;
+        goto cleanup;
     status = PMPI_Type_commit(&all);
     if (status == MPI_SUCCESS)
         status = coll_bcast(c, rbuf, 1, all, 0);
-    PMPI_Type_free(&all);
+cleanup:
+    if (all != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&all);
     return status;
 }
 
 /* ---- entry points ------------------------------------------------------ */
-
-/* count elements of type: a valid send or receive description. */
-static int check_buf(const struct gc_comm *c, const char *fn, int count,
-                     MPI_Datatype type)
-{
-    int status = coll_check_count(c, fn, count);
-    return status == MPI_SUCCESS ? coll_check_type(c, fn, type) : status;
-}
 
 static int check_not_in_place(const struct gc_comm *c, const char *fn,
                               const void *buf)
@@ -745,6 +752,32 @@ static int check_not_in_place(const struct gc_comm *c, const char *fn,
         return coll_arg_error(c, MPI_ERR_BUFFER, fn,
                               "MPI_IN_PLACE is not valid here");
     return MPI_SUCCESS;
+}
+
+/*
+ * A rooted call's arguments: the root, the non-root side (count x type
+ * unless MPI_IN_PLACE, which only the root may pass) and, at the root,
+ * its side: count x type, or counts[] (when not NULL) and type.
+ */
+static int check_rooted(const struct gc_comm *c, const char *fn, int root,
+                        const void *buf, int count, MPI_Datatype type,
+                        int root_count, const int *root_counts,
+                        MPI_Datatype root_type)
+{
+    int status = coll_check_root(c, fn, root);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (buf != MPI_IN_PLACE)
+        status = coll_check_buf(c, fn, count, type);
+    else if (c->rank != root)
+        status = check_not_in_place(c, fn, buf);
+    if (status != MPI_SUCCESS || c->rank != root)
+        return status;
+    if (root_counts != NULL)
+        status = coll_check_counts(c, fn, c->size, root_counts);
+    else
+        status = check_count(c, fn, root_count);
+    return status == MPI_SUCCESS ? coll_check_type(c, fn, root_type) : status;
 }
 
 int MPI_Barrier(MPI_Comm comm)
@@ -763,7 +796,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
         return PMPI_Bcast(buffer, count, datatype, root, comm);
     int status = coll_check_root(c, "MPI_Bcast", root);
     if (status == MPI_SUCCESS)
-        status = check_buf(c, "MPI_Bcast", count, datatype);
+        status = coll_check_buf(c, "MPI_Bcast", count, datatype);
     if (status == MPI_SUCCESS)
         status = check_not_in_place(c, "MPI_Bcast", buffer);
     if (status != MPI_SUCCESS)
@@ -780,31 +813,20 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm);
-    static const char fn[] = "MPI_Gather";
-    MPI_Datatype block = MPI_DATATYPE_NULL;
-    int *counts = NULL, *displs = NULL;
-    int status = coll_check_root(c, fn, root);
+    struct coll_blocks b = COLL_BLOCKS_INIT;
+    int status = check_rooted(c, "MPI_Gather", root, sendbuf, sendcount,
+                              sendtype, recvcount, NULL, recvtype);
     if (status != MPI_SUCCESS)
-        return status;
-    if (sendbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, sendcount, sendtype);
-    else if (c->rank != root)
-        status = check_not_in_place(c, fn, sendbuf);
-    if (status == MPI_SUCCESS && c->rank == root) {
-        status = check_buf(c, fn, recvcount, recvtype);
-        if (status == MPI_SUCCESS)
-            status = coll_block_type(recvcount, recvtype, &block);
-        if (status == MPI_SUCCESS)
-            status =
-                coll_block_layout(c, c->size, recvcount == 0, &counts, &displs);
+        goto cleanup;
+    if (c->rank == root) {
+        status = coll_blocks_make(c, recvcount, recvtype, 1, &b);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
     }
-    if (status == MPI_SUCCESS)
-        status = coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
-                              displs, block, root, 1);
-    free(counts);
-    free(displs);
-    if (block != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&block);
+    status = coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, b.counts,
+                          b.displs, b.type, root, 1);
+cleanup:
+    coll_blocks_free(&b);
     return status;
 }
 
@@ -816,19 +838,8 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                             displs, recvtype, root, comm);
-    static const char fn[] = "MPI_Gatherv";
-    int status = coll_check_root(c, fn, root);
-    if (status != MPI_SUCCESS)
-        return status;
-    if (sendbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, sendcount, sendtype);
-    else if (c->rank != root)
-        status = check_not_in_place(c, fn, sendbuf);
-    if (status == MPI_SUCCESS && c->rank == root) {
-        status = coll_check_counts(c, fn, c->size, recvcounts);
-        if (status == MPI_SUCCESS)
-            status = coll_check_type(c, fn, recvtype);
-    }
+    int status = check_rooted(c, "MPI_Gatherv", root, sendbuf, sendcount,
+                              sendtype, 0, recvcounts, recvtype);
     if (status != MPI_SUCCESS)
         return status;
     return coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
@@ -844,31 +855,20 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm);
-    static const char fn[] = "MPI_Scatter";
-    MPI_Datatype block = MPI_DATATYPE_NULL;
-    int *counts = NULL, *displs = NULL;
-    int status = coll_check_root(c, fn, root);
+    struct coll_blocks b = COLL_BLOCKS_INIT;
+    int status = check_rooted(c, "MPI_Scatter", root, recvbuf, recvcount,
+                              recvtype, sendcount, NULL, sendtype);
     if (status != MPI_SUCCESS)
-        return status;
-    if (recvbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, recvcount, recvtype);
-    else if (c->rank != root)
-        status = check_not_in_place(c, fn, recvbuf);
-    if (status == MPI_SUCCESS && c->rank == root) {
-        status = check_buf(c, fn, sendcount, sendtype);
-        if (status == MPI_SUCCESS)
-            status = coll_block_type(sendcount, sendtype, &block);
-        if (status == MPI_SUCCESS)
-            status =
-                coll_block_layout(c, c->size, sendcount == 0, &counts, &displs);
+        goto cleanup;
+    if (c->rank == root) {
+        status = coll_blocks_make(c, sendcount, sendtype, 1, &b);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
     }
-    if (status == MPI_SUCCESS)
-        status = coll_scatterv(c, sendbuf, counts, displs, block, recvbuf,
-                               recvcount, recvtype, root, 1);
-    free(counts);
-    free(displs);
-    if (block != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&block);
+    status = coll_scatterv(c, sendbuf, b.counts, b.displs, b.type, recvbuf,
+                           recvcount, recvtype, root, 1);
+cleanup:
+    coll_blocks_free(&b);
     return status;
 }
 
@@ -880,25 +880,15 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                              recvcount, recvtype, root, comm);
-    static const char fn[] = "MPI_Scatterv";
-    int status = coll_check_root(c, fn, root);
-    if (status != MPI_SUCCESS)
-        return status;
-    if (recvbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, recvcount, recvtype);
-    else if (c->rank != root)
-        status = check_not_in_place(c, fn, recvbuf);
-    if (status == MPI_SUCCESS && c->rank == root) {
-        status = coll_check_counts(c, fn, c->size, sendcounts);
-        if (status == MPI_SUCCESS)
-            status = coll_check_type(c, fn, sendtype);
-    }
+    int status = check_rooted(c, "MPI_Scatterv", root, recvbuf, recvcount,
+                              recvtype, 0, sendcounts, sendtype);
     if (status != MPI_SUCCESS)
         return status;
     return coll_scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf,
                          recvcount, recvtype, root, 0);
 }
 
+/* Allgather is Allgatherv of one recvcount x recvtype block per member. */
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   MPI_Comm comm)
@@ -908,23 +898,19 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                               recvtype, comm);
     static const char fn[] = "MPI_Allgather";
-    MPI_Datatype block = MPI_DATATYPE_NULL;
-    int *counts = NULL, *displs = NULL;
-    int status = check_buf(c, fn, recvcount, recvtype);
+    struct coll_blocks b = COLL_BLOCKS_INIT;
+    int status = coll_check_buf(c, fn, recvcount, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, sendcount, sendtype);
-    if (status == MPI_SUCCESS)
-        status = coll_block_type(recvcount, recvtype, &block);
-    if (status == MPI_SUCCESS)
-        status =
-            coll_block_layout(c, c->size, recvcount == 0, &counts, &displs);
-    if (status == MPI_SUCCESS)
-        status = allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, counts,
-                            displs, block, 1);
-    free(counts);
-    free(displs);
-    if (block != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&block);
+        status = coll_check_buf(c, fn, sendcount, sendtype);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = coll_blocks_make(c, recvcount, recvtype, 1, &b);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, b.counts,
+                        b.displs, b.type, 1);
+cleanup:
+    coll_blocks_free(&b);
     return status;
 }
 
@@ -941,7 +927,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (status == MPI_SUCCESS)
         status = coll_check_type(c, fn, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        status = check_buf(c, fn, sendcount, sendtype);
+        status = coll_check_buf(c, fn, sendcount, sendtype);
     if (status != MPI_SUCCESS)
         return status;
     return allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,

@@ -26,15 +26,6 @@ enum coll_tag {
     TAG_ALLTOALL, /* rank -> rank on another site */
 };
 
-/* Comm ranks grouped by site, each site's members in site-rank order. */
-struct site_map {
-    int count[GC_MAX_SITES]; /* members per site */
-    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
-    int *member;             /* [c->size] */
-};
-int coll_site_map(const struct gc_comm *c, struct site_map *m);
-void coll_site_map_free(struct site_map *m);
-
 /*
  * A temporary holding `blocks` typed buffers of `count` elements of a
  * datatype each, laid out as the datatype says (what Reduce_local needs):
@@ -58,11 +49,13 @@ int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
 
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);
-int coll_check_count(const struct gc_comm *c, const char *fn, int count);
 int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
                       const int *counts);
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);
 int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op);
+/* count elements of type: a valid send or receive description. */
+int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
+                   MPI_Datatype type);
 
 /* gc_packed_size, an oversized message through the handler. */
 int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
@@ -73,17 +66,28 @@ int coll_pack(const struct gc_comm *c, const void *buf, int count,
 int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
                 int count, MPI_Datatype type);
 
-/* count x type as one committed datatype; free with PMPI_Type_free. */
-int coll_block_type(MPI_Count count, MPI_Datatype type, MPI_Datatype *block);
 /*
- * Counts and displacements of n such blocks, one per member: displs
- * 0..n-1, counts 1, or 0 when `empty`.  MPICH's local Gatherv/Scatterv
- * skip a member by count, not by bytes, so a block count must be 0
- * exactly where the member's own count is (a count of one empty block
- * would wait for a message never sent).
+ * One block of count x type per member, so a collective's uniform form
+ * can run as its v-form: every member moves `count` (1, or 0 for an empty
+ * block) of `type`; with `layout`, counts[] and displs[] (0..size-1) for
+ * the root.  MPICH's local Gatherv/Scatterv skip a member by its count,
+ * not its bytes, so a root must not expect one empty block from a member
+ * that sends a count of 0: hence 0, not 1, for empty blocks.
  */
-int coll_block_layout(const struct gc_comm *c, int n, int empty, int **counts,
-                      int **displs);
+struct coll_blocks {
+    MPI_Datatype type;
+    int count;
+    int *counts;
+    int *displs;
+};
+#define COLL_BLOCKS_INIT                                                       \
+    {                                                                          \
+        .type = MPI_DATATYPE_NULL                                              \
+    }
+/* Free with coll_blocks_free, also after a failure. */
+int coll_blocks_make(const struct gc_comm *c, MPI_Count count,
+                     MPI_Datatype type, int layout, struct coll_blocks *b);
+void coll_blocks_free(struct coll_blocks *b);
 
 /*
  * Wait for `n` transfers; `status` is the result of posting them.  A
@@ -95,7 +99,6 @@ int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
                struct gc_xfer **reqs, int *n);
 int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                struct gc_xfer **reqs, int *n);
-int coll_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len);
 int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
 
 /* Grid algorithms behind the entry points, arguments already checked. */

@@ -27,33 +27,56 @@ static void side_free(struct side *s)
 }
 
 /*
- * Fill `s` from an entry point's arguments: Alltoall (counts NULL: `count`
+ * One side as an entry point gives it: Alltoall (counts NULL: `count`
  * elements of `type` per peer, consecutive), Alltoallv (types NULL:
  * displs in extents of `type`) or Alltoallw (displs in bytes, types[]).
  */
-static int side_fill(const struct gc_comm *c, struct side *s, const int *counts,
-                     int count, const int *displs, MPI_Datatype type,
-                     const MPI_Datatype *types)
+struct side_args {
+    const int *counts;
+    int count;
+    const int *displs;
+    MPI_Datatype type;
+    const MPI_Datatype *types;
+};
+
+static int side_check(const struct gc_comm *c, const char *fn,
+                      const struct side_args *a)
+{
+    if (a->counts == NULL)
+        return coll_check_buf(c, fn, a->count, a->type);
+    int status = coll_check_counts(c, fn, c->size, a->counts);
+    if (status == MPI_SUCCESS && a->types == NULL)
+        status = coll_check_type(c, fn, a->type);
+    return status;
+}
+
+/* The caller frees `s` with side_free, also after a failure. */
+static int side_fill(const struct gc_comm *c, const struct side_args *a,
+                     struct side *s)
 {
     MPI_Aint lb, extent = 0;
-    int status = MPI_SUCCESS;
     size_t n = (size_t)c->size + 1;
     s->counts = malloc(n * sizeof *s->counts);
     s->displs = malloc(n * sizeof *s->displs);
     s->types = malloc(n * sizeof *s->types);
     if (s->counts == NULL || s->displs == NULL || s->types == NULL)
         return coll_no_mem(c);
-    if (types == NULL)
-        status = PMPI_Type_get_extent(type, &lb, &extent);
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++) {
-        s->counts[r] = counts != NULL ? counts[r] : count;
-        s->types[r] = types != NULL ? types[r] : type;
-        if (counts == NULL)
-            s->displs[r] = (MPI_Aint)r * count * extent;
-        else
-            s->displs[r] = types != NULL ? displs[r] : displs[r] * extent;
+    if (a->types == NULL) {
+        int status = PMPI_Type_get_extent(a->type, &lb, &extent);
+        if (status != MPI_SUCCESS)
+            return status;
     }
-    return status;
+    for (int r = 0; r < c->size; r++) {
+        s->counts[r] = a->counts != NULL ? a->counts[r] : a->count;
+        s->types[r] = a->types != NULL ? a->types[r] : a->type;
+        if (a->counts == NULL)
+            s->displs[r] = (MPI_Aint)r * a->count * extent;
+        else if (a->types == NULL)
+            s->displs[r] = a->displs[r] * extent;
+        else
+            s->displs[r] = a->displs[r];
+    }
+    return MPI_SUCCESS;
 }
 
 /*
@@ -128,7 +151,7 @@ static int alltoallw(struct gc_comm *c, const void *sbuf,
     size_t *soff = malloc(n * sizeof *soff), *roff = malloc(n * sizeof *roff);
     struct gc_xfer **reqs = malloc(2 * n * sizeof *reqs);
     unsigned char *sbytes = NULL, *rbytes = NULL;
-    int posted = 0;
+    int posted = 0, local_status = MPI_SUCCESS;
     int status = MPI_SUCCESS;
     if (soff == NULL || roff == NULL || reqs == NULL) {
         status = coll_no_mem(c);
@@ -162,7 +185,6 @@ static int alltoallw(struct gc_comm *c, const void *sbuf,
         if (soff[r + 1] > soff[r])
             status = coll_isend(c, r, TAG_ALLTOALL, sbytes + soff[r],
                                 soff[r + 1] - soff[r], reqs, &posted);
-    int local_status = MPI_SUCCESS;
     if (status == MPI_SUCCESS)
         local_status = local_phase(c, sbuf, snd, rbuf, rcv);
     status = coll_wait(c, posted, reqs, status);
@@ -182,6 +204,35 @@ cleanup:
     return status;
 }
 
+/*
+ * What the entry points share: check both sides (the send side is
+ * ignored in place), describe them per peer, exchange.
+ */
+static int exchange(struct gc_comm *c, const char *fn, const void *sbuf,
+                    const struct side_args *sa, void *rbuf,
+                    const struct side_args *ra)
+{
+    struct side snd = {0}, rcv = {0};
+    int status = side_check(c, fn, ra);
+    if (status == MPI_SUCCESS && sbuf != MPI_IN_PLACE)
+        status = side_check(c, fn, sa);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    if (sbuf != MPI_IN_PLACE) {
+        status = side_fill(c, sa, &snd);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+    }
+    status = side_fill(c, ra, &rcv);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = alltoallw(c, sbuf, &snd, rbuf, &rcv);
+cleanup:
+    side_free(&snd);
+    side_free(&rcv);
+    return status;
+}
+
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  MPI_Comm comm)
@@ -190,25 +241,10 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
-    static const char fn[] = "MPI_Alltoall";
-    struct side snd = {0}, rcv = {0};
-    int status = coll_check_count(c, fn, recvcount);
-    if (status == MPI_SUCCESS)
-        status = coll_check_type(c, fn, recvtype);
-    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE) {
-        status = coll_check_count(c, fn, sendcount);
-        if (status == MPI_SUCCESS)
-            status = coll_check_type(c, fn, sendtype);
-        if (status == MPI_SUCCESS)
-            status = side_fill(c, &snd, NULL, sendcount, NULL, sendtype, NULL);
-    }
-    if (status == MPI_SUCCESS)
-        status = side_fill(c, &rcv, NULL, recvcount, NULL, recvtype, NULL);
-    if (status == MPI_SUCCESS)
-        status = alltoallw(c, sendbuf, &snd, recvbuf, &rcv);
-    side_free(&snd);
-    side_free(&rcv);
-    return status;
+    return exchange(c, "MPI_Alltoall", sendbuf,
+                    &(struct side_args){.count = sendcount, .type = sendtype},
+                    recvbuf,
+                    &(struct side_args){.count = recvcount, .type = recvtype});
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
@@ -220,25 +256,13 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                               recvcounts, rdispls, recvtype, comm);
-    static const char fn[] = "MPI_Alltoallv";
-    struct side snd = {0}, rcv = {0};
-    int status = coll_check_counts(c, fn, c->size, recvcounts);
-    if (status == MPI_SUCCESS)
-        status = coll_check_type(c, fn, recvtype);
-    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE) {
-        status = coll_check_counts(c, fn, c->size, sendcounts);
-        if (status == MPI_SUCCESS)
-            status = coll_check_type(c, fn, sendtype);
-        if (status == MPI_SUCCESS)
-            status = side_fill(c, &snd, sendcounts, 0, sdispls, sendtype, NULL);
-    }
-    if (status == MPI_SUCCESS)
-        status = side_fill(c, &rcv, recvcounts, 0, rdispls, recvtype, NULL);
-    if (status == MPI_SUCCESS)
-        status = alltoallw(c, sendbuf, &snd, recvbuf, &rcv);
-    side_free(&snd);
-    side_free(&rcv);
-    return status;
+    return exchange(
+        c, "MPI_Alltoallv", sendbuf,
+        &(struct side_args){
+            .counts = sendcounts, .displs = sdispls, .type = sendtype},
+        recvbuf,
+        &(struct side_args){
+            .counts = recvcounts, .displs = rdispls, .type = recvtype});
 }
 
 int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
@@ -250,21 +274,11 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                               recvcounts, rdispls, recvtypes, comm);
-    static const char fn[] = "MPI_Alltoallw";
-    struct side snd = {0}, rcv = {0};
-    int status = coll_check_counts(c, fn, c->size, recvcounts);
-    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE) {
-        status = coll_check_counts(c, fn, c->size, sendcounts);
-        if (status == MPI_SUCCESS)
-            status = side_fill(c, &snd, sendcounts, 0, sdispls,
-                               MPI_DATATYPE_NULL, sendtypes);
-    }
-    if (status == MPI_SUCCESS)
-        status = side_fill(c, &rcv, recvcounts, 0, rdispls, MPI_DATATYPE_NULL,
-                           recvtypes);
-    if (status == MPI_SUCCESS)
-        status = alltoallw(c, sendbuf, &snd, recvbuf, &rcv);
-    side_free(&snd);
-    side_free(&rcv);
-    return status;
+    return exchange(
+        c, "MPI_Alltoallw", sendbuf,
+        &(struct side_args){
+            .counts = sendcounts, .displs = sdispls, .types = sendtypes},
+        recvbuf,
+        &(struct side_args){
+            .counts = recvcounts, .displs = rdispls, .types = recvtypes});
 }

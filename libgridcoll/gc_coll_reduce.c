@@ -29,29 +29,36 @@ static int combine(const struct gc_comm *c, const unsigned char *x, int n,
                    size_t len, void *rbuf, int count, MPI_Datatype type,
                    MPI_Op op)
 {
-    struct coll_temp t;
+    struct coll_temp t = {0};
     int status = coll_temp_alloc(c, count, type, 1, &t);
     if (status != MPI_SUCCESS)
-        return status;
+        goto cleanup;
     status = coll_unpack(c, x + (size_t)(n - 1) * len, len, rbuf, count, type);
     for (int i = n - 2; i >= 0 && count > 0 && status == MPI_SUCCESS; i--) {
         status = coll_unpack(c, x + (size_t)i * len, len, t.base, count, type);
         if (status == MPI_SUCCESS)
             status = PMPI_Reduce_local(t.base, rbuf, count, type, op);
     }
+cleanup:
     free(t.mem);
     return status;
 }
 
-/* Pack sbuf, or rbuf for MPI_IN_PLACE, into a new buffer of len bytes. */
+/*
+ * Every member's input (sbuf, or rbuf for MPI_IN_PLACE) packed, as one
+ * block of `len` bytes; with `layout` the block layout for the root.
+ */
 static int pack_input(const struct gc_comm *c, const void *sbuf,
                       const void *rbuf, int count, MPI_Datatype type,
-                      size_t len, unsigned char **out)
+                      size_t len, int layout, unsigned char **mine,
+                      struct coll_blocks *b)
 {
-    *out = coll_alloc(len);
-    if (*out == NULL)
+    int status = coll_blocks_make(c, (MPI_Count)len, MPI_BYTE, layout, b);
+    if (status != MPI_SUCCESS)
+        return status;
+    if ((*mine = coll_alloc(len)) == NULL)
         return coll_no_mem(c);
-    return coll_pack(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, type, *out,
+    return coll_pack(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, type, *mine,
                      len);
 }
 
@@ -65,28 +72,23 @@ static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
                            size_t len)
 {
     unsigned char *mine = NULL, *all = NULL;
-    int *counts = NULL, *displs = NULL;
-    MPI_Datatype block = MPI_DATATYPE_NULL;
-    int status = pack_input(c, sbuf, rbuf, count, type, len, &mine);
-    if (status == MPI_SUCCESS)
-        status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
-    if (status == MPI_SUCCESS && c->rank == root) {
-        status = coll_block_layout(c, c->size, 0, &counts, &displs);
-        if (status == MPI_SUCCESS &&
-            (all = coll_alloc(len * (size_t)c->size)) == NULL)
-            status = coll_no_mem(c);
+    struct coll_blocks b = COLL_BLOCKS_INIT;
+    int status =
+        pack_input(c, sbuf, rbuf, count, type, len, c->rank == root, &mine, &b);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    if (c->rank == root && (all = coll_alloc(len * (size_t)c->size)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
-    if (status == MPI_SUCCESS)
-        status = coll_gatherv(c, mine, 1, block, all, counts, displs, block,
-                              root, 1);
+    status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
+                          b.type, root, 1);
     if (status == MPI_SUCCESS && c->rank == root)
         status = combine(c, all, c->size, len, rbuf, count, type, op);
+cleanup:
     free(mine);
     free(all);
-    free(counts);
-    free(displs);
-    if (block != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&block);
+    coll_blocks_free(&b);
     return status;
 }
 
@@ -94,39 +96,64 @@ static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
 static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
                        int count, MPI_Datatype type, MPI_Op op, size_t len)
 {
-    int my_site = c->site[c->rank];
     struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, k = 0, slot = 0;
+    int n = 0, k = 0, slot = 0, local_status = MPI_SUCCESS;
     int status = MPI_SUCCESS;
     unsigned char *partials = coll_alloc(len * (size_t)c->site_count);
-    if (partials == NULL)
-        return coll_no_mem(c);
+    if (partials == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
     /* Partials in the order of the sites' rank ranges (first members). */
     for (int r = 0; r < c->size && status == MPI_SUCCESS; r++) {
         int s = c->site[r];
         if (c->leader[s] != r)
             continue;
-        if (s == my_site)
+        if (s == c->site[c->rank])
             slot = k;
         else
             status = coll_irecv(c, r, TAG_REDUCE, partials + (size_t)k * len,
                                 len, reqs, &n);
         k++;
     }
-    int local_status = MPI_SUCCESS;
-    if (status == MPI_SUCCESS) {
+    if (status == MPI_SUCCESS)
         local_status =
             PMPI_Reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
-        if (local_status == MPI_SUCCESS)
-            local_status = coll_pack(c, rbuf, count, type,
-                                     partials + (size_t)slot * len, len);
-    }
+    if (status == MPI_SUCCESS && local_status == MPI_SUCCESS)
+        local_status =
+            coll_pack(c, rbuf, count, type, partials + (size_t)slot * len, len);
     status = coll_wait(c, n, reqs, status);
     if (status == MPI_SUCCESS)
         status = local_status;
     if (status == MPI_SUCCESS)
         status = combine(c, partials, k, len, rbuf, count, type, op);
+cleanup:
     free(partials);
+    return status;
+}
+
+/* The leader of a site without the root: its site's partial result. */
+static int reduce_leader(struct gc_comm *c, const void *sbuf, int count,
+                         MPI_Datatype type, MPI_Op op, int root, size_t len)
+{
+    struct coll_temp t = {0};
+    unsigned char *bytes = NULL;
+    int status = coll_temp_alloc(c, count, type, 1, &t);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = PMPI_Reduce(sbuf, t.base, count, type, op, 0, c->local);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    if ((bytes = coll_alloc(len)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    status = coll_pack(c, t.base, count, type, bytes, len);
+    if (status == MPI_SUCCESS)
+        status = coll_send(c, root, TAG_REDUCE, bytes, len);
+cleanup:
+    free(bytes);
+    free(t.mem);
     return status;
 }
 
@@ -152,27 +179,12 @@ int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
         return reduce_gathered(c, sbuf, rbuf, count, type, op, root, len);
     if (c->rank == root)
         return reduce_root(c, sbuf, rbuf, count, type, op, len);
-    if (c->site[c->rank] == c->site[root] || c->local_rank != 0)
-        return PMPI_Reduce(
-            sbuf, NULL, count, type, op,
-            c->site[c->rank] == c->site[root] ? c->site_rank[root] : 0,
-            c->local);
-    /* Leader of a site without the root. */
-    struct coll_temp t;
-    unsigned char *bytes = NULL;
-    status = coll_temp_alloc(c, count, type, 1, &t);
-    if (status != MPI_SUCCESS)
-        return status;
-    status = PMPI_Reduce(sbuf, t.base, count, type, op, 0, c->local);
-    if (status == MPI_SUCCESS && (bytes = coll_alloc(len)) == NULL)
-        status = coll_no_mem(c);
-    if (status == MPI_SUCCESS)
-        status = coll_pack(c, t.base, count, type, bytes, len);
-    if (status == MPI_SUCCESS)
-        status = coll_send(c, root, TAG_REDUCE, bytes, len);
-    free(bytes);
-    free(t.mem);
-    return status;
+    if (c->site[c->rank] == c->site[root])
+        return PMPI_Reduce(sbuf, NULL, count, type, op, c->site_rank[root],
+                           c->local);
+    if (c->local_rank != 0)
+        return PMPI_Reduce(sbuf, NULL, count, type, op, 0, c->local);
+    return reduce_leader(c, sbuf, count, type, op, root, len);
 }
 
 /*
@@ -184,49 +196,43 @@ static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
                 MPI_Datatype type, MPI_Op op, int exclusive)
 {
     unsigned char *mine = NULL, *all = NULL;
-    int *counts = NULL, *displs = NULL;
-    MPI_Datatype block = MPI_DATATYPE_NULL;
+    struct coll_blocks b = COLL_BLOCKS_INIT;
     struct coll_temp t = {0};
+    int root = c->rank == 0;
     size_t len;
     int status = coll_packed_size(c, count, type, &len);
     if (status == MPI_SUCCESS)
-        status = pack_input(c, sbuf, rbuf, count, type, len, &mine);
-    if (status == MPI_SUCCESS)
-        status = coll_block_type((MPI_Count)len, MPI_BYTE, &block);
-    if (status == MPI_SUCCESS && c->rank == 0) {
-        status = coll_block_layout(c, c->size, 0, &counts, &displs);
-        if (status == MPI_SUCCESS &&
-            (all = coll_alloc(len * (size_t)c->size)) == NULL)
-            status = coll_no_mem(c);
-        if (status == MPI_SUCCESS)
-            status = coll_temp_alloc(c, count, type, c->size, &t);
-    }
-    if (status == MPI_SUCCESS)
-        status =
-            coll_gatherv(c, mine, 1, block, all, counts, displs, block, 0, 1);
+        status = pack_input(c, sbuf, rbuf, count, type, len, root, &mine, &b);
+    if (status == MPI_SUCCESS && root)
+        status = coll_temp_alloc(c, count, type, c->size, &t);
+    if (status == MPI_SUCCESS && root &&
+        (all = coll_alloc(len * (size_t)c->size)) == NULL)
+        status = coll_no_mem(c);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
+                          b.type, 0, 1);
     /* Prefix i in block i: x[0] op ... op x[i] = prefix(i-1) op x[i]. */
-    for (int i = 0; c->rank == 0 && i < c->size && status == MPI_SUCCESS; i++) {
+    for (int i = 0; root && i < c->size && status == MPI_SUCCESS; i++) {
         char *x = t.base + (MPI_Aint)i * t.stride;
         status = coll_unpack(c, all + (size_t)i * len, len, x, count, type);
         if (status == MPI_SUCCESS && i > 0 && count > 0)
             status = PMPI_Reduce_local(x - t.stride, x, count, type, op);
     }
-    for (int i = exclusive;
-         c->rank == 0 && i < c->size && status == MPI_SUCCESS; i++)
+    for (int i = exclusive; root && i < c->size && status == MPI_SUCCESS; i++)
         status = coll_pack(c, t.base + (MPI_Aint)(i - exclusive) * t.stride,
                            count, type, all + (size_t)i * len, len);
-    if (status == MPI_SUCCESS)
-        status =
-            coll_scatterv(c, all, counts, displs, block, mine, 1, block, 0, 1);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    status = coll_scatterv(c, all, b.counts, b.displs, b.type, mine, b.count,
+                           b.type, 0, 1);
     if (status == MPI_SUCCESS && !(exclusive && c->rank == 0))
         status = coll_unpack(c, mine, len, rbuf, count, type);
+cleanup:
     free(mine);
     free(all);
-    free(counts);
-    free(displs);
     free(t.mem);
-    if (block != MPI_DATATYPE_NULL)
-        PMPI_Type_free(&block);
+    coll_blocks_free(&b);
     return status;
 }
 
@@ -234,12 +240,8 @@ static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
 static int check_reduction(const struct gc_comm *c, const char *fn, int count,
                            MPI_Datatype type, MPI_Op op)
 {
-    int status = coll_check_count(c, fn, count);
-    if (status == MPI_SUCCESS)
-        status = coll_check_type(c, fn, type);
-    if (status == MPI_SUCCESS)
-        status = coll_check_op(c, fn, op);
-    return status;
+    int status = coll_check_buf(c, fn, count, type);
+    return status == MPI_SUCCESS ? coll_check_op(c, fn, op) : status;
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
@@ -294,23 +296,29 @@ static int reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
     int status = MPI_SUCCESS;
     for (int r = 0; r < c->size; r++)
         total += recvcounts[r];
-    if (total > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, fn,
-                              "the counts add up to more than INT_MAX");
-    displs = malloc((size_t)c->size * sizeof *displs);
-    if (displs == NULL)
-        return coll_no_mem(c);
+    if (total > INT_MAX) {
+        status = coll_arg_error(c, MPI_ERR_COUNT, fn,
+                                "the counts add up to more than INT_MAX");
+        goto cleanup;
+    }
+    if ((displs = malloc((size_t)c->size * sizeof *displs)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
     for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
         displs[r] = at;
-    if (c->rank == 0)
+    if (c->rank == 0) {
         status = coll_temp_alloc(c, (int)total, type, 1, &t);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+    }
     /* In place, the input is recvbuf; the result goes to a temporary. */
-    if (status == MPI_SUCCESS)
-        status = coll_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, t.base,
-                             (int)total, type, op, 0);
+    status = coll_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, t.base,
+                         (int)total, type, op, 0);
     if (status == MPI_SUCCESS)
         status = coll_scatterv(c, t.base, recvcounts, displs, type, rbuf,
                                recvcounts[c->rank], type, 0, uniform);
+cleanup:
     free(t.mem);
     free(displs);
     return status;
@@ -341,15 +349,18 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
                                          op, comm);
     static const char fn[] = "MPI_Reduce_scatter_block";
+    int *counts = NULL;
     int status = check_reduction(c, fn, recvcount, datatype, op);
     if (status != MPI_SUCCESS)
-        return status;
-    int *counts = malloc((size_t)c->size * sizeof *counts);
-    if (counts == NULL)
-        return coll_no_mem(c);
+        goto cleanup;
+    if ((counts = malloc((size_t)c->size * sizeof *counts)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
     for (int r = 0; r < c->size; r++)
         counts[r] = recvcount;
     status = reduce_scatter(c, fn, sendbuf, recvbuf, counts, datatype, op, 1);
+cleanup:
     free(counts);
     return status;
 }

@@ -26,12 +26,15 @@ PROGRAMS = {
         "alltoallv", "alltoallw"],
 }
 
-# Single site (pass-through); one rank against three; a contiguous 3+2;
+# Single site (pass-through); one rank against three; even 2+2; a
+# contiguous 3+2; uneven 3+5 (eight ranks on this machine's two cores);
 # three sites with a one-rank site in the middle.
 LAYOUTS = [
     ("sites_1_n_3", ["--sites", "1", "-n", "3"]),
     ("sizes_1_3", ["--site-sizes", "1,3"]),
+    ("sizes_2_2", ["--site-sizes", "2,2"]),
     ("sizes_3_2", ["--site-sizes", "3,2"]),
+    ("sizes_3_5", ["--site-sizes", "3,5"]),
     ("sizes_2_1_2", ["--site-sizes", "2,1,2"]),
 ]
 

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """MPI point-to-point conformance through gridrun: tests/mpi/p2p_check runs
-every case (send modes, sizes up to 5 MiB, wildcards, ordering, probes, the
+every case (send modes, sizes up to 64 MiB, wildcards, ordering, probes, the
 Wait/Test families, cancel, derived datatypes, truncation, communicator
 isolation) in several site layouts.  Rank 0 and the last rank are on
 different sites in every multi-site layout, and the program sends between
-them in every case.  The single-site layout is MPICH pass-through."""
+them in every case.  The single-site layout is MPICH pass-through.  The
+same source built against plain MPICH runs once with --preload."""
 
 import os
 import re
 import subprocess
 
-from harness import BIN, check, main
+from harness import BIN, SANITIZED, Skip, check, main
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 P2P_CHECK = os.path.join(BIN, "p2p_check")
+P2P_CHECK_PLAIN = os.path.join(BIN, "p2p_check_plain")
 TIMEOUT_S = 60
 MPIEXEC_NOISE = re.compile(r"\s*=|YOUR APPLICATION TERMINATED|This typically "
                            r"refers|Please see the FAQ")
@@ -27,11 +29,11 @@ CASES = [
 ]
 
 
-def run_p2p_check(layout):
+def run_p2p_check(layout, program=P2P_CHECK):
     # gridrun's own --timeout tears the job down cleanly; killing gridrun
     # from here instead would orphan its relays and ranks.
     r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT_S)] + layout +
-                       ["--", P2P_CHECK], stdout=subprocess.PIPE,
+                       ["--", program], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True,
                        timeout=TIMEOUT_S + 30)
     out, err = r.stdout, r.stderr
@@ -82,10 +84,18 @@ def three_sites_2_1_2():
     run_p2p_check(["--site-sizes", "2,1,2"])
 
 
+def preloaded_into_plain_build():
+    if SANITIZED:
+        raise Skip("instrumented libgridcoll.so cannot be preloaded into "
+                   "uninstrumented programs; covered by the release build")
+    run_p2p_check(["--site-sizes", "2,2", "--preload"], P2P_CHECK_PLAIN)
+
+
 if __name__ == "__main__":
     main([("single_site_3_ranks", single_site_3_ranks),
           ("two_sites_1_1", two_sites_1_1),
           ("two_sites_1_3", two_sites_1_3),
           ("two_sites_2_2", two_sites_2_2),
           ("two_sites_3_5", two_sites_3_5),
-          ("three_sites_2_1_2", three_sites_2_1_2)])
+          ("three_sites_2_1_2", three_sites_2_1_2),
+          ("preloaded_into_plain_build", preloaded_into_plain_build)])
