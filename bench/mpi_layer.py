@@ -4,13 +4,14 @@
 (a) Pass-through on one site: MPI_Allreduce of 8 B and MPI_Alltoall of
     64 KiB per pair on 4 ranks, `mpiexec -n 4 gridcoll-mpibench-plain`
     (MPICH alone, no interposition) against `gridrun --sites 1 -n 4 --
-    gridcoll-mpibench` (libgridcoll linked, relay running) and, to tell
-    the library from the launcher, `mpiexec -n 4 gridcoll-mpibench`
-    (libgridcoll linked, no gridrun environment), in this order in odd
-    rounds and the reverse in even ones, so the first two are always back
-    to back and alternate in going first.  The same on 2 ranks, where the
-    machine's 2 cores are not oversubscribed, as a supplement that can
-    resolve much smaller differences.
+    gridcoll-mpibench` (libgridcoll linked, relay running), back to back,
+    which one goes first alternating from round to round.
+(a2) The same on 2 ranks, where the machine's 2 cores are not
+    oversubscribed, as a supplement that resolves much smaller
+    differences; with a third configuration, `mpiexec -n 2
+    gridcoll-mpibench` (libgridcoll linked, no gridrun environment), to
+    tell the library from the launcher.  Order: plain, gridrun, library in
+    odd rounds, the reverse in even ones.
 (b) Two sites on loopback: ping-pong (8 B, 4 MiB, 64 MiB) between rank 0
     and rank 2 (other site) and rank 0 and rank 1 (same site) under
     `gridrun --site-sizes 2,2`; the same-site pair under plain mpiexec; the
@@ -26,10 +27,11 @@ back to back), then their median.  CSV columns: part (a, a2, b), test,
 configuration, bytes, round, position (place in the round), iters,
 usec_per_op, usec_median, MBps (gridcoll-mpibench's own columns; for the
 relay path alone one-way = gridrelay-bench's median round trip / 2),
-load1 (1-minute load average as the run started) and seconds (wall time of
-the run, start-up included).
+load1 (1-minute load average as the run started), idle (idle fraction of
+the CPUs in the 0.5 s before the round: other jobs on the machine) and
+seconds (wall time of the run, start-up included).
 
-    bench/mpi_layer.py [--build build] [--rounds 7] [--quick]
+    bench/mpi_layer.py [--build build] [--rounds 7] [--quick] [--idle-wait 15]
                        [--csv docs/performance/mpi-layer.csv]
 """
 
@@ -135,6 +137,28 @@ def relay_rows(bench, sizes, rounds, tls):
     return rows
 
 
+def cpu_idle(seconds):
+    """Fraction of the machine's CPU time spent idle over `seconds`."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v)
+    idle0, total0 = sample()
+    time.sleep(seconds)
+    idle1, total1 = sample()
+    return (idle1 - idle0) / max(1, total1 - total0)
+
+
+def wait_idle(limit):
+    """Wait (at most `limit` s) for a quiet machine; return the idle
+    fraction of the last 0.5 s looked at."""
+    deadline = time.monotonic() + limit
+    while True:
+        idle = cpu_idle(0.5)
+        if idle >= 0.9 or time.monotonic() >= deadline:
+            return idle
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -145,6 +169,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--idle-wait", type=float, default=15, metavar="S",
+                    help="before each round, wait up to S s for the CPUs to "
+                    "be 90%% idle (other jobs on the machine)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer iterations (and 2 rounds unless --rounds)")
     ap.add_argument("--csv", default=os.path.join(
@@ -186,7 +213,7 @@ def main():
         iters, warm = it[key]
         opts = [test, "--bytes", str(nbytes), "--iters", str(iters),
                 "--warmup", str(warm), "--csv"]
-        return {
+        configs = {
             "plain mpiexec":
                 lambda: mpibench_rows([mpiexec, "-n", str(ranks), plain]
                                       + opts, {"lib": "plain"}),
@@ -195,10 +222,13 @@ def main():
                                        str(ranks), "--timeout", "120", "--",
                                        grid] + opts,
                                       {"lib": "gridcoll", "sites": 1}),
-            "libgridcoll, plain mpiexec":
-                lambda: mpibench_rows([mpiexec, "-n", str(ranks), grid]
-                                      + opts, {"lib": "gridcoll"}),
         }
+        if ranks == 2:
+            # Cheap here, and fine enough to tell the library from gridrun.
+            configs["libgridcoll, plain mpiexec"] = (
+                lambda: mpibench_rows([mpiexec, "-n", str(ranks), grid]
+                                      + opts, {"lib": "gridcoll"}))
+        return configs
 
     sizes = ",".join(str(s) for s in PP_SIZES)
 
@@ -243,6 +273,7 @@ def main():
     began = time.monotonic()
     try:
         for r in range(args.rounds):
+            idle = wait_idle(args.idle_wait)
             for part, test, configs in parts:
                 names = list(configs)
                 if part == "b":
@@ -266,6 +297,7 @@ def main():
                             "usec_per_op": row["usec_per_op"],
                             "usec_median": row["usec_median"],
                             "MBps": row["MBps"], "load1": "%.2f" % load,
+                            "idle": "%.2f" % idle,
                             "seconds": "%.2f" % seconds})
             print("round %d/%d done (%.0f s)" % (
                 r + 1, args.rounds, time.monotonic() - began),
@@ -276,7 +308,7 @@ def main():
     os.makedirs(os.path.dirname(args.csv) or ".", exist_ok=True)
     fields = ["part", "test", "configuration", "bytes", "round", "position",
               "iters", "usec_per_op", "usec_median", "MBps", "load1",
-              "seconds"]
+              "idle", "seconds"]
     with open(args.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
@@ -366,9 +398,12 @@ def main():
               "(%.1f .. %.1f)" % (a, b, statistics.median(d), min(d),
                                   max(d)), end="")
     print("\n\nload average (1 min) during the runs: median %.2f, max %.2f; "
-          "%d rounds in %.0f s; raw samples in %s" % (
+          "CPUs idle before a round: median %.2f, min %.2f; %d rounds in "
+          "%.0f s; raw samples in %s" % (
               statistics.median(float(s["load1"]) for s in samples),
-              max(float(s["load1"]) for s in samples), args.rounds,
+              max(float(s["load1"]) for s in samples),
+              statistics.median(float(s["idle"]) for s in samples),
+              min(float(s["idle"]) for s in samples), args.rounds,
               time.monotonic() - began, args.csv))
 
 
