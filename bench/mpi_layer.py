@@ -358,6 +358,8 @@ def main():
             for name, short in (("gridrun --sites 1", "gridrun"),
                                 ("libgridcoll, plain mpiexec",
                                  "libgridcoll under mpiexec")):
+                if name not in configs:
+                    continue
                 print("| %s, %s, %s | %s |" % (
                     test, short, what,
                     ratio_cell(series(test, name, nbytes, field), p)))

@@ -180,8 +180,9 @@ int GridColl_Comm_site_count(MPI_Comm comm, int *count)
         return MPI_SUCCESS;
     }
     if (comm == MPI_COMM_NULL)
-        return gc_error(comm, MPI_ERR_COMM, "GridColl_Comm_site_count: "
-                                            "MPI_COMM_NULL");
+        return gc_error(comm, MPI_ERR_COMM,
+                        "GridColl_Comm_site_count: "
+                        "MPI_COMM_NULL");
     *count = 1; /* every member is on this site */
     return MPI_SUCCESS;
 }

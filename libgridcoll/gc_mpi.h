@@ -64,18 +64,18 @@ struct gc_comm {
     uint32_t context;
     int size;
     int rank;
-    int *grid_rank;  /* [size] comm rank -> grid rank */
-    int *site;       /* [size] comm rank -> site index */
-    int *site_rank;  /* [size] comm rank -> rank in its site's `local` */
+    int *grid_rank;     /* [size] comm rank -> grid rank */
+    int *site;          /* [size] comm rank -> site index */
+    int *site_rank;     /* [size] comm rank -> rank in its site's `local` */
     int *local_to_comm; /* [local_size] local rank -> comm rank */
     int local_size;
     int local_rank;
-    int site_count;  /* sites with at least one member */
-    int *leader;     /* [GC_MAX_SITES] comm rank of a site's first member,
-                        -1 when the site has none */
+    int site_count; /* sites with at least one member */
+    int *leader;    /* [GC_MAX_SITES] comm rank of a site's first member,
+                       -1 when the site has none */
     int *comm_rank_of_grid; /* [gc_world.size] grid rank -> comm rank or -1 */
     uint64_t coll_seq;      /* collectives started, for diagnostics */
-    int refs; /* the registry's, and one per pending operation */
+    int refs;               /* the registry's, and one per pending operation */
 };
 
 /* ---- communicator registry (gc_comm.c) -------------------------------- */

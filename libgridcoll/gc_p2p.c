@@ -181,8 +181,7 @@ static int envelope_matches(const struct op *op,
     uint32_t cls = info->context_id % GC_CTX_STRIDE;
     if (ctx_base(info->context_id) != op->comm->context)
         return 0;
-    if (op->coll ? cls != GC_CTX_COLL
-                 : cls != GC_CTX_P2P && cls != GC_CTX_SYNC)
+    if (op->coll ? cls != GC_CTX_COLL : cls != GC_CTX_P2P && cls != GC_CTX_SYNC)
         return 0;
     if (op->peer == MPI_ANY_SOURCE) {
         if (info->src_rank >= (uint32_t)gc_world.size ||
@@ -212,8 +211,7 @@ static void copy_out(struct op *op, const void *data)
     PMPI_Type_size(op->type, &size);
     if (op->bytes % (size_t)size == 0) {
         PMPI_Unpack(data, (int)op->bytes, &position, op->buf,
-                    (int)(op->bytes / (size_t)size), op->type,
-                    op->comm->local);
+                    (int)(op->bytes / (size_t)size), op->type, op->comm->local);
         return;
     }
     /* A message ending inside an element (a different type signature):
@@ -273,7 +271,8 @@ static void *on_alloc(void *arg, const struct gc_rc_msg_info *info)
     rx->next_arriving = engine.arriving;
     engine.arriving = rx;
     for (struct op *op = engine.recvs; op != NULL; op = op->next)
-        if (!op->matched && can_match_remote(op) && envelope_matches(op, info)) {
+        if (!op->matched && can_match_remote(op) &&
+            envelope_matches(op, info)) {
             match_remote(op, rx);
             if (op->contiguous && info->msg_len <= op->capacity &&
                 info->msg_len > 0)
@@ -297,8 +296,8 @@ static void ack_arrived(const struct gc_rc_msg_info *info)
         }
 }
 
-static void on_complete(void *arg, const struct gc_rc_msg_info *info,
-                        void *buf, int library_allocated)
+static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
+                        int library_allocated)
 {
     (void)arg;
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_ACK) {
@@ -410,8 +409,7 @@ static void progress_local_receives(void)
                 continue;
             op->matched = 1;
             PMPI_Imrecv(op->buf, op->count, op->type, &message, &op->local);
-        } else if (!op->matched && !op->coll &&
-                   is_local_member(c, op->peer)) {
+        } else if (!op->matched && !op->coll && is_local_member(c, op->peer)) {
             if (held_by_wildcard(op) || post_local(op) != MPI_SUCCESS)
                 continue;
         }
@@ -549,8 +547,7 @@ static int start_request(struct op *op)
             return status;
         engine.have_request_class = 1;
     }
-    return MPIX_Grequest_class_allocate(engine.request_class, op,
-                                        &op->request);
+    return MPIX_Grequest_class_allocate(engine.request_class, op, &op->request);
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -617,9 +614,9 @@ static int start_remote_send(struct op *op, int copy)
             memcpy(op->owned, op->buf, op->capacity);
         } else {
             int position = 0;
-            int status = PMPI_Pack(op->buf, op->count, op->type, op->owned,
-                                   (int)op->capacity, &position,
-                                   op->comm->local);
+            int status =
+                PMPI_Pack(op->buf, op->count, op->type, op->owned,
+                          (int)op->capacity, &position, op->comm->local);
             if (status != MPI_SUCCESS)
                 return status;
         }
@@ -666,9 +663,8 @@ static int check_args(struct gc_comm *c, int count, int tag, int wildcard_ok,
 }
 
 static int grid_isend(struct gc_comm *c, const void *buf, int count,
-                      MPI_Datatype type, int dst, int tag,
-                      enum send_mode mode, MPI_Request *request,
-                      const char *function)
+                      MPI_Datatype type, int dst, int tag, enum send_mode mode,
+                      MPI_Request *request, const char *function)
 {
     int status = check_rank(c, dst, 0, function);
     if (status == MPI_SUCCESS)
@@ -704,8 +700,8 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
 }
 
 static int grid_irecv(struct gc_comm *c, void *buf, int count,
-                      MPI_Datatype type, int src, int tag,
-                      MPI_Request *request, const char *function)
+                      MPI_Datatype type, int src, int tag, MPI_Request *request,
+                      const char *function)
 {
     int status = check_rank(c, src, 1, function);
     if (status == MPI_SUCCESS)
@@ -744,8 +740,8 @@ static int complete_requests(enum completion kind, int count,
 {
     MPI_Status one, *st = statuses;
     int status_count = kind == TEST_ALL || kind == TEST_SOME ? count : 1;
-    MPI_Request *before = malloc((size_t)(count > 0 ? count : 1) *
-                                 sizeof *before);
+    MPI_Request *before =
+        malloc((size_t)(count > 0 ? count : 1) * sizeof *before);
     if (before == NULL)
         return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Wait/MPI_Test");
     memcpy(before, requests, (size_t)count * sizeof *before);
@@ -762,15 +758,9 @@ static int complete_requests(enum completion kind, int count,
     engine.failed_count = 0;
     int rc, outcount = 0;
     switch (kind) {
-    case TEST_ONE:
-        rc = PMPI_Test(requests, flag, st);
-        break;
-    case TEST_ALL:
-        rc = PMPI_Testall(count, requests, flag, st);
-        break;
-    case TEST_ANY:
-        rc = PMPI_Testany(count, requests, index, flag, st);
-        break;
+    case TEST_ONE: rc = PMPI_Test(requests, flag, st); break;
+    case TEST_ALL: rc = PMPI_Testall(count, requests, flag, st); break;
+    case TEST_ANY: rc = PMPI_Testany(count, requests, index, flag, st); break;
     default:
         rc = PMPI_Testsome(count, requests, &outcount, indices, st);
         *flag = outcount != 0;
@@ -813,8 +803,8 @@ static int wait_for(enum completion kind, int count, MPI_Request *requests,
 {
     for (;;) {
         int done = 0;
-        int rc = complete_requests(kind, count, requests, &done, index,
-                                   indices, statuses);
+        int rc = complete_requests(kind, count, requests, &done, index, indices,
+                                   statuses);
         if (done || rc != MPI_SUCCESS)
             return rc;
         progress_and_yield();
@@ -834,8 +824,8 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
     *req = NULL;
     if (len > INT_MAX)
         return MPI_ERR_COUNT;
-    struct op *op = new_op(OP_SEND, c, dst, tag, (void *)buf, (int)len,
-                           MPI_BYTE);
+    struct op *op =
+        new_op(OP_SEND, c, dst, tag, (void *)buf, (int)len, MPI_BYTE);
     if (op == NULL)
         return MPI_ERR_NO_MEM;
     op->coll = 1;
@@ -990,8 +980,8 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
     return message == NULL ? MPI_SUCCESS : remember_message(*message, c, NULL);
 }
 
-static int grid_probe(struct gc_comm *c, int src, int tag,
-                      MPI_Message *message, MPI_Status *status)
+static int grid_probe(struct gc_comm *c, int src, int tag, MPI_Message *message,
+                      MPI_Status *status)
 {
     for (;;) {
         int flag;
@@ -1006,8 +996,8 @@ static int grid_imrecv(struct message *m, void *buf, int count,
                        MPI_Datatype type, MPI_Message *message,
                        MPI_Request *request)
 {
-    struct op *op = new_op(OP_RECV, m->comm, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                           buf, count, type);
+    struct op *op =
+        new_op(OP_RECV, m->comm, MPI_ANY_SOURCE, MPI_ANY_TAG, buf, count, type);
     int status = op != NULL ? start_request(op) : MPI_ERR_NO_MEM;
     if (status == MPI_SUCCESS && m->rx == NULL)
         status = PMPI_Imrecv(buf, count, type, message, &op->local);
@@ -1029,7 +1019,8 @@ static int grid_imrecv(struct message *m, void *buf, int count,
     return MPI_SUCCESS;
 }
 
-/* ---- the MPI functions ---------------------------------------------------- */
+/* ---- the MPI functions ----------------------------------------------------
+ */
 
 static int grid_send(struct gc_comm *c, const void *buf, int count,
                      MPI_Datatype type, int dst, int tag, enum send_mode mode,
@@ -1043,24 +1034,24 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
     return wait_request(&request, MPI_STATUS_IGNORE);
 }
 
-#define GRID_SEND(NAME, MODE)                                                \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,   \
-                   int tag, MPI_Comm comm)                                   \
-    {                                                                        \
-        struct gc_comm *c = gc_comm_find(comm);                              \
-        if (c == NULL)                                                       \
-            return PMPI_##NAME(buf, count, type, dst, tag, comm);            \
-        return grid_send(c, buf, count, type, dst, tag, MODE, "MPI_" #NAME); \
+#define GRID_SEND(NAME, MODE)                                                  \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
+                   int tag, MPI_Comm comm)                                     \
+    {                                                                          \
+        struct gc_comm *c = gc_comm_find(comm);                                \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME(buf, count, type, dst, tag, comm);              \
+        return grid_send(c, buf, count, type, dst, tag, MODE, "MPI_" #NAME);   \
     }
-#define GRID_ISEND(NAME, MODE)                                               \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,   \
-                   int tag, MPI_Comm comm, MPI_Request *request)             \
-    {                                                                        \
-        struct gc_comm *c = gc_comm_find(comm);                              \
-        if (c == NULL)                                                       \
-            return PMPI_##NAME(buf, count, type, dst, tag, comm, request);   \
-        return grid_isend(c, buf, count, type, dst, tag, MODE, request,      \
-                          "MPI_" #NAME);                                     \
+#define GRID_ISEND(NAME, MODE)                                                 \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
+                   int tag, MPI_Comm comm, MPI_Request *request)               \
+    {                                                                          \
+        struct gc_comm *c = gc_comm_find(comm);                                \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME(buf, count, type, dst, tag, comm, request);     \
+        return grid_isend(c, buf, count, type, dst, tag, MODE, request,        \
+                          "MPI_" #NAME);                                       \
     }
 
 GRID_SEND(Send, MODE_STANDARD)
@@ -1179,9 +1170,8 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
     if (c == NULL)
         return PMPI_Improbe(src, tag, comm, flag, message, status);
     int rc = check_rank(c, src, 1, "MPI_Improbe");
-    return rc != MPI_SUCCESS
-               ? rc
-               : grid_iprobe(c, src, tag, flag, message, status);
+    return rc != MPI_SUCCESS ? rc
+                             : grid_iprobe(c, src, tag, flag, message, status);
 }
 
 int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
@@ -1242,8 +1232,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
     if (!gc_world.active)
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     /* outcount is MPI_UNDEFINED (non-zero) when every request is null. */
-    return wait_for(TEST_SOME, incount, requests, outcount, indices,
-                    statuses);
+    return wait_for(TEST_SOME, incount, requests, outcount, indices, statuses);
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)

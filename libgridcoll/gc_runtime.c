@@ -167,7 +167,8 @@ static int grid_setup(void)
         fprintf(stderr,
                 "gridcoll: site %s was launched with %d ranks but the grid "
                 "expects %d\n",
-                gc_world.sites[gc_world.site_index].name, local_size, site_size);
+                gc_world.sites[gc_world.site_index].name, local_size,
+                site_size);
         goto fail;
     }
     gc_world.grid_rank = offset + runtime.local_rank;
@@ -289,7 +290,8 @@ int gc_unsupported(MPI_Comm comm, const char *function)
                  "%s is not supported on a communicator that spans sites "
                  "(GridColl)",
                  function);
-        if (PMPI_Add_error_code(runtime.unsupported_class, &code) == MPI_SUCCESS &&
+        if (PMPI_Add_error_code(runtime.unsupported_class, &code) ==
+                MPI_SUCCESS &&
             PMPI_Add_error_string(code, text) == MPI_SUCCESS) {
             codes[code_count].function = function;
             codes[code_count].code = code;
