@@ -41,7 +41,7 @@ get_target_property(_gc_lib_binary_dir gridcoll BINARY_DIR)
 install(FILES ${_gc_lib_binary_dir}/include/gridcoll.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-install(TARGETS gridrun gridrelay gridrelay-bench
+install(TARGETS gridrun gridrelay gridrelay-bench gridcoll-info
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # pkg-config.  The file finds the prefix from its own location (pcfiledir)

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "gc_coll.h"
+#include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
 /* ---- shared helpers ---------------------------------------------------- */
@@ -780,12 +781,84 @@ static int check_rooted(const struct gc_comm *c, const char *fn, int root,
     return status == MPI_SUCCESS ? coll_check_type(c, fn, root_type) : status;
 }
 
+/* ---- algorithm-table entries (gc_coll_select.c) -------------------------- */
+
+int barrier_grid_hier(const struct coll_args *a)
+{
+    return gc_coll_barrier(a->comm);
+}
+
+int bcast_grid_hier(const struct coll_args *a)
+{
+    return coll_bcast(a->comm, a->u.bcast.buf, a->u.bcast.count,
+                      a->u.bcast.type, a->u.bcast.root);
+}
+
+int gatherv_grid_hier(const struct coll_args *a)
+{
+    const struct coll_rooted_args *r = &a->u.rooted;
+    return coll_gatherv(a->comm, r->sbuf, r->block_count, r->block_type,
+                        r->rbuf, r->counts, r->displs, r->many_type, r->root,
+                        r->uniform);
+}
+
+int scatterv_grid_hier(const struct coll_args *a)
+{
+    const struct coll_rooted_args *r = &a->u.rooted;
+    return coll_scatterv(a->comm, r->sbuf, r->counts, r->displs, r->many_type,
+                         r->rbuf, r->block_count, r->block_type, r->root,
+                         r->uniform);
+}
+
+int allgatherv_grid_gather_bcast(const struct coll_args *a)
+{
+    const struct coll_rooted_args *r = &a->u.rooted;
+    return allgatherv(a->comm, r->sbuf, r->block_count, r->block_type, r->rbuf,
+                      r->counts, r->displs, r->many_type, r->uniform);
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+/*
+ * A gather, scatter or allgather call (struct coll_rooted_args says which
+ * side is which); `bytes` is the block size when uniform.
+ */
+static int run_rooted(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
+                      const void *sbuf, void *rbuf, int block_count,
+                      MPI_Datatype block_type, const int *counts,
+                      const int *displs, MPI_Datatype many_type, int root,
+                      size_t bytes)
+{
+    struct coll_args a = {.comm = c, .fn = fn, .bytes = bytes};
+    a.u.rooted = (struct coll_rooted_args){
+        .sbuf = sbuf,
+        .rbuf = rbuf,
+        .block_count = block_count,
+        .block_type = block_type,
+        .counts = counts,
+        .displs = displs,
+        .many_type = many_type,
+        .root = root,
+        .uniform = kind == GC_COLL_GATHER || kind == GC_COLL_SCATTER ||
+                   kind == GC_COLL_ALLGATHER,
+    };
+    return coll_run(kind, &a);
+}
+
+/* The size of `count` x `type`, what every member agrees on. */
+static size_t agreed_bytes(int count, MPI_Datatype type)
+{
+    size_t bytes = 0;
+    return gc_packed_size(count, type, &bytes) == MPI_SUCCESS ? bytes : 0;
+}
+
 int MPI_Barrier(MPI_Comm comm)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Barrier(comm);
-    return gc_coll_barrier(c);
+    struct coll_args a = {.comm = c, .fn = "MPI_Barrier"};
+    return coll_run(GC_COLL_BARRIER, &a);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
@@ -801,7 +874,13 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
         status = check_not_in_place(c, "MPI_Bcast", buffer);
     if (status != MPI_SUCCESS)
         return status;
-    return coll_bcast(c, buffer, count, datatype, root);
+    struct coll_args a = {
+        .comm = c, .fn = "MPI_Bcast", .bytes = agreed_bytes(count, datatype)};
+    a.u.bcast.buf = buffer;
+    a.u.bcast.count = count;
+    a.u.bcast.type = datatype;
+    a.u.bcast.root = root;
+    return coll_run(GC_COLL_BCAST, &a);
 }
 
 /* Gather is Gatherv of one recvcount x recvtype block per member. */
@@ -813,9 +892,10 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm);
+    static const char fn[] = "MPI_Gather";
     struct coll_blocks b = COLL_BLOCKS_INIT;
-    int status = check_rooted(c, "MPI_Gather", root, sendbuf, sendcount,
-                              sendtype, recvcount, NULL, recvtype);
+    int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype,
+                              recvcount, NULL, recvtype);
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (c->rank == root) {
@@ -823,8 +903,11 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         if (status != MPI_SUCCESS)
             goto cleanup;
     }
-    status = coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, b.counts,
-                          b.displs, b.type, root, 1);
+    /* The root may pass MPI_IN_PLACE: its receive side sizes the block. */
+    size_t bytes = c->rank == root ? agreed_bytes(recvcount, recvtype)
+                                   : agreed_bytes(sendcount, sendtype);
+    status = run_rooted(GC_COLL_GATHER, c, fn, sendbuf, recvbuf, sendcount,
+                        sendtype, b.counts, b.displs, b.type, root, bytes);
 cleanup:
     coll_blocks_free(&b);
     return status;
@@ -838,12 +921,13 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                             displs, recvtype, root, comm);
-    int status = check_rooted(c, "MPI_Gatherv", root, sendbuf, sendcount,
-                              sendtype, 0, recvcounts, recvtype);
+    static const char fn[] = "MPI_Gatherv";
+    int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
+                              recvcounts, recvtype);
     if (status != MPI_SUCCESS)
         return status;
-    return coll_gatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                        displs, recvtype, root, 0);
+    return run_rooted(GC_COLL_GATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                      sendtype, recvcounts, displs, recvtype, root, 0);
 }
 
 /* Scatter is Scatterv of one sendcount x sendtype block per member. */
@@ -855,9 +939,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm);
+    static const char fn[] = "MPI_Scatter";
     struct coll_blocks b = COLL_BLOCKS_INIT;
-    int status = check_rooted(c, "MPI_Scatter", root, recvbuf, recvcount,
-                              recvtype, sendcount, NULL, sendtype);
+    int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype,
+                              sendcount, NULL, sendtype);
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (c->rank == root) {
@@ -865,8 +950,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         if (status != MPI_SUCCESS)
             goto cleanup;
     }
-    status = coll_scatterv(c, sendbuf, b.counts, b.displs, b.type, recvbuf,
-                           recvcount, recvtype, root, 1);
+    size_t bytes = c->rank == root ? agreed_bytes(sendcount, sendtype)
+                                   : agreed_bytes(recvcount, recvtype);
+    status = run_rooted(GC_COLL_SCATTER, c, fn, sendbuf, recvbuf, recvcount,
+                        recvtype, b.counts, b.displs, b.type, root, bytes);
 cleanup:
     coll_blocks_free(&b);
     return status;
@@ -880,12 +967,13 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                              recvcount, recvtype, root, comm);
-    int status = check_rooted(c, "MPI_Scatterv", root, recvbuf, recvcount,
-                              recvtype, 0, sendcounts, sendtype);
+    static const char fn[] = "MPI_Scatterv";
+    int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
+                              sendcounts, sendtype);
     if (status != MPI_SUCCESS)
         return status;
-    return coll_scatterv(c, sendbuf, sendcounts, displs, sendtype, recvbuf,
-                         recvcount, recvtype, root, 0);
+    return run_rooted(GC_COLL_SCATTERV, c, fn, sendbuf, recvbuf, recvcount,
+                      recvtype, sendcounts, displs, sendtype, root, 0);
 }
 
 /* Allgather is Allgatherv of one recvcount x recvtype block per member. */
@@ -907,8 +995,9 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     status = coll_blocks_make(c, recvcount, recvtype, 1, &b);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    status = allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, b.counts,
-                        b.displs, b.type, 1);
+    status = run_rooted(GC_COLL_ALLGATHER, c, fn, sendbuf, recvbuf, sendcount,
+                        sendtype, b.counts, b.displs, b.type, 0,
+                        agreed_bytes(recvcount, recvtype));
 cleanup:
     coll_blocks_free(&b);
     return status;
@@ -930,6 +1019,6 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         status = coll_check_buf(c, fn, sendcount, sendtype);
     if (status != MPI_SUCCESS)
         return status;
-    return allgatherv(c, sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                      displs, recvtype, 0);
+    return run_rooted(GC_COLL_ALLGATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                      sendtype, recvcounts, displs, recvtype, 0, 0);
 }

@@ -10,16 +10,10 @@
 #include <stdlib.h>
 
 #include "gc_coll.h"
+#include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
-/* One side of an all-to-all by comm rank; displacements in bytes. */
-struct side {
-    int *counts;
-    MPI_Aint *displs;
-    MPI_Datatype *types;
-};
-
-static void side_free(struct side *s)
+static void side_free(struct coll_side *s)
 {
     free(s->counts);
     free(s->displs);
@@ -52,7 +46,7 @@ static int side_check(const struct gc_comm *c, const char *fn,
 
 /* The caller frees `s` with side_free, also after a failure. */
 static int side_fill(const struct gc_comm *c, const struct side_args *a,
-                     struct side *s)
+                     struct coll_side *s)
 {
     MPI_Aint lb, extent = 0;
     size_t n = (size_t)c->size + 1;
@@ -84,7 +78,7 @@ static int side_fill(const struct gc_comm *c, const struct side_args *a,
  * into one buffer (off[r] .. off[r + 1]; members on this site take no
  * room), from side `d`.
  */
-static int remote_offsets(const struct gc_comm *c, const struct side *d,
+static int remote_offsets(const struct gc_comm *c, const struct coll_side *d,
                           size_t *off)
 {
     off[0] = 0;
@@ -103,8 +97,8 @@ static int remote_offsets(const struct gc_comm *c, const struct side *d,
 
 /* Local phase: this site's members' parts, re-indexed by local rank. */
 static int local_phase(const struct gc_comm *c, const void *sbuf,
-                       const struct side *snd, void *rbuf,
-                       const struct side *rcv)
+                       const struct coll_side *snd, void *rbuf,
+                       const struct coll_side *rcv)
 {
     int status = MPI_SUCCESS;
     size_t n = (size_t)c->local_size;
@@ -142,10 +136,13 @@ cleanup:
  * members on other sites around a local PMPI_Alltoallw_c.  In place, the
  * outgoing data is packed from recvbuf before anything overwrites it.
  */
-static int alltoallw(struct gc_comm *c, const void *sbuf,
-                     const struct side *snd, void *rbuf, const struct side *rcv)
+int alltoallw_grid_direct(const struct coll_args *a)
 {
-    const struct side *out = sbuf == MPI_IN_PLACE ? rcv : snd;
+    struct gc_comm *c = a->comm;
+    const void *sbuf = a->u.alltoall.sbuf;
+    void *rbuf = a->u.alltoall.rbuf;
+    const struct coll_side *snd = a->u.alltoall.snd, *rcv = a->u.alltoall.rcv;
+    const struct coll_side *out = sbuf == MPI_IN_PLACE ? rcv : snd;
     const char *src = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     size_t n = (size_t)c->size + 1;
     size_t *soff = malloc(n * sizeof *soff), *roff = malloc(n * sizeof *roff);
@@ -208,11 +205,11 @@ cleanup:
  * What the entry points share: check both sides (the send side is
  * ignored in place), describe them per peer, exchange.
  */
-static int exchange(struct gc_comm *c, const char *fn, const void *sbuf,
-                    const struct side_args *sa, void *rbuf,
+static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
+                    const void *sbuf, const struct side_args *sa, void *rbuf,
                     const struct side_args *ra)
 {
-    struct side snd = {0}, rcv = {0};
+    struct coll_side snd = {0}, rcv = {0};
     int status = side_check(c, fn, ra);
     if (status == MPI_SUCCESS && sbuf != MPI_IN_PLACE)
         status = side_check(c, fn, sa);
@@ -226,7 +223,12 @@ static int exchange(struct gc_comm *c, const char *fn, const void *sbuf,
     status = side_fill(c, ra, &rcv);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    status = alltoallw(c, sbuf, &snd, rbuf, &rcv);
+    struct coll_args a = {.comm = c, .fn = fn};
+    if (kind == GC_COLL_ALLTOALL)
+        gc_packed_size(ra->count, ra->type, &a.bytes);
+    a.u.alltoall = (struct coll_alltoall_args){
+        .sbuf = sbuf, .snd = &snd, .rbuf = rbuf, .rcv = &rcv};
+    status = coll_run(kind, &a);
 cleanup:
     side_free(&snd);
     side_free(&rcv);
@@ -241,7 +243,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
-    return exchange(c, "MPI_Alltoall", sendbuf,
+    return exchange(GC_COLL_ALLTOALL, c, "MPI_Alltoall", sendbuf,
                     &(struct side_args){.count = sendcount, .type = sendtype},
                     recvbuf,
                     &(struct side_args){.count = recvcount, .type = recvtype});
@@ -257,7 +259,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                               recvcounts, rdispls, recvtype, comm);
     return exchange(
-        c, "MPI_Alltoallv", sendbuf,
+        GC_COLL_ALLTOALLV, c, "MPI_Alltoallv", sendbuf,
         &(struct side_args){
             .counts = sendcounts, .displs = sdispls, .type = sendtype},
         recvbuf,
@@ -275,7 +277,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                               recvcounts, rdispls, recvtypes, comm);
     return exchange(
-        c, "MPI_Alltoallw", sendbuf,
+        GC_COLL_ALLTOALLW, c, "MPI_Alltoallw", sendbuf,
         &(struct side_args){
             .counts = sendcounts, .displs = sdispls, .types = sendtypes},
         recvbuf,

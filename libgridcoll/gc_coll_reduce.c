@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "gc_coll.h"
+#include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
 /* 1 when every site's members form one contiguous range of comm ranks. */
@@ -236,12 +237,107 @@ cleanup:
     return status;
 }
 
+/*
+ * Reduce_scatter(_block): Reduce of the whole vector to rank 0 into a
+ * temporary, then Scatterv of the pieces.  recvcounts[] are the pieces'
+ * sizes (all equal, Reduce_scatter_block, when `bytes` is set).
+ */
+int reduce_scatter_grid_reduce_scatterv(const struct coll_args *a)
+{
+    const struct coll_reduce_scatter_args *args = &a->u.reduce_scatter;
+    struct gc_comm *c = a->comm;
+    const int *recvcounts = args->rcounts;
+    MPI_Datatype type = args->type;
+    struct coll_temp t = {0};
+    int *displs = NULL;
+    long long total = 0;
+    int status = MPI_SUCCESS;
+    for (int r = 0; r < c->size; r++)
+        total += recvcounts[r];
+    if (total > INT_MAX) {
+        status = coll_arg_error(c, MPI_ERR_COUNT, a->fn,
+                                "the counts add up to more than INT_MAX");
+        goto cleanup;
+    }
+    if ((displs = malloc((size_t)c->size * sizeof *displs)) == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
+        displs[r] = at;
+    if (c->rank == 0) {
+        status = coll_temp_alloc(c, (int)total, type, 1, &t);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+    }
+    /* In place, the input is rbuf; the result goes to a temporary. */
+    const void *input = args->sbuf == MPI_IN_PLACE ? args->rbuf : args->sbuf;
+    status = coll_reduce(c, input, t.base, (int)total, type, args->op, 0);
+    if (status == MPI_SUCCESS)
+        status = coll_scatterv(c, t.base, recvcounts, displs, type, args->rbuf,
+                               recvcounts[c->rank], type, 0, a->bytes > 0);
+cleanup:
+    free(t.mem);
+    free(displs);
+    return status;
+}
+
+int reduce_grid_hier(const struct coll_args *a)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    return coll_reduce(a->comm, r->sbuf, r->rbuf, r->count, r->type, r->op,
+                       r->root);
+}
+
+/* Allreduce: Reduce to rank 0, then Bcast from it. */
+int allreduce_grid_reduce_bcast(const struct coll_args *a)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    /* In place, rank 0 reduces in place and the others' input is rbuf. */
+    const void *sbuf = r->sbuf;
+    if (sbuf == MPI_IN_PLACE && a->comm->rank != 0)
+        sbuf = r->rbuf;
+    int status =
+        coll_reduce(a->comm, sbuf, r->rbuf, r->count, r->type, r->op, 0);
+    if (status != MPI_SUCCESS)
+        return status;
+    return coll_bcast(a->comm, r->rbuf, r->count, r->type, 0);
+}
+
+int scan_grid_gather_scatter(const struct coll_args *a)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    return scan(a->comm, r->sbuf, r->rbuf, r->count, r->type, r->op,
+                r->exclusive);
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
 /* Reduction arguments every member checks: count, datatype, op. */
 static int check_reduction(const struct gc_comm *c, const char *fn, int count,
                            MPI_Datatype type, MPI_Op op)
 {
     int status = coll_check_buf(c, fn, count, type);
     return status == MPI_SUCCESS ? coll_check_op(c, fn, op) : status;
+}
+
+static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
+                         const char *fn, const void *sbuf, void *rbuf,
+                         int count, MPI_Datatype type, MPI_Op op, int root,
+                         int exclusive)
+{
+    struct coll_args a = {.comm = c, .fn = fn};
+    gc_packed_size(count, type, &a.bytes); /* checked by check_reduction */
+    a.u.reduce = (struct coll_reduce_args){
+        .sbuf = sbuf,
+        .rbuf = rbuf,
+        .count = count,
+        .type = type,
+        .op = op,
+        .root = root,
+        .exclusive = exclusive,
+    };
+    return coll_run(kind, &a);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
@@ -259,69 +355,38 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
                                 "MPI_IN_PLACE is valid at the root only");
     if (status != MPI_SUCCESS)
         return status;
-    return coll_reduce(c, sendbuf, recvbuf, count, datatype, op, root);
+    return run_reduction(GC_COLL_REDUCE, c, fn, sendbuf, recvbuf, count,
+                         datatype, op, root, 0);
 }
 
-/* Allreduce: Reduce to rank 0, then Bcast from it. */
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    int status = check_reduction(c, "MPI_Allreduce", count, datatype, op);
+    static const char fn[] = "MPI_Allreduce";
+    int status = check_reduction(c, fn, count, datatype, op);
     if (status != MPI_SUCCESS)
         return status;
-    /* In place: rank 0 reduces in place, the others' input is recvbuf. */
-    if (sendbuf == MPI_IN_PLACE && c->rank != 0)
-        sendbuf = recvbuf;
-    status = coll_reduce(c, sendbuf, recvbuf, count, datatype, op, 0);
-    if (status != MPI_SUCCESS)
-        return status;
-    return coll_bcast(c, recvbuf, count, datatype, 0);
+    return run_reduction(GC_COLL_ALLREDUCE, c, fn, sendbuf, recvbuf, count,
+                         datatype, op, 0, 0);
 }
 
-/*
- * Reduce_scatter(_block): Reduce of the whole vector to rank 0 into a
- * temporary, then Scatterv of the pieces.  recvcounts[] are the pieces'
- * sizes; `uniform` when they are all equal.
- */
-static int reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
-                          void *rbuf, const int *recvcounts, MPI_Datatype type,
-                          MPI_Op op, int uniform)
+static int run_reduce_scatter(struct gc_comm *c, const char *fn,
+                              const void *sbuf, void *rbuf,
+                              const int *recvcounts, MPI_Datatype type,
+                              MPI_Op op, size_t block_bytes)
 {
-    struct coll_temp t = {0};
-    int *displs = NULL;
-    long long total = 0;
-    int status = MPI_SUCCESS;
-    for (int r = 0; r < c->size; r++)
-        total += recvcounts[r];
-    if (total > INT_MAX) {
-        status = coll_arg_error(c, MPI_ERR_COUNT, fn,
-                                "the counts add up to more than INT_MAX");
-        goto cleanup;
-    }
-    if ((displs = malloc((size_t)c->size * sizeof *displs)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
-        displs[r] = at;
-    if (c->rank == 0) {
-        status = coll_temp_alloc(c, (int)total, type, 1, &t);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-    }
-    /* In place, the input is recvbuf; the result goes to a temporary. */
-    status = coll_reduce(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, t.base,
-                         (int)total, type, op, 0);
-    if (status == MPI_SUCCESS)
-        status = coll_scatterv(c, t.base, recvcounts, displs, type, rbuf,
-                               recvcounts[c->rank], type, 0, uniform);
-cleanup:
-    free(t.mem);
-    free(displs);
-    return status;
+    struct coll_args a = {.comm = c, .fn = fn, .bytes = block_bytes};
+    a.u.reduce_scatter = (struct coll_reduce_scatter_args){
+        .sbuf = sbuf,
+        .rbuf = rbuf,
+        .rcounts = recvcounts,
+        .type = type,
+        .op = op,
+    };
+    return coll_run(GC_COLL_REDUCE_SCATTER, &a);
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
@@ -338,7 +403,8 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
         status = check_reduction(c, fn, 0, datatype, op);
     if (status != MPI_SUCCESS)
         return status;
-    return reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op, 0);
+    return run_reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op,
+                              0);
 }
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
@@ -350,6 +416,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                                          op, comm);
     static const char fn[] = "MPI_Reduce_scatter_block";
     int *counts = NULL;
+    size_t block_bytes = 0;
     int status = check_reduction(c, fn, recvcount, datatype, op);
     if (status != MPI_SUCCESS)
         goto cleanup;
@@ -359,7 +426,9 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     }
     for (int r = 0; r < c->size; r++)
         counts[r] = recvcount;
-    status = reduce_scatter(c, fn, sendbuf, recvbuf, counts, datatype, op, 1);
+    gc_packed_size(recvcount, datatype, &block_bytes);
+    status = run_reduce_scatter(c, fn, sendbuf, recvbuf, counts, datatype, op,
+                                block_bytes);
 cleanup:
     free(counts);
     return status;
@@ -371,10 +440,12 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-    int status = check_reduction(c, "MPI_Scan", count, datatype, op);
+    static const char fn[] = "MPI_Scan";
+    int status = check_reduction(c, fn, count, datatype, op);
     if (status != MPI_SUCCESS)
         return status;
-    return scan(c, sendbuf, recvbuf, count, datatype, op, 0);
+    return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,
+                         op, 0, 0);
 }
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
@@ -383,8 +454,10 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
-    int status = check_reduction(c, "MPI_Exscan", count, datatype, op);
+    static const char fn[] = "MPI_Exscan";
+    int status = check_reduction(c, fn, count, datatype, op);
     if (status != MPI_SUCCESS)
         return status;
-    return scan(c, sendbuf, recvbuf, count, datatype, op, 1);
+    return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,
+                         op, 0, 1);
 }

@@ -179,6 +179,14 @@ void gc_p2p_callbacks(gc_rc_alloc_fn *on_alloc_fn,
 /* Drop unreceived messages (MPI_Finalize, after the session closed). */
 void gc_p2p_shutdown(void);
 
+/*
+ * WAN accounting (gc_coll_select.c): every internal transfer crosses the
+ * WAN; it counts for the collective algorithm running, or for the layer.
+ */
+void gc_coll_account_wan(size_t bytes);
+/* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
+void gc_coll_print_stats(void);
+
 /* Bytes of `count` elements of `type` once packed (PMPI_Pack_size exact). */
 int gc_packed_size(int count, MPI_Datatype type, size_t *bytes);
 

@@ -834,6 +834,7 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
         free_op(op);
         return status;
     }
+    gc_coll_account_wan(len);
     *req = (struct gc_xfer *)op;
     return MPI_SUCCESS;
 }

@@ -250,6 +250,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 int MPI_Finalize(void)
 {
     if (gc_world.active) {
+        gc_coll_print_stats();
         /* No rank may leave while another site could still address it. */
         gc_coll_barrier(gc_comm_find(MPI_COMM_WORLD));
         if (gc_rc_close(gc_world.rc, 30000) != 0)

@@ -1,0 +1,187 @@
+/*
+ * Algorithm tables and selection for the collectives on grid
+ * communicators (after UCC's cl/hier tables and MPICH's per-collective
+ * algorithm CVARs).
+ *
+ * Every collective has a table of algorithms: name, description,
+ * restrictions and the function.  An entry point checks its arguments,
+ * fills a `struct coll_args` and calls coll_run(), which
+ *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
+ *      GridColl_Set_algorithm), else the first rule of the collective's
+ *      rule table that matches the call (sites, ranks, bytes) and whose
+ *      algorithm is usable for it;
+ *   2. accounts the call and every byte it sends across the WAN to that
+ *      algorithm (GRIDCOLL_STATS=1 prints the totals per site at
+ *      MPI_Finalize);
+ *   3. runs it.
+ * Selection only looks at values every member agrees on (the
+ * communicator, the root, `bytes` which the entry point sets only when
+ * MPI guarantees it is the same everywhere), so every member picks the
+ * same algorithm.
+ */
+#ifndef GC_COLL_ALGO_H
+#define GC_COLL_ALGO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gc_mpi.h"
+
+enum gc_coll_kind {
+    GC_COLL_BARRIER,
+    GC_COLL_BCAST,
+    GC_COLL_REDUCE,
+    GC_COLL_ALLREDUCE,
+    GC_COLL_REDUCE_SCATTER, /* and Reduce_scatter_block */
+    GC_COLL_SCAN,           /* and Exscan */
+    GC_COLL_GATHER,
+    GC_COLL_GATHERV,
+    GC_COLL_SCATTER,
+    GC_COLL_SCATTERV,
+    GC_COLL_ALLGATHER,
+    GC_COLL_ALLGATHERV,
+    GC_COLL_ALLTOALL,
+    GC_COLL_ALLTOALLV,
+    GC_COLL_ALLTOALLW,
+    GC_COLL_KINDS
+};
+
+/* One side of an all-to-all per comm rank; displacements in bytes. */
+struct coll_side {
+    int *counts;
+    MPI_Aint *displs;
+    MPI_Datatype *types;
+};
+
+struct coll_bcast_args {
+    void *buf;
+    int count;
+    MPI_Datatype type;
+    int root;
+};
+
+/* Reduce (at `root`), Allreduce, Scan and Exscan (`exclusive`). */
+struct coll_reduce_args {
+    const void *sbuf; /* as the user passed it: may be MPI_IN_PLACE */
+    void *rbuf;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+    int root;
+    int exclusive;
+};
+
+struct coll_reduce_scatter_args {
+    const void *sbuf; /* may be MPI_IN_PLACE */
+    void *rbuf;
+    const int *rcounts;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+
+/*
+ * Gather(v), Scatter(v), Allgather(v).  The "many" side is counts[] and
+ * displs[] of `many_type` (the root's; everyone's for allgather), the
+ * "block" side one member's own block.  Gather and allgather send the
+ * block and receive the many; scatter sends the many and receives the
+ * block.
+ */
+struct coll_rooted_args {
+    const void *sbuf;
+    void *rbuf;
+    int block_count;
+    MPI_Datatype block_type;
+    const int *counts;
+    const int *displs;
+    MPI_Datatype many_type;
+    int root;
+    int uniform; /* every member's block has the same size */
+};
+
+struct coll_alltoall_args {
+    const void *sbuf; /* MPI_IN_PLACE: the data is in rbuf */
+    const struct coll_side *snd;
+    void *rbuf;
+    const struct coll_side *rcv;
+};
+
+/*
+ * A collective call as the algorithms see it, arguments already checked.
+ * Only the member of `u` that belongs to the call's kind is set.
+ */
+struct coll_args {
+    struct gc_comm *comm;
+    const char *fn; /* "MPI_Bcast", for error messages */
+    /*
+     * The size selection looks at, when every member knows the same
+     * value: the whole buffer (bcast, reductions), one member's block
+     * (gather, scatter, allgather), one pair's block (alltoall).  0 for
+     * the v-forms, where members disagree.
+     */
+    size_t bytes;
+    size_t segsize; /* pipeline segment: GRIDCOLL_<COLL>_SEGSIZE or default */
+    union {
+        struct coll_bcast_args bcast;
+        struct coll_reduce_args reduce;
+        struct coll_reduce_scatter_args reduce_scatter;
+        struct coll_rooted_args rooted;
+        struct coll_alltoall_args alltoall;
+    } u;
+};
+
+typedef int coll_algo_fn(const struct coll_args *a);
+
+struct coll_algo {
+    const char *name;
+    const char *description;
+    const char *restrictions; /* "" when it runs everywhere */
+    /* NULL: usable for every call; else 1 when usable for this one. */
+    int (*usable)(const struct coll_args *a);
+    coll_algo_fn *run;
+};
+
+/*
+ * A default: the first rule whose bounds hold (inclusive; 0 as a maximum
+ * means no bound) and whose algorithm is usable wins.  The last rule of
+ * every table has no bounds.
+ */
+struct coll_rule {
+    int min_sites;
+    size_t min_bytes;
+    size_t max_bytes;
+    const char *algo;
+};
+
+struct coll_table {
+    const char *name; /* "alltoall": GRIDCOLL_ALLTOALL, --algorithms */
+    const struct coll_algo *algos;
+    int algo_count;
+    const struct coll_rule *rules;
+    int rule_count;
+    size_t default_segsize;
+};
+
+/* Pick, account and run the algorithm for a call of kind `kind`. */
+int coll_run(enum gc_coll_kind kind, struct coll_args *a);
+
+/* The table of a kind, or NULL (kind out of range). */
+const struct coll_table *coll_table_of(enum gc_coll_kind kind);
+
+/* Print every table (gridcoll-info --algorithms). */
+void coll_print_algorithms(FILE *out);
+
+/* ---- the algorithms, by collective (one file each) ---------------------- */
+
+coll_algo_fn barrier_grid_hier;
+coll_algo_fn bcast_grid_hier;
+coll_algo_fn reduce_grid_hier;
+coll_algo_fn allreduce_grid_reduce_bcast;
+coll_algo_fn reduce_scatter_grid_reduce_scatterv;
+coll_algo_fn scan_grid_gather_scatter;
+coll_algo_fn gatherv_grid_hier;
+coll_algo_fn scatterv_grid_hier;
+coll_algo_fn allgatherv_grid_gather_bcast;
+coll_algo_fn alltoallw_grid_direct;
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * Algorithm tables, selection, forced choices and WAN accounting for the
+ * collectives (gc_coll_algo.h explains the scheme).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_coll_algo.h"
+#include "gridcoll.h"
+
+#define ALGOS(a) a, (int)(sizeof a / sizeof *a)
+
+/* ---- the tables ---------------------------------------------------------- */
+
+static const struct coll_algo barrier_algos[] = {
+    {"hier",
+     "local barrier, site leaders exchange one empty message each "
+     "(one WAN latency), local barrier",
+     "", NULL, barrier_grid_hier},
+};
+static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo bcast_algos[] = {
+    {"hier",
+     "MagPIe: the root sends the packed buffer to one leader per "
+     "site, each site broadcasts locally",
+     "", NULL, bcast_grid_hier},
+};
+static const struct coll_rule bcast_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo reduce_algos[] = {
+    {"hier",
+     "MagPIe: local reduce on every site, leaders send partial "
+     "results to the root, combined in rank order",
+     "", NULL, reduce_grid_hier},
+};
+static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo allreduce_algos[] = {
+    {"reduce_bcast",
+     "hierarchical Reduce to rank 0, then hierarchical Bcast "
+     "(two WAN latencies)",
+     "", NULL, allreduce_grid_reduce_bcast},
+};
+static const struct coll_rule allreduce_rules[] = {{0, 0, 0, "reduce_bcast"}};
+
+static const struct coll_algo reduce_scatter_algos[] = {
+    {"reduce_scatterv",
+     "hierarchical Reduce of the whole vector to rank 0, "
+     "then hierarchical Scatterv of the pieces",
+     "", NULL, reduce_scatter_grid_reduce_scatterv},
+};
+static const struct coll_rule reduce_scatter_rules[] = {
+    {0, 0, 0, "reduce_scatterv"}};
+
+static const struct coll_algo scan_algos[] = {
+    {"gather_scatter",
+     "every contribution to rank 0 (Gather), prefixes in "
+     "rank order there, Scatter back",
+     "", NULL, scan_grid_gather_scatter},
+};
+static const struct coll_rule scan_rules[] = {{0, 0, 0, "gather_scatter"}};
+
+static const struct coll_algo gather_algos[] = {
+    {"hier",
+     "MagPIe: local gather to each site leader, leaders send their "
+     "site's packed blocks to the root",
+     "", NULL, gatherv_grid_hier},
+};
+static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo scatter_algos[] = {
+    {"hier",
+     "MagPIe: the root sends each site leader its site's packed "
+     "blocks, local scatter",
+     "", NULL, scatterv_grid_hier},
+};
+static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo allgather_algos[] = {
+    {"gather_bcast",
+     "hierarchical Gather(v) to rank 0, hierarchical Bcast "
+     "of the whole result",
+     "", NULL, allgatherv_grid_gather_bcast},
+};
+static const struct coll_rule allgather_rules[] = {{0, 0, 0, "gather_bcast"}};
+
+static const struct coll_algo alltoall_algos[] = {
+    {"direct",
+     "every pair of ranks on different sites exchanges one "
+     "message over the relays; one local Alltoallw on each site",
+     "", NULL, alltoallw_grid_direct},
+};
+static const struct coll_rule alltoall_rules[] = {{0, 0, 0, "direct"}};
+
+static const struct coll_table tables[GC_COLL_KINDS] = {
+    [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
+                         0},
+    [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
+                       256 * 1024},
+    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules), 0},
+    [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
+                           ALGOS(allreduce_rules), 256 * 1024},
+    [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
+                                ALGOS(reduce_scatter_rules), 0},
+    [GC_COLL_SCAN] = {"scan", ALGOS(scan_algos), ALGOS(scan_rules), 0},
+    [GC_COLL_GATHER] = {"gather", ALGOS(gather_algos), ALGOS(gather_rules), 0},
+    [GC_COLL_GATHERV] = {"gatherv", ALGOS(gather_algos), ALGOS(gather_rules),
+                         0},
+    [GC_COLL_SCATTER] = {"scatter", ALGOS(scatter_algos), ALGOS(scatter_rules),
+                         0},
+    [GC_COLL_SCATTERV] = {"scatterv", ALGOS(scatter_algos),
+                          ALGOS(scatter_rules), 0},
+    [GC_COLL_ALLGATHER] = {"allgather", ALGOS(allgather_algos),
+                           ALGOS(allgather_rules), 0},
+    [GC_COLL_ALLGATHERV] = {"allgatherv", ALGOS(allgather_algos),
+                            ALGOS(allgather_rules), 0},
+    [GC_COLL_ALLTOALL] = {"alltoall", ALGOS(alltoall_algos),
+                          ALGOS(alltoall_rules), 0},
+    [GC_COLL_ALLTOALLV] = {"alltoallv", ALGOS(alltoall_algos),
+                           ALGOS(alltoall_rules), 0},
+    [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
+                           ALGOS(alltoall_rules), 0},
+};
+
+/* Room per table in the statistics; checked when the stats are read. */
+#define MAX_ALGOS 16
+
+const struct coll_table *coll_table_of(enum gc_coll_kind kind)
+{
+    return kind >= 0 && kind < GC_COLL_KINDS ? &tables[kind] : NULL;
+}
+
+/* ---- forced choices ------------------------------------------------------ */
+
+/* Set by GridColl_Set_algorithm; NULL: the environment decides. */
+static const char *forced_by_call[GC_COLL_KINDS];
+static char forced_storage[GC_COLL_KINDS][64];
+
+/* GRIDCOLL_<NAME><suffix>, upper case, into `var`. */
+static void env_name(const struct coll_table *t, const char *suffix, char *var,
+                     size_t size)
+{
+    size_t at = (size_t)snprintf(var, size, "GRIDCOLL_");
+    for (const char *p = t->name; *p != '\0' && at + 1 < size; p++)
+        var[at++] = (char)toupper((unsigned char)*p);
+    var[at] = '\0';
+    strncat(var, suffix, size - at - 1);
+}
+
+static int find_algo(const struct coll_table *t, const char *name)
+{
+    for (int i = 0; i < t->algo_count; i++)
+        if (strcmp(t->algos[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void list_names(const struct coll_table *t, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int i = 0; i < t->algo_count; i++) {
+        if (i > 0)
+            strncat(out, ", ", size - strlen(out) - 1);
+        strncat(out, t->algos[i].name, size - strlen(out) - 1);
+    }
+}
+
+static int usable(const struct coll_algo *algo, const struct coll_args *a)
+{
+    return algo->usable == NULL || algo->usable(a);
+}
+
+/*
+ * The algorithm a forced name stands for, or an error through the
+ * communicator's handler naming the variable and the valid choices.
+ */
+static int forced_algo(const struct coll_table *t, const struct coll_args *a,
+                       const char *name, const char *source, int *index)
+{
+    char text[512], names[256];
+    *index = find_algo(t, name);
+    if (*index >= 0 && usable(&t->algos[*index], a))
+        return MPI_SUCCESS;
+    list_names(t, names, sizeof names);
+    if (*index < 0)
+        snprintf(text, sizeof text,
+                 "%s: %s=%s is not an algorithm of %s (valid: %s)", a->fn,
+                 source, name, t->name, names);
+    else
+        snprintf(text, sizeof text,
+                 "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
+                 source, name, t->algos[*index].restrictions, names);
+    return gc_error(a->comm->handle, MPI_ERR_ARG, text);
+}
+
+static int rule_matches(const struct coll_rule *r, const struct coll_args *a)
+{
+    return a->comm->site_count >= r->min_sites && a->bytes >= r->min_bytes &&
+           (r->max_bytes == 0 || a->bytes <= r->max_bytes);
+}
+
+static int select_algo(const struct coll_table *t, const struct coll_args *a,
+                       int *index)
+{
+    char var[64];
+    env_name(t, "", var, sizeof var);
+    enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
+    if (forced_by_call[kind] != NULL)
+        return forced_algo(t, a, forced_by_call[kind], "GridColl_Set_algorithm",
+                           index);
+    const char *env = getenv(var);
+    if (env != NULL && env[0] != '\0')
+        return forced_algo(t, a, env, var, index);
+    for (int r = 0; r < t->rule_count; r++) {
+        if (!rule_matches(&t->rules[r], a))
+            continue;
+        *index = find_algo(t, t->rules[r].algo);
+        if (*index >= 0 && usable(&t->algos[*index], a))
+            return MPI_SUCCESS;
+    }
+    /* The tables end with an unbounded rule for an algorithm without
+     * restrictions; getting here is a bug in a table. */
+    return gc_error(a->comm->handle, MPI_ERR_INTERN,
+                    "collective on a grid communicator: no algorithm "
+                    "applies (GridColl bug)");
+}
+
+/* Bytes with an optional K, M or G suffix (powers of 1024). */
+static int parse_size(const char *text, size_t *value)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-')
+        return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case '\0': break;
+    default: return -1;
+    }
+    if (shift > 0 && *++end != '\0')
+        return -1;
+    if (v == 0 || v > (SIZE_MAX >> shift))
+        return -1;
+    *value = (size_t)v << shift;
+    return 0;
+}
+
+static int select_segsize(const struct coll_table *t, struct coll_args *a)
+{
+    char var[64], text[256];
+    env_name(t, "_SEGSIZE", var, sizeof var);
+    const char *env = getenv(var);
+    a->segsize = t->default_segsize;
+    if (env == NULL || env[0] == '\0')
+        return MPI_SUCCESS;
+    if (parse_size(env, &a->segsize) == 0)
+        return MPI_SUCCESS;
+    snprintf(text, sizeof text,
+             "%s: %s=%s is not a segment size (a positive number of bytes, "
+             "optionally with K, M or G)",
+             a->fn, var, env);
+    return gc_error(a->comm->handle, MPI_ERR_ARG, text);
+}
+
+static const struct coll_table *table_named(const char *collective)
+{
+    for (int k = 0; collective != NULL && k < GC_COLL_KINDS; k++)
+        if (strcmp(tables[k].name, collective) == 0)
+            return &tables[k];
+    return NULL;
+}
+
+const char *GridColl_Algorithm_name(const char *collective, int index)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL || index < 0 || index >= t->algo_count)
+        return NULL;
+    return t->algos[index].name;
+}
+
+int GridColl_Set_algorithm(const char *collective, const char *algorithm)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL)
+        return MPI_ERR_ARG;
+    int k = (int)(t - tables);
+    if (algorithm == NULL) {
+        forced_by_call[k] = NULL;
+        return MPI_SUCCESS;
+    }
+    if (find_algo(t, algorithm) < 0)
+        return MPI_ERR_ARG;
+    snprintf(forced_storage[k], sizeof forced_storage[k], "%s", algorithm);
+    forced_by_call[k] = forced_storage[k];
+    return MPI_SUCCESS;
+}
+
+/* ---- WAN accounting ------------------------------------------------------ */
+
+struct coll_stats {
+    uint64_t calls;
+    uint64_t wan_bytes;
+    uint64_t wan_messages;
+};
+
+static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
+/* What the layer sends outside user collectives (communicator creation,
+ * MPI_Finalize's barrier); the current slot when no collective runs. */
+static struct coll_stats internal_stats;
+static struct coll_stats *current = &internal_stats;
+
+void gc_coll_account_wan(size_t bytes)
+{
+    current->wan_bytes += bytes;
+    current->wan_messages++;
+}
+
+int coll_run(enum gc_coll_kind kind, struct coll_args *a)
+{
+    const struct coll_table *t = &tables[kind];
+    int index;
+    int status = select_segsize(t, a);
+    if (status == MPI_SUCCESS)
+        status = select_algo(t, a, &index);
+    if (status != MPI_SUCCESS)
+        return status;
+    struct coll_stats *outer = current;
+    current = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
+    current->calls++;
+    a->comm->coll_seq++;
+    status = t->algos[index].run(a);
+    current = outer;
+    return status;
+}
+
+/*
+ * GRIDCOLL_STATS=1: every site's local rank 0 prints, per collective and
+ * algorithm used, the calls and what the site's ranks sent across the WAN
+ * (bytes and messages, summed over the site).  Called by MPI_Finalize on
+ * every rank of the world, before its barrier.
+ */
+void gc_coll_print_stats(void)
+{
+    const char *env = getenv("GRIDCOLL_STATS");
+    if (env == NULL || strcmp(env, "1") != 0)
+        return;
+    /* Slot GC_COLL_KINDS * MAX_ALGOS is the layer's own traffic. */
+    enum { SLOTS = GC_COLL_KINDS * MAX_ALGOS + 1 };
+    uint64_t *calls = calloc(2 * SLOTS, sizeof *calls);
+    uint64_t *traffic = calloc(4 * SLOTS, sizeof *traffic);
+    if (calls == NULL || traffic == NULL)
+        goto cleanup;
+    uint64_t *site_calls = calls + SLOTS, *site_traffic = traffic + 2 * SLOTS;
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        for (int i = 0; i < tables[k].algo_count && i < MAX_ALGOS; i++) {
+            int slot = k * MAX_ALGOS + i;
+            calls[slot] = stats[k][i].calls;
+            traffic[2 * slot] = stats[k][i].wan_bytes;
+            traffic[2 * slot + 1] = stats[k][i].wan_messages;
+        }
+    traffic[2 * (SLOTS - 1)] = internal_stats.wan_bytes;
+    traffic[2 * (SLOTS - 1) + 1] = internal_stats.wan_messages;
+    /* A collective's members all count its calls (the site's maximum is
+     * the number of calls); bytes and messages add up over the site. */
+    if (PMPI_Reduce(calls, site_calls, SLOTS, MPI_UINT64_T, MPI_MAX, 0,
+                    MPI_COMM_WORLD) != MPI_SUCCESS ||
+        PMPI_Reduce(traffic, site_traffic, 2 * SLOTS, MPI_UINT64_T, MPI_SUM, 0,
+                    MPI_COMM_WORLD) != MPI_SUCCESS)
+        goto cleanup;
+    int local_rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &local_rank);
+    if (local_rank != 0)
+        goto cleanup;
+    const char *site = gc_world.sites[gc_world.site_index].name;
+    for (int slot = 0; slot < SLOTS; slot++) {
+        int last = slot == SLOTS - 1;
+        if (!last && site_calls[slot] == 0)
+            continue;
+        const struct coll_table *t = &tables[slot / MAX_ALGOS];
+        fprintf(stderr,
+                "gridcoll-stats: site=%s coll=%s algo=%s calls=%llu "
+                "wan_bytes=%llu wan_messages=%llu\n",
+                site, last ? "internal" : t->name,
+                last ? "-" : t->algos[slot % MAX_ALGOS].name,
+                (unsigned long long)site_calls[slot],
+                (unsigned long long)site_traffic[2 * slot],
+                (unsigned long long)site_traffic[2 * slot + 1]);
+    }
+cleanup:
+    free(calls);
+    free(traffic);
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+void coll_print_algorithms(FILE *out)
+{
+    for (int k = 0; k < GC_COLL_KINDS; k++) {
+        const struct coll_table *t = &tables[k];
+        char var[64];
+        env_name(t, "", var, sizeof var);
+        fprintf(out, "%s (%s=NAME", t->name, var);
+        if (t->default_segsize > 0) {
+            env_name(t, "_SEGSIZE", var, sizeof var);
+            fprintf(out, ", %s=BYTES, default %zu", var, t->default_segsize);
+        }
+        fprintf(out, ")\n");
+        for (int i = 0; i < t->algo_count; i++) {
+            const struct coll_algo *algo = &t->algos[i];
+            fprintf(out, "  %-20s %s\n", algo->name, algo->description);
+            if (algo->restrictions[0] != '\0')
+                fprintf(out, "  %-20s restrictions: %s\n", "",
+                        algo->restrictions);
+        }
+        fprintf(out, "  default:");
+        for (int r = 0; r < t->rule_count; r++) {
+            const struct coll_rule *rule = &t->rules[r];
+            fprintf(out, "%s %s", r > 0 ? "; else" : "", rule->algo);
+            if (rule->min_sites > 0)
+                fprintf(out, " from %d sites", rule->min_sites);
+            if (rule->min_bytes > 0)
+                fprintf(out, " from %zu bytes", rule->min_bytes);
+            if (rule->max_bytes > 0)
+                fprintf(out, " up to %zu bytes", rule->max_bytes);
+        }
+        fprintf(out, "\n\n");
+    }
+}
