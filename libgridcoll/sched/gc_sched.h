@@ -109,6 +109,7 @@ struct gc_sched_alltoall {
     int ranks;
     /* OPT: the tree the pattern is built on, fitted to `ranks`. */
     struct gc_sched_fattree tree;
+    /* the rest is private to gc_sched_alltoall.c */
     /* OPT: digit k of the phase and source in base (ML, ..., M1) */
     int theta_base[GC_SCHED_MAX_LEVELS];
     int theta_weight[GC_SCHED_MAX_LEVELS];

@@ -18,10 +18,10 @@
  * up-link is ever shared, so down-links are the whole story.  Under it the
  * full tree makes every cyclic shift and, for k a power of two, every XOR
  * permutation congestion free: lemmas 1, 4, 5, 6 and kShift for K in
- * {1,2,3,4,8} hold.  It is stricter than QsNet's adaptive up-routing only
- * in that it also clears shifts that lemma 6 excludes (e.g. by 5 on a
- * 4-ary tree): those conflicts come from up-link choices, which a
- * deterministic model does not make.  Holes change the leaf distances
+ * {1,2,3,4,8} hold.  It is more lenient than QsNet's adaptive up-routing
+ * in one respect: it also clears shifts that lemma 6 excludes (e.g. by 5
+ * on a 4-ary tree), whose conflicts come from up-link choices that a
+ * deterministic per-source climb never makes.  Holes change the leaf distances
  * between consecutive ranks, and that is where contention appears.
  *
  * Cost: O(messages * n) per phase; the counters are cleared by undoing the
