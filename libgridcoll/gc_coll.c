@@ -75,11 +75,16 @@ int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm)
     /* A split, not a dup: dup would run the application's attribute copy
      * callbacks on `local` (the application's own handle). */
     if (c->local_p2p == MPI_COMM_NULL) {
-        int status = PMPI_Comm_split(c->local, 0, c->local_rank, &c->local_p2p);
-        if (status == MPI_SUCCESS)
-            status = PMPI_Comm_set_errhandler(c->local_p2p, MPI_ERRORS_RETURN);
+        MPI_Comm made;
+        int status = PMPI_Comm_split(c->local, 0, c->local_rank, &made);
         if (status != MPI_SUCCESS)
             return status;
+        status = PMPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
+        if (status != MPI_SUCCESS) {
+            PMPI_Comm_free(&made);
+            return status;
+        }
+        c->local_p2p = made;
     }
     *comm = c->local_p2p;
     return MPI_SUCCESS;

@@ -150,16 +150,19 @@ struct local_rule {
 };
 
 /*
- * Bruck sends about (n/2) log2(n) blocks per rank instead of n-1 but in
- * log2(n) steps instead of n-1: it wins while latency dominates, up to a
- * few hundred bytes a pair (MPICH's own switch is at 256 bytes and 8
- * ranks), and gains nothing under 4 ranks.  Above that MPICH's Alltoallw
- * posts every pair at once (in blocks of 32), which keeps a site's
- * shared-memory and network paths busiest; see docs/algorithms.md for the
- * measurements behind the choice.
+ * Bruck sends about (n/2) log2(n) blocks per rank instead of n-1, in
+ * log2(n) steps instead of n-1: it wins while start-ups dominate, small
+ * blocks on many ranks; these are MPICH's own bounds for choosing it
+ * (MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes, 8 ranks), which MPICH's
+ * Alltoallw never applies itself.  Otherwise MPICH's Alltoallw, which
+ * posts the pairs in blocks (MPIR_CVAR_ALLTOALL_THROTTLE) rather than one
+ * phase at a time: on one node or one switch no pairing order beats that,
+ * and it was the fastest measured here (docs/algorithms.md, "Alltoall").  lin
+ * and xor, one pair at a time, are for networks where the order of the pairs
+ * matters (fat trees).
  */
 static const struct local_rule local_rules[] = {
-    {4, 1, 256, "bruck"},
+    {8, 1, 256, "bruck"},
     {0, 0, 0, "mpich"},
 };
 enum { LOCAL_RULE_COUNT = sizeof local_rules / sizeof *local_rules };
@@ -306,6 +309,8 @@ void alltoall_local_print(FILE *out)
             fprintf(out, " from %zu bytes", rule->min_bytes);
         if (rule->max_bytes > 0)
             fprintf(out, " up to %zu bytes", rule->max_bytes);
+        if (rule->min_bytes > 0 || rule->max_bytes > 0)
+            fprintf(out, " a pair");
     }
-    fprintf(out, " per pair\n\n");
+    fprintf(out, "\n\n");
 }

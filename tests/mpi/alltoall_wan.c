@@ -14,6 +14,13 @@
  * Only MPI_Alltoall moves data across sites between the checks (the
  * verdict is one MPI_Allreduce), so the stats for alltoall are exactly the
  * cases run.
+ *
+ * Case `wildcard` (only when named): every rank posts MPI_Irecv(
+ * MPI_ANY_SOURCE, MPI_ANY_TAG) on MPI_COMM_WORLD and runs 20 checked
+ * MPI_Alltoalls, the odd ranks testing the receive for 5 ms after each
+ * (while the others already start the next one), then sends itself one
+ * int: the receive must get exactly that message, so no point-to-point
+ * step of the collective may match it.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -38,7 +45,8 @@ static int wanted(int argc, char **argv, const char *name)
     return 0;
 }
 
-static void run_case(const char *name, size_t m, int rank, int size)
+/* One checked MPI_Alltoall; rank 0 prints "OK <name>" when `report`. */
+static void run_case(const char *name, size_t m, int rank, int size, int report)
 {
     size_t total = m * (size_t)size;
     unsigned char *sbuf = malloc(total > 0 ? total : 1);
@@ -75,11 +83,52 @@ static void run_case(const char *name, size_t m, int rank, int size)
         fflush(stdout);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (rank == 0)
+    if (rank == 0 && report)
         printf("OK %s\n", name);
     fflush(stdout);
     free(sbuf);
     free(rbuf);
+}
+
+static void run_wildcard(int rank, int size)
+{
+    int got = -1, token = 1000 + rank;
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Irecv(&got, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+              &req);
+    /* Odd ranks test the pending receive for a while after each call,
+     * while their peers already send them the next call's messages. */
+    for (int i = 0; i < 20; i++) {
+        run_case("wildcard", (size_t)(1 + i * 97), rank, size, 0);
+        double start = MPI_Wtime();
+        int done = 0;
+        while (rank % 2 == 1 && !done && MPI_Wtime() - start < 0.005)
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            printf("FAIL wildcard: rank %d: the wildcard receive completed "
+                   "during the all-to-alls\n",
+                   rank);
+            fflush(stdout);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+    MPI_Send(&token, 1, MPI_INT, rank, 7, MPI_COMM_WORLD);
+    MPI_Wait(&req, &st);
+    int ok = got == token && st.MPI_SOURCE == rank && st.MPI_TAG == 7;
+    if (!ok)
+        printf("FAIL wildcard: rank %d: the wildcard receive got %d from %d "
+               "tag %d, want %d from %d tag 7\n",
+               rank, got, st.MPI_SOURCE, st.MPI_TAG, token, rank);
+    int all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (rank == 0)
+        printf("OK wildcard\n");
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -92,8 +141,11 @@ int main(int argc, char **argv)
         char name[32];
         snprintf(name, sizeof name, "m%zu", sizes[k]);
         if (wanted(argc, argv, name))
-            run_case(name, sizes[k], rank, size);
+            run_case(name, sizes[k], rank, size, 1);
     }
+    for (int a = 1; a < argc; a++)
+        if (strcmp(argv[a], "wildcard") == 0)
+            run_wildcard(rank, size);
     MPI_Finalize();
     return 0;
 }
