@@ -18,7 +18,6 @@ int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k)
     int in_place = u->sbuf == MPI_IN_PLACE;
     *k = (struct alltoall_call){
         .c = c,
-        .fn = a->fn,
         .src = in_place ? u->rbuf : u->sbuf,
         .out = in_place ? u->rcv : u->snd,
         .rbuf = u->rbuf,

@@ -22,7 +22,6 @@
 
 struct alltoall_call {
     struct gc_comm *c;
-    const char *fn;
     const char *src;             /* outgoing data: sbuf, or rbuf in place */
     const struct coll_side *out; /* its layout: snd, or rcv in place */
     char *rbuf;
