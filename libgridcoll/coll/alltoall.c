@@ -131,6 +131,11 @@ static const struct local_algo local_algos[] = {
      "pairwise exchange: in phase p rank i exchanges with i XOR p (phases "
      "up to the next power of two, partners >= n sit out)",
      alltoall_site_pairwise, &alltoall_site_xor},
+    {"opt",
+     "Prisacari fat-tree optimal: permuted variable-base exchange on the "
+     "site's fattree= (GRIDCOLL_FATTREE), B_min(l) messages leave every "
+     "level-l subtree in every phase; without a tree, lin",
+     alltoall_site_pairwise, &alltoall_site_opt},
     {"bruck",
      "Bruck et al.: ceil(log2 n) steps, in step k every block whose index "
      "has bit k set moves 2^k ranks on (small messages)",

@@ -116,6 +116,7 @@ alltoall_site_fn alltoall_site_pairwise; /* alltoall_site_pairwise.c */
 alltoall_site_fn alltoall_site_bruck;    /* alltoall_site_bruck.c */
 extern const struct alltoall_pattern alltoall_site_lin; /* _site_lin.c */
 extern const struct alltoall_pattern alltoall_site_xor; /* _site_xor.c */
+extern const struct alltoall_pattern alltoall_site_opt; /* _site_opt.c */
 
 /* Bytes `count` elements of `type` occupy packed; -1 on overflow. */
 int alltoall_type_bytes(MPI_Count count, MPI_Datatype type, MPI_Count *bytes);

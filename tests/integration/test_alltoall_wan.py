@@ -36,14 +36,15 @@ def tail(text, lines=30):
     return "\n".join(text.splitlines()[-lines:])
 
 
-def run(layout, algo, local=None, cases=CASES, args=()):
+def run(layout, algo, local=None, cases=CASES, args=(), gridrun_args=()):
     env = dict(os.environ, GRIDCOLL_STATS="1", GRIDCOLL_ALLTOALL=algo)
     env.pop("GRIDCOLL_ALLTOALL_LOCAL", None)
     if local:
         env["GRIDCOLL_ALLTOALL_LOCAL"] = local
     # gridrun's own --timeout tears the job down cleanly.
     r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT), "--site-sizes",
-                        ",".join(map(str, layout)), "--", PROGRAM] +
+                        ",".join(map(str, layout))] + list(gridrun_args) +
+                       ["--", PROGRAM] +
                        list(args), env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=TIMEOUT + 30)
     out = r.stdout + r.stderr
@@ -102,8 +103,21 @@ def wildcard():
         args=["wildcard"])
 
 
+# Every intra-site schedule under lg's local phase, on a site of 4 ranks
+# that fills the fat tree FT(2; 2, 2) and one of 3 that does not (opt
+# then runs on the fitted tree).
+LOCAL_SCHEDULES = ("lin", "xor", "opt", "bruck", "mpich")
+
+
+def make_local_test(local):
+    return lambda: run([3, 4], "lg", local=local,
+                       gridrun_args=["--fattree", "2,2"])
+
+
 if __name__ == "__main__":
     main([("%s_%s" % (algo, "_".join(map(str, layout))),
            make_test(layout, algo))
           for algo in ("lg", "hier") for layout in LAYOUTS] +
+         [("local_%s" % local, make_local_test(local))
+          for local in LOCAL_SCHEDULES] +
          [("wildcard_lin", wildcard)])
