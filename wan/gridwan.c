@@ -16,6 +16,10 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <linux/capability.h>
+/* The kernel's struct sched_attr; glibc's <sched.h> would clash with it
+ * and has no sched_setattr. */
+#include <linux/sched.h>
+#include <linux/sched/types.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -41,7 +45,7 @@ struct gridwan;
 struct site {
     struct gridwan *gw;
     unsigned index;
-    int fd;
+    struct tap tap;
     bool ns_created;
     struct event *readable;
 };
@@ -55,6 +59,10 @@ struct direction {
     struct event *due;
     uint64_t write_errors;
     uint64_t write_error_bytes;
+    /* How late frames were written, against their due time: the
+     * emulator's own contribution to the delay (wakeup latency). */
+    uint64_t late_sum_ns;
+    uint64_t late_max_ns;
 };
 
 struct gridwan {
@@ -106,9 +114,14 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct direction *d = arg;
-    int out = d->gw->sites[d->dst].fd;
+    int out = d->gw->sites[d->dst].tap.fd;
     struct dl_frame *f;
-    while ((f = dl_dequeue(&d->line, gc_now_ns())) != NULL) {
+    uint64_t now;
+    while ((f = dl_dequeue(&d->line, now = gc_now_ns())) != NULL) {
+        uint64_t late = now - f->due_ns;
+        d->late_sum_ns += late;
+        if (late > d->late_max_ns)
+            d->late_max_ns = late;
         /* A TAP takes a whole frame or fails (EIO once its link is down):
          * the frame is lost, as on a real wire. */
         if (write(out, f->data, f->len) == -1) {
@@ -231,6 +244,46 @@ static int check_privileges(void)
     return 0;
 }
 
+/*
+ * Frames are due at exact times, but on a busy machine a woken gridwan can
+ * wait for another task's whole time slice (milliseconds) before it runs.
+ * Linux 6.12 and later (EEVDF) take sched_runtime of a SCHED_OTHER task as
+ * a request for shorter slices: the task keeps its fair share of CPU and
+ * is picked soon after it wakes.  Older kernels ignore the field.
+ * --rt-priority asks for SCHED_FIFO instead, which no fair task delays.
+ */
+#define SLICE_NS 100000 /* the shortest slice the kernel grants */
+
+static int set_scheduling(unsigned rt_priority)
+{
+    struct sched_attr attr;
+    memset(&attr, 0, sizeof attr);
+    /* Start from the current attributes, so that a nice value given by
+     * whoever started gridwan stays. */
+    if (syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) == -1) {
+        gc_log_error("sched_getattr: %s", strerror(errno));
+        return -1;
+    }
+    attr.size = sizeof attr;
+    attr.sched_flags = 0;
+    if (rt_priority != 0) {
+        attr.sched_policy = SCHED_FIFO;
+        attr.sched_priority = rt_priority;
+    } else {
+        attr.sched_runtime = SLICE_NS;
+    }
+    if (syscall(SYS_sched_setattr, 0, &attr, 0) == -1) {
+        if (rt_priority != 0) {
+            gc_log_error("--rt-priority %u: %s", rt_priority, strerror(errno));
+            return -1;
+        }
+        gc_log_warn("cannot ask for %d us time slices (%s): delays may "
+                    "stretch on a busy machine",
+                    SLICE_NS / 1000, strerror(errno));
+    }
+    return 0;
+}
+
 static void format_addr(uint32_t addr, char *out, size_t len)
 {
     struct in_addr in = {.s_addr = htonl(addr)};
@@ -262,12 +315,12 @@ static int setup_sites(struct gridwan *gw)
             .prefix_len = o->prefix_len,
         };
         char err[256];
-        if (tap_open_in_ns(&cfg, &s->fd, err, sizeof err) != 0) {
+        if (tap_open_in_ns(&cfg, &s->tap, err, sizeof err) != 0) {
             gc_log_error("namespace %s: %s", o->ns[i], err);
             return -1;
         }
-        s->readable =
-            event_new(gw->base, s->fd, EV_READ | EV_PERSIST, on_readable, s);
+        s->readable = event_new(gw->base, s->tap.fd, EV_READ | EV_PERSIST,
+                                on_readable, s);
         if (s->readable == NULL || event_add(s->readable, NULL) == -1) {
             gc_log_error("cannot watch %s in %s", TAP_NAME, o->ns[i]);
             return -1;
@@ -317,7 +370,8 @@ static int setup(struct gridwan *gw)
     for (unsigned i = 0; i < WAN_MAX_SITES; i++) {
         gw->sites[i].gw = gw;
         gw->sites[i].index = i;
-        gw->sites[i].fd = -1;
+        gw->sites[i].tap.fd = -1;
+        gw->sites[i].tap.stats_fd = -1;
     }
     fdb_init(&gw->fdb);
     struct event_config *cfg = event_config_new();
@@ -334,7 +388,8 @@ static int setup(struct gridwan *gw)
         gc_log_error("cannot create the event loop");
         return -1;
     }
-    if (setup_directions(gw) != 0 || setup_sites(gw) != 0)
+    if (set_scheduling(gw->opt.rt_priority) != 0 || setup_directions(gw) != 0 ||
+        setup_sites(gw) != 0)
         return -1;
 
     gw->sigint = evsignal_new(gw->base, SIGINT, on_signal, gw);
@@ -395,13 +450,29 @@ static void print_counters(struct gridwan *gw)
             printf("gridwan: %s->%s forwarded=%" PRIu64 " bytes=%" PRIu64
                    " dropped_queue=%" PRIu64 " dropped_loss=%" PRIu64
                    " write_errors=%" PRIu64 " queue_max=%" PRIu64
-                   " in_flight=%" PRIu64 "\n",
+                   " in_flight=%" PRIu64 " late_avg_us=%.1f"
+                   " late_max_us=%.1f\n",
                    gw->opt.ns[src], gw->opt.ns[dst],
                    c->delivered - d->write_errors,
                    c->delivered_bytes - d->write_error_bytes, c->dropped_queue,
                    c->dropped_loss, d->write_errors, c->queue_max,
-                   d->line.held_frames);
+                   d->line.held_frames,
+                   c->delivered
+                       ? (double)d->late_sum_ns / 1e3 / (double)c->delivered
+                       : 0.0,
+                   (double)d->late_max_ns / 1e3);
         }
+    }
+    /* Frames lost before the delay line: gridwan did not read the TAP
+     * before its queue filled (it was not scheduled, or is too slow). */
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t dropped;
+        if (tap_tx_dropped(&gw->sites[i].tap, TAP_NAME, &dropped) == 0)
+            printf("gridwan: %s %s not_read_dropped=%" PRIu64 "\n",
+                   gw->opt.ns[i], TAP_NAME, dropped);
+        else
+            gc_log_warn("%s: cannot read the counters of %s", gw->opt.ns[i],
+                        TAP_NAME);
     }
     fflush(stdout);
 }
@@ -425,8 +496,7 @@ static int teardown(struct gridwan *gw)
         struct site *s = &gw->sites[i];
         if (s->readable != NULL)
             event_free(s->readable);
-        if (s->fd != -1)
-            close(s->fd);
+        tap_close(&s->tap);
     }
     if (gw->sigint != NULL)
         event_free(gw->sigint);

@@ -120,6 +120,11 @@ static int configure(const struct tap_config *cfg, char *err, size_t err_len)
         set_err(err, err_len, "MTU %u: %s", cfg->mtu, strerror(errno));
         goto cleanup;
     }
+    ifr.ifr_qlen = TAP_TX_QUEUE_LEN;
+    if (ioctl(sock, SIOCSIFTXQLEN, &ifr) == -1) {
+        set_err(err, err_len, "queue length: %s", strerror(errno));
+        goto cleanup;
+    }
     /* The address first (it gets a classful mask), then the mask, which
      * also sets the broadcast address and the subnet route. */
     set_sockaddr(&ifr.ifr_addr, cfg->addr);
@@ -142,15 +147,16 @@ cleanup:
     return status;
 }
 
-int tap_open_in_ns(const struct tap_config *cfg, int *fd, char *err,
+int tap_open_in_ns(const struct tap_config *cfg, struct tap *tap, char *err,
                    size_t err_len)
 {
     int status = -1;
     int home = -1;
     int target = -1;
-    int tap = -1;
     bool entered = false;
     char path[PATH_MAX];
+    tap->fd = -1;
+    tap->stats_fd = -1;
 
     home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (home == -1) {
@@ -170,8 +176,8 @@ int tap_open_in_ns(const struct tap_config *cfg, int *fd, char *err,
     entered = true;
 
     /* Opened inside the namespace, so the device is born there. */
-    tap = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-    if (tap == -1) {
+    tap->fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (tap->fd == -1) {
         set_err(err, err_len, "/dev/net/tun: %s", strerror(errno));
         goto cleanup;
     }
@@ -179,12 +185,17 @@ int tap_open_in_ns(const struct tap_config *cfg, int *fd, char *err,
     memset(&ifr, 0, sizeof ifr);
     snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", cfg->ifname);
     ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-    if (ioctl(tap, TUNSETIFF, &ifr) == -1) {
+    if (ioctl(tap->fd, TUNSETIFF, &ifr) == -1) {
         set_err(err, err_len, "TAP %s: %s", cfg->ifname, strerror(errno));
         goto cleanup;
     }
     if (configure(cfg, err, err_len) != 0)
         goto cleanup;
+    tap->stats_fd = open("/proc/self/net/dev", O_RDONLY | O_CLOEXEC);
+    if (tap->stats_fd == -1) {
+        set_err(err, err_len, "/proc/self/net/dev: %s", strerror(errno));
+        goto cleanup;
+    }
     status = 0;
 cleanup:
     if (entered && setns(home, CLONE_NEWNET) == -1) {
@@ -196,9 +207,47 @@ cleanup:
         close(home);
     if (target != -1)
         close(target);
-    if (status == 0)
-        *fd = tap;
-    else if (tap != -1)
-        close(tap);
+    if (status != 0)
+        tap_close(tap);
     return status;
+}
+
+void tap_close(struct tap *tap)
+{
+    if (tap->fd != -1)
+        close(tap->fd);
+    if (tap->stats_fd != -1)
+        close(tap->stats_fd);
+    tap->fd = tap->stats_fd = -1;
+}
+
+int tap_tx_dropped(const struct tap *tap, const char *ifname, uint64_t *dropped)
+{
+    /* Two header lines and one line per device of the namespace. */
+    char text[16384];
+    ssize_t n = pread(tap->stats_fd, text, sizeof text - 1, 0);
+    if (n == -1)
+        return -1;
+    text[n] = '\0';
+    char key[IFNAMSIZ + 2];
+    snprintf(key, sizeof key, "%s:", ifname);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        line += strspn(line, " ");
+        if (strncmp(line, key, strlen(key)) != 0)
+            continue;
+        /* Receive: bytes packets errs drop fifo frame compressed
+         * multicast; transmit: bytes packets errs drop ... */
+        unsigned long long v[12];
+        if (sscanf(line + strlen(key),
+                   "%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu "
+                   "%llu",
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7],
+                   &v[8], &v[9], &v[10], &v[11]) != 12)
+            return -1;
+        *dropped = v[11];
+        return 0;
+    }
+    return -1;
 }

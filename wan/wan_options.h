@@ -26,6 +26,7 @@ struct wan_options {
     unsigned prefix_len;
     uint64_t seed;
     uint64_t duration_ns; /* 0: until SIGINT or SIGTERM */
+    unsigned rt_priority; /* SCHED_FIFO priority; 0: fair scheduling */
 };
 
 enum wan_options_result {

@@ -190,14 +190,15 @@ static void test_command_line(void)
     enum wan_options_result r =
         parse(&o, err, sizeof err, "--ns", "a,b", "--delay", "20ms", "--rate",
               "1gbit", "--loss", "0.1%", "--jitter", "1ms", "--mtu", "9000",
-              "--seed", "42", "--duration", "3", NULL);
+              "--seed", "42", "--duration", "3", "--rt-priority", "10", NULL);
     CHECK(r == WAN_OPTIONS_RUN, "rejected: %s", err);
     CHECK(o.site_count == 2 && strcmp(o.ns[0], "a") == 0 &&
               strcmp(o.ns[1], "b") == 0,
           "namespaces");
     CHECK(o.delay_ns == 20000000 && o.jitter_ns == 1000000 &&
               o.rate_bps == 1000000000 && fabs(o.loss - 0.001) < 1e-15 &&
-              o.mtu == 9000 && o.seed == 42 && o.duration_ns == 3000000000,
+              o.mtu == 9000 && o.seed == 42 && o.duration_ns == 3000000000 &&
+              o.rt_priority == 10,
           "values");
     /* Default queue: one round-trip bandwidth-delay product. */
     CHECK(o.queue_bytes == 5000000, "queue %" PRIu64, o.queue_bytes);
@@ -208,8 +209,9 @@ static void test_command_line(void)
     r = parse(&o, err, sizeof err, "--ns", "a,b", NULL);
     CHECK(r == WAN_OPTIONS_RUN && o.delay_ns == 0 && o.rate_bps == 0 &&
               o.loss == 0 && o.mtu == 1500 && o.seed == 1 &&
-              o.duration_ns == 0 && o.queue_bytes == 64u << 20 &&
-              o.subnet == 0x0a4d0000 && o.prefix_len == 24,
+              o.duration_ns == 0 && o.rt_priority == 0 &&
+              o.queue_bytes == 64u << 20 && o.subnet == 0x0a4d0000 &&
+              o.prefix_len == 24,
           "defaults: %s", err);
     /* Low rate, short delay: the floor of 100 full frames. */
     r = parse(&o, err, sizeof err, "--ns", "a,b", "--rate", "10mbit", "--delay",
@@ -284,6 +286,8 @@ static void test_errors(void)
     bad("--seed", "--ns", "a,b", "--seed", "-3", NULL);
     bad("--duration", "--ns", "a,b", "--duration", "0", NULL);
     bad("--duration", "--ns", "a,b", "--duration", "soon", NULL);
+    bad("--rt-priority", "--ns", "a,b", "--rt-priority", "0", NULL);
+    bad("--rt-priority", "--ns", "a,b", "--rt-priority", "100", NULL);
     bad("--frobnicate", "--ns", "a,b", "--frobnicate", NULL);
     bad("extra", "--ns", "a,b", "extra", NULL);
 }
