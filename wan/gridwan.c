@@ -115,9 +115,11 @@ static void on_due(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct direction *d = arg;
     int out = d->gw->sites[d->dst].tap.fd;
-    struct dl_frame *f;
-    uint64_t now;
-    while ((f = dl_dequeue(&d->line, now = gc_now_ns())) != NULL) {
+    for (;;) {
+        uint64_t now = gc_now_ns();
+        struct dl_frame *f = dl_dequeue(&d->line, now);
+        if (f == NULL)
+            break;
         uint64_t late = now - f->due_ns;
         d->late_sum_ns += late;
         if (late > d->late_max_ns)
