@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +40,11 @@
 /* Frames read from one TAP per wakeup before the other TAPs and the
  * timers get their turn. */
 #define READ_BATCH 64
+
+/* Each stops gridwan cleanly: a hangup must not leave namespaces behind
+ * any more than SIGTERM does. */
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define STOP_SIGNAL_COUNT (sizeof stop_signals / sizeof stop_signals[0])
 
 struct gridwan;
 
@@ -71,8 +77,7 @@ struct gridwan {
     struct direction *dirs; /* [src * site_count + dst], diagonal unused */
     struct fdb fdb;
     struct event_base *base;
-    struct event *sigint;
-    struct event *sigterm;
+    struct event *signals[STOP_SIGNAL_COUNT];
     struct event *end;
     bool ready;
     int status;
@@ -394,13 +399,16 @@ static int setup(struct gridwan *gw)
         setup_sites(gw) != 0)
         return -1;
 
-    gw->sigint = evsignal_new(gw->base, SIGINT, on_signal, gw);
-    gw->sigterm = evsignal_new(gw->base, SIGTERM, on_signal, gw);
+    for (size_t i = 0; i < STOP_SIGNAL_COUNT; i++) {
+        gw->signals[i] = evsignal_new(gw->base, stop_signals[i], on_signal, gw);
+        if (gw->signals[i] == NULL || event_add(gw->signals[i], NULL) == -1) {
+            gc_log_error("cannot set up signal handling");
+            return -1;
+        }
+    }
     gw->end = evtimer_new(gw->base, on_end, gw);
-    if (gw->sigint == NULL || gw->sigterm == NULL || gw->end == NULL ||
-        event_add(gw->sigint, NULL) == -1 ||
-        event_add(gw->sigterm, NULL) == -1) {
-        gc_log_error("cannot set up signal handling");
+    if (gw->end == NULL) {
+        gc_log_error("out of memory");
         return -1;
     }
     if (gw->opt.duration_ns != 0) {
@@ -476,6 +484,13 @@ static void print_counters(struct gridwan *gw)
             gc_log_warn("%s: cannot read the counters of %s", gw->opt.ns[i],
                         TAP_NAME);
     }
+    /* Writing to a TAP runs the receiving namespace's network stack in
+     * gridwan's system call, so system time includes the receivers' TCP. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        printf("gridwan: cpu user_s=%.2f sys_s=%.2f\n",
+               (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+               (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
     fflush(stdout);
 }
 
@@ -500,10 +515,9 @@ static int teardown(struct gridwan *gw)
             event_free(s->readable);
         tap_close(&s->tap);
     }
-    if (gw->sigint != NULL)
-        event_free(gw->sigint);
-    if (gw->sigterm != NULL)
-        event_free(gw->sigterm);
+    for (size_t i = 0; i < STOP_SIGNAL_COUNT; i++)
+        if (gw->signals[i] != NULL)
+            event_free(gw->signals[i]);
     if (gw->end != NULL)
         event_free(gw->end);
     if (gw->base != NULL)
@@ -530,13 +544,16 @@ int main(int argc, char **argv)
     if (check_privileges() != 0)
         return 1;
 
-    /* SIGINT and SIGTERM wait until the loop handles them, so a signal
-     * during setup or teardown still leaves nothing behind. */
-    sigset_t stop_signals, old_mask;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
+    /* Stop signals wait until the loop handles them, so one that comes
+     * during setup or teardown still leaves nothing behind.  A reader that
+     * went away (`gridwan ... | head -1`) must not kill gridwan with
+     * SIGPIPE before it has removed its namespaces. */
+    sigset_t blocked, old_mask;
+    sigemptyset(&blocked);
+    for (size_t i = 0; i < STOP_SIGNAL_COUNT; i++)
+        sigaddset(&blocked, stop_signals[i]);
+    sigprocmask(SIG_BLOCK, &blocked, &old_mask);
+    signal(SIGPIPE, SIG_IGN);
 
     if (setup(&gw) == 0) {
         sigprocmask(SIG_SETMASK, &old_mask, NULL);
@@ -546,7 +563,7 @@ int main(int argc, char **argv)
             gc_log_error("event loop failed");
             gw.status = 1;
         }
-        sigprocmask(SIG_BLOCK, &stop_signals, NULL);
+        sigprocmask(SIG_BLOCK, &blocked, NULL);
     } else {
         gw.status = 1;
     }

@@ -46,15 +46,19 @@ int netns_exists(const char *name)
 /* Run `ip ARGS...` and wait for it; 0 when it exits with status 0. */
 static int run_ip(const char *const args[])
 {
-    /* The caller blocks SIGINT and SIGTERM while it sets up and tears
-     * down; ip must not inherit that mask. */
+    /* The caller blocks its stop signals while it sets up and tears down,
+     * and ignores SIGPIPE; ip must inherit neither. */
     posix_spawnattr_t attr;
-    sigset_t none;
+    sigset_t none, pipe;
     sigemptyset(&none);
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
     if (posix_spawnattr_init(&attr) != 0)
         return -1;
     posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setsigdefault(&attr, &pipe);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid;
     int rc =
         posix_spawnp(&pid, "ip", NULL, &attr, (char *const *)args, environ);
