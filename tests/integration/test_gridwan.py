@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """gridwan, the WAN emulator: command line, privileges, and two network
 namespaces joined through it: ping RTT against the delay, iperf3 against the
-rate, ping loss against the loss rate, and teardown (exit, --duration,
-SIGTERM, SIGINT) that leaves no namespace and no device behind.
+rate, ping loss against the loss rate, and teardown (--duration, SIGTERM,
+SIGINT, SIGHUP, a closed stdout) that leaves no namespace and no device
+behind.
 
 Namespace names carry this process's pid, so parallel runs never clash.
 Tests that need devices skip, saying why, without root or /dev/net/tun.
@@ -300,8 +301,8 @@ def teardown_leaves_nothing():
     check(len(wan.counters()) == 2, "no counters:\n" + wan.output())
     check_gone(names, wan)
 
-    # SIGTERM and SIGINT, with traffic in flight on a slow link.
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    # SIGTERM, SIGINT and SIGHUP, with traffic in flight on a slow link.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         names = ns_names("s%d" % sig)
         wan = Wan(names, "--delay", "50ms", "--rate", "1mbit")
         in_ns(names[0], "ping", "-n", "-c", 3, "-i", 0.01, "-s", 1400,
@@ -310,6 +311,21 @@ def teardown_leaves_nothing():
         check(status == 0, "exit %s on %s:\n%s"
               % (status, sig.name, wan.output()))
         check_gone(names, wan)
+
+    # A reader that went away (`gridwan ... | head -1`): the counters
+    # written on exit must not kill gridwan before it has cleaned up.
+    names = ns_names("h")
+    proc = subprocess.Popen([GRIDWAN, "--ns", ",".join(names)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    ready = proc.stdout.readline()
+    proc.stdout.close()
+    proc.terminate()
+    status = proc.wait(15)
+    check(ready.startswith("gridwan: ready") and status == 0,
+          "closed stdout: exit %s, first line %r" % (status, ready))
+    check(not namespaces() & set(names), "namespaces left behind with a "
+          "closed stdout")
 
     # An existing namespace is used and kept, without the device.
     names = ns_names("e")
