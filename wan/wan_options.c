@@ -38,8 +38,8 @@ void wan_options_usage(FILE *out)
         "existing ones are used and kept.  Needs CAP_NET_ADMIN and\n"
         "CAP_SYS_ADMIN (root).  See docs/gridwan.md.\n"
         "\n"
-        "  --ns A,B[,...]     namespaces, one site each, 2..%d names of\n"
-        "                     letters, digits, '_', '-', '.' (at most %d)\n"
+        "  --ns A,B[,...]     namespaces, one site each: 2..%d names of at\n"
+        "                     most %d letters, digits, '_', '-', '.'\n"
         "  --delay T          one-way delay (default 0ms)\n"
         "  --jitter T         uniform in [-T, +T] added to the delay, at most\n"
         "                     the delay; frames are never reordered\n"
@@ -65,9 +65,9 @@ void wan_options_usage(FILE *out)
         "\n"
         "Times: ns, us, ms, s (20ms, 1.5ms).  Rates: bit, kbit, mbit, gbit\n"
         "(powers of 1000).  Prints 'gridwan: ready ...' when the links are\n"
-        "up and one counter line per direction on exit (SIGINT, SIGTERM,\n"
-        "--duration).  Exit status: 0 after a clean stop, 1 on a runtime\n"
-        "error, 2 on a usage error.\n",
+        "up, and its counters on exit (SIGINT, SIGTERM, SIGHUP, --duration).\n"
+        "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a\n"
+        "usage error.\n",
         WAN_MAX_SITES, WAN_NS_NAME_MAX - 1, MIN_DEFAULT_QUEUE_FRAMES,
         UNLIMITED_QUEUE >> 20, MIN_MTU, MAX_MTU);
 }

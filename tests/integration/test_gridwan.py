@@ -231,6 +231,20 @@ def ping_rtt_is_twice_the_delay():
     check_gone(names, wan)
 
 
+def jumbo_frames():
+    """--mtu 9000: a 9000-byte IP packet crosses whole (DF set)."""
+    need_devices()
+    names = ns_names("j")
+    with Wan(names, "--mtu", 9000, "--delay", "1ms") as wan:
+        resolve(names[0], wan.addrs[1])
+        r = in_ns(names[0], "ping", "-n", "-c", 3, "-i", 0.05, "-M", "do",
+                  "-s", 9000 - 28, wan.addrs[1], timeout=20)
+        check(r.returncode == 0 and "3 received" in r.stdout,
+              "jumbo ping failed:\n" + r.stdout)
+    c = wan.counters()[(names[0], names[1])]
+    check(c["bytes"] >= 3 * 9014, "counters: %s" % c)
+
+
 def iperf3_gets_the_rate():
     need_devices()
     names = ns_names("r")
@@ -347,6 +361,7 @@ if __name__ == "__main__":
         ("help_and_bad_arguments", help_and_bad_arguments),
         ("no_privileges", no_privileges),
         ("ping_rtt_is_twice_the_delay", ping_rtt_is_twice_the_delay),
+        ("jumbo_frames", jumbo_frames),
         ("iperf3_gets_the_rate", iperf3_gets_the_rate),
         ("ping_loss_matches", ping_loss_matches),
         ("teardown_leaves_nothing", teardown_leaves_nothing),
