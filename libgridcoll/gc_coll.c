@@ -35,13 +35,6 @@
 
 /* ---- shared helpers ---------------------------------------------------- */
 
-/* Comm ranks grouped by site, each site's members in site-rank order. */
-struct site_map {
-    int count[GC_MAX_SITES]; /* members per site */
-    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
-    int *member;             /* [c->size] */
-};
-
 int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
 {
     MPI_Count size;
@@ -133,7 +126,7 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
     return MPI_SUCCESS;
 }
 
-static int site_map_build(const struct gc_comm *c, struct site_map *m)
+int site_map_build(const struct gc_comm *c, struct site_map *m)
 {
     memset(m, 0, sizeof *m);
     m->member = malloc((size_t)c->size * sizeof *m->member);
@@ -148,7 +141,7 @@ static int site_map_build(const struct gc_comm *c, struct site_map *m)
     return MPI_SUCCESS;
 }
 
-static void site_map_free(struct site_map *m)
+void site_map_free(struct site_map *m)
 {
     free(m->member);
     m->member = NULL;

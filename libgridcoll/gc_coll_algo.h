@@ -7,9 +7,11 @@
  * restrictions and the function.  An entry point checks its arguments,
  * fills a `struct coll_args` and calls coll_run(), which
  *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
- *      GridColl_Set_algorithm), else the first rule of the collective's
- *      rule table that matches the call (sites, ranks, bytes) and whose
- *      algorithm is usable for it;
+ *      GridColl_Set_algorithm) when it is usable for the call, else the
+ *      first rule of the collective's rule table that matches the call
+ *      (sites, ranks, bytes) and whose algorithm is usable for it (a
+ *      forced algorithm that cannot run a call falls back silently, as
+ *      MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK does by default);
  *   2. accounts the call and every byte it sends across the WAN to that
  *      algorithm (GRIDCOLL_STATS=1 prints the totals per site at
  *      MPI_Finalize);
@@ -177,11 +179,14 @@ coll_algo_fn barrier_grid_hier;
 coll_algo_fn bcast_grid_hier;
 coll_algo_fn reduce_grid_hier;
 coll_algo_fn allreduce_grid_reduce_bcast;
+coll_algo_fn allreduce_grid_hier;
+coll_algo_fn allreduce_grid_multileader;
 coll_algo_fn reduce_scatter_grid_reduce_scatterv;
 coll_algo_fn scan_grid_gather_scatter;
 coll_algo_fn gatherv_grid_hier;
 coll_algo_fn scatterv_grid_hier;
 coll_algo_fn allgatherv_grid_gather_bcast;
+coll_algo_fn allgather_grid_hier;
 coll_algo_fn alltoallw_grid_direct;
 
 #endif

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/allgather_site.h"
+#include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gridcoll.h"
 
@@ -38,13 +40,42 @@ static const struct coll_algo reduce_algos[] = {
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
+/* Site-ordered folding of partial results is rank order for this op. */
+static int partials_in_order(const struct coll_args *a)
+{
+    int in_order = 0;
+    return coll_site_partials_ok(a->comm, a->u.reduce.op, &in_order) ==
+               MPI_SUCCESS &&
+           in_order;
+}
+
+#define SITE_ORDER_RESTRICTION                                                 \
+    "a non-commutative op only when every site's members are one "             \
+    "contiguous range of ranks"
+
 static const struct coll_algo allreduce_algos[] = {
     {"reduce_bcast",
      "hierarchical Reduce to rank 0, then hierarchical Bcast "
      "(two WAN latencies)",
      "", NULL, allreduce_grid_reduce_bcast},
+    {"hier",
+     "local reduce, every leader sends its site's partial result to every "
+     "other leader (one WAN latency), fold in site order, local bcast",
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier},
+    {"multileader",
+     "local reduce-scatter, every member exchanges its slice with the "
+     "members of the other sites whose slices overlap it (segmented), "
+     "fold, local allgather",
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader},
 };
-static const struct coll_rule allreduce_rules[] = {{0, 0, 0, "reduce_bcast"}};
+/* hier up to the size where one leader per site moving and folding the
+ * whole vector costs more than multileader's extra local phases
+ * (docs/algorithms.md, "Allreduce"). */
+static const struct coll_rule allreduce_rules[] = {
+    {0, 0, 64 * 1024, "hier"},
+    {0, 0, 0, "multileader"},
+    {0, 0, 0, "reduce_bcast"},
+};
 
 static const struct coll_algo reduce_scatter_algos[] = {
     {"reduce_scatterv",
@@ -84,8 +115,12 @@ static const struct coll_algo allgather_algos[] = {
      "hierarchical Gather(v) to rank 0, hierarchical Bcast "
      "of the whole result",
      "", NULL, allgatherv_grid_gather_bcast},
+    {"hier",
+     "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
+     "their sites' packed blocks (one WAN latency), local bcast",
+     "", NULL, allgather_grid_hier},
 };
-static const struct coll_rule allgather_rules[] = {{0, 0, 0, "gather_bcast"}};
+static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
 
 static const struct coll_algo alltoall_algos[] = {
     {"direct",
@@ -182,17 +217,12 @@ static int forced_algo(const struct coll_table *t, const struct coll_args *a,
 {
     char text[512], names[256];
     *index = find_algo(t, name);
-    if (*index >= 0 && usable(&t->algos[*index], a))
+    if (*index >= 0)
         return MPI_SUCCESS;
     list_names(t, names, sizeof names);
-    if (*index < 0)
-        snprintf(text, sizeof text,
-                 "%s: %s=%s is not an algorithm of %s (valid: %s)", a->fn,
-                 source, name, t->name, names);
-    else
-        snprintf(text, sizeof text,
-                 "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
-                 source, name, t->algos[*index].restrictions, names);
+    snprintf(text, sizeof text,
+             "%s: %s=%s is not an algorithm of %s (valid: %s)", a->fn, source,
+             name, t->name, names);
     return gc_error(a->comm->handle, MPI_ERR_ARG, text);
 }
 
@@ -208,12 +238,18 @@ static int select_algo(const struct coll_table *t, const struct coll_args *a,
     char var[64];
     env_name(t, "", var, sizeof var);
     enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
-    if (forced_by_call[kind] != NULL)
-        return forced_algo(t, a, forced_by_call[kind], "GridColl_Set_algorithm",
-                           index);
-    const char *env = getenv(var);
-    if (env != NULL && env[0] != '\0')
-        return forced_algo(t, a, env, var, index);
+    const char *forced = forced_by_call[kind],
+               *source = "GridColl_Set_algorithm";
+    if (forced == NULL) {
+        forced = getenv(var);
+        source = var;
+    }
+    if (forced != NULL && forced[0] != '\0') {
+        int status = forced_algo(t, a, forced, source, index);
+        if (status != MPI_SUCCESS || usable(&t->algos[*index], a))
+            return status;
+        /* A call the forced algorithm cannot run takes the defaults. */
+    }
     for (int r = 0; r < t->rule_count; r++) {
         if (!rule_matches(&t->rules[r], a))
             continue;
@@ -431,5 +467,7 @@ void coll_print_algorithms(FILE *out)
                 fprintf(out, " up to %zu bytes", rule->max_bytes);
         }
         fprintf(out, "\n\n");
+        if (k == GC_COLL_ALLGATHERV)
+            allgather_site_print(out);
     }
 }

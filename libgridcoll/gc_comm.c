@@ -53,6 +53,8 @@ static int registry_add(struct gc_comm *c)
 
 static void comm_free_arrays(struct gc_comm *c)
 {
+    if (c->coll_local != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->coll_local);
     free(c->grid_rank);
     free(c->site);
     free(c->site_rank);
@@ -79,6 +81,7 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
     if (c == NULL)
         return NULL;
     c->refs = 1;
+    c->coll_local = MPI_COMM_NULL;
     c->handle = local;
     c->local = local;
     c->context = context;
@@ -150,6 +153,20 @@ void gc_comm_unref(struct gc_comm *c)
 {
     if (--c->refs == 0)
         comm_free_arrays(c);
+}
+
+int gc_comm_coll_local(struct gc_comm *c, MPI_Comm *comm)
+{
+    /* Split rather than dup: a dup would run the application's attribute
+     * copy callbacks at a moment it cannot expect. */
+    int status = MPI_SUCCESS;
+    if (c->coll_local == MPI_COMM_NULL) {
+        status = PMPI_Comm_split(c->local, 0, c->local_rank, &c->coll_local);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_set_errhandler(c->coll_local, MPI_ERRORS_RETURN);
+    }
+    *comm = c->coll_local;
+    return status;
 }
 
 void gc_comm_release(struct gc_comm *c)

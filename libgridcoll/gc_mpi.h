@@ -61,6 +61,10 @@ extern struct gc_world gc_world;
 struct gc_comm {
     MPI_Comm handle; /* what the application holds */
     MPI_Comm local;  /* this site's members (== handle except for WORLD) */
+    /* The same members for the collectives' point-to-point phases, which
+     * on `local` could match the application's wildcard receives;
+     * MPI_COMM_NULL until gc_comm_coll_local first makes it. */
+    MPI_Comm coll_local;
     uint32_t context;
     int size;
     int rank;
@@ -112,6 +116,12 @@ void gc_comm_retain(struct gc_comm *c);
 void gc_comm_unref(struct gc_comm *c);
 /* Free every registered grid communicator (MPI_Finalize). */
 void gc_comm_release_all(void);
+/*
+ * c->coll_local, made on first use (collective over this site's members,
+ * who all reach it in the same collective call); it returns errors as
+ * codes (MPI_ERRORS_RETURN).  MPI_SUCCESS or the error PMPI gave.
+ */
+int gc_comm_coll_local(struct gc_comm *c, MPI_Comm *comm);
 
 /* ---- errors ------------------------------------------------------------ */
 
