@@ -68,11 +68,12 @@ static const struct coll_algo allreduce_algos[] = {
      "fold, local allgather",
      SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader},
 };
-/* hier up to the size where one leader per site moving and folding the
- * whole vector costs more than multileader's extra local phases
- * (docs/algorithms.md, "Allreduce"). */
+/* hier while the message count decides; from 2 KiB, where MPICH also
+ * leaves recursive doubling for reduce-scatter + allgather, multileader:
+ * on loopback it was ahead from 4 KiB on 3+5 ranks (docs/algorithms.md,
+ * "Allreduce"). */
 static const struct coll_rule allreduce_rules[] = {
-    {0, 0, 64 * 1024, "hier"},
+    {0, 0, 2048, "hier"},
     {0, 0, 0, "multileader"},
     {0, 0, 0, "reduce_bcast"},
 };

@@ -3,7 +3,7 @@
  * leader for one slice of the vector.  The local phases are Mamidala's
  * (thesis ch. 9.2.2: the members of a node each reduce one sub-block of
  * the shared buffer, then every member copies the whole result; here
- * PMPI_Reduce_scatter and PMPI_Allgatherv on the site's members), the WAN
+ * PMPI_Reduce_scatter and an intra-site allgather), the WAN
  * phase MagPIe's rule (Kielmann et al., PPoPP 1999, section 3: each datum
  * crosses each WAN link once), spread over all members' relay sessions
  * in parallel and segmented so the relay streams stay busy.
@@ -30,7 +30,12 @@
  *      (pieces cut where any site's slices or segments end), straight
  *      into recvbuf.  The same bytes in the same order on every site:
  *      bit-identical results everywhere.
- *   6. Local PMPI_Allgatherv of the slices, in place in recvbuf.
+ *   6. Local allgather of the packed slices with the site's intra-site
+ *      strategy (GRIDCOLL_ALLGATHER_LOCAL, allgather_site.h), unpacked
+ *      into recvbuf.  (Not PMPI_Allgatherv: MPICH 4.0's long-message
+ *      ring pipelines in MPIR_CVAR_ALLGATHERV_PIPELINE_MSG_SIZE = 32 KiB
+ *      pieces, each a dependent step; on oversubscribed loopback sites
+ *      it took 2 s for 4 MiB, docs/algorithms.md.)
  * A zero count (or an empty datatype) is a no-op.
  *
  * Restriction: like hier, a non-commutative op needs every site's members
@@ -54,6 +59,7 @@
  */
 #include <stdlib.h>
 
+#include "allgather_site.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
@@ -165,6 +171,38 @@ static int fold_slice(struct gc_comm *c, const struct coll_reduce_args *r,
     return status;
 }
 
+/*
+ * Every member's folded slice to every member of the site: packed, through
+ * the site's intra-site allgather strategy (allgather_site.h), unpacked.
+ */
+static int site_allgather(struct gc_comm *c, const char *fn,
+                          const struct coll_reduce_args *r,
+                          const struct plan *p, size_t esize, MPI_Aint extent)
+{
+    int status = MPI_SUCCESS;
+    size_t total = (size_t)r->count * esize;
+    MPI_Aint *off = malloc((size_t)(c->local_size + 1) * sizeof *off);
+    unsigned char *all = coll_alloc(total);
+    if (off == NULL || all == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    for (int j = 0; j <= c->local_size; j++)
+        off[j] =
+            (MPI_Aint)slice_start(r->count, c->local_size, j) * (MPI_Aint)esize;
+    status = coll_pack(c, (char *)r->rbuf + (MPI_Aint)p->lo * extent,
+                       p->hi - p->lo, r->type, all + off[c->local_rank],
+                       (size_t)(p->hi - p->lo) * esize);
+    if (status == MPI_SUCCESS)
+        status = allgather_site_run(c, fn, all, off);
+    if (status == MPI_SUCCESS)
+        status = coll_unpack(c, all, total, r->rbuf, r->count, r->type);
+cleanup:
+    free(off);
+    free(all);
+    return status;
+}
+
 int allreduce_grid_multileader(const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
@@ -173,7 +211,7 @@ int allreduce_grid_multileader(const struct coll_args *a)
     struct coll_temp slice = {0};
     struct gc_xfer **reqs = NULL;
     unsigned char *partials = NULL;
-    int *counts = NULL, *displs = NULL;
+    int *counts = NULL;
     int n = 0, xfer_status = MPI_SUCCESS;
     size_t esize;
     MPI_Aint lb, extent;
@@ -190,17 +228,15 @@ int allreduce_grid_multileader(const struct coll_args *a)
         goto cleanup;
     size_t stride = (size_t)(p.hi - p.lo) * esize;
     counts = malloc((size_t)c->local_size * sizeof *counts);
-    displs = malloc((size_t)c->local_size * sizeof *displs);
     reqs = malloc((size_t)(2 * p.npieces + 1) * sizeof *reqs);
     partials = coll_alloc(stride * (size_t)p.sites);
-    if (counts == NULL || displs == NULL || reqs == NULL || partials == NULL) {
+    if (counts == NULL || reqs == NULL || partials == NULL) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    for (int j = 0; j < c->local_size; j++) {
-        displs[j] = slice_start(r->count, c->local_size, j);
-        counts[j] = slice_start(r->count, c->local_size, j + 1) - displs[j];
-    }
+    for (int j = 0; j < c->local_size; j++)
+        counts[j] = slice_start(r->count, c->local_size, j + 1) -
+                    slice_start(r->count, c->local_size, j);
     for (int k = 0; k < p.npieces && xfer_status == MPI_SUCCESS; k++) {
         const struct piece *x = &p.pieces[k];
         xfer_status = coll_irecv(c, x->peer, TAG_ALLREDUCE_SLICE,
@@ -233,14 +269,12 @@ int allreduce_grid_multileader(const struct coll_args *a)
     if (status == MPI_SUCCESS)
         status = xfer_status;
     if (status == MPI_SUCCESS)
-        status = PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r->rbuf,
-                                 counts, displs, r->type, c->local);
+        status = site_allgather(c, a->fn, r, &p, esize, extent);
 cleanup:
     plan_free(&p);
     free(slice.mem);
     free(reqs);
     free(partials);
     free(counts);
-    free(displs);
     return status;
 }
