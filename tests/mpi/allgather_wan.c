@@ -86,7 +86,7 @@ static int selected_count;
 static char **selected;
 
 /* Name the next case; 1 when it is to run. */
-static int begin(const char *format, ...)
+__attribute__((format(printf, 1, 2))) static int begin(const char *format, ...)
 {
     va_list args;
     va_start(args, format);
