@@ -132,7 +132,7 @@ int allgather_grid_hier(const struct coll_args *a)
     struct gc_xfer *reqs[2 * GC_MAX_SITES];
     unsigned char *all = NULL;
     MPI_Aint lb, extent;
-    int n = 0;
+    int n = 0, local_status = MPI_SUCCESS;
     int status = PMPI_Type_get_extent(r->many_type, &lb, &extent);
     if (status == MPI_SUCCESS)
         status = site_map_build(c, &map);
@@ -153,13 +153,18 @@ int allgather_grid_hier(const struct coll_args *a)
         if (s != my_site && map.count[s] > 0 && l.bytes[s] > 0)
             status = coll_irecv(c, c->leader[s], TAG_ALLGATHER,
                                 all + l.start[s], (size_t)l.bytes[s], reqs, &n);
+    /* Reported by itself: coll_wait reports only transfer failures. */
     if (status == MPI_SUCCESS)
-        status = allgather_site_run(c, a->fn, all, l.site_off);
-    for (int s = 0; leader && s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
+        local_status = allgather_site_run(c, a->fn, all, l.site_off);
+    for (int s = 0; leader && s < GC_MAX_SITES && status == MPI_SUCCESS &&
+                    local_status == MPI_SUCCESS;
+         s++)
         if (s != my_site && map.count[s] > 0 && l.bytes[my_site] > 0)
             status = coll_isend(c, c->leader[s], TAG_ALLGATHER, all,
                                 (size_t)l.bytes[my_site], reqs, &n);
     status = coll_wait(c, n, reqs, status);
+    if (status == MPI_SUCCESS)
+        status = local_status;
     if (status == MPI_SUCCESS && c->local_size > 1 &&
         l.total > l.bytes[my_site])
         status =
