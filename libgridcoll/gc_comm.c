@@ -81,6 +81,7 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
     c->refs = 1;
     c->handle = local;
     c->local = local;
+    c->coll_local = MPI_COMM_NULL;
     c->context = context;
     c->size = size;
     c->rank = -1;
@@ -152,8 +153,32 @@ void gc_comm_unref(struct gc_comm *c)
         comm_free_arrays(c);
 }
 
+int gc_comm_coll_local(struct gc_comm *c, MPI_Comm *out)
+{
+    if (c->coll_local == MPI_COMM_NULL) {
+        /* A split, not a dup: a dup would run the application's attribute
+         * copy callbacks. */
+        MPI_Comm made;
+        int status = PMPI_Comm_split(c->local, 0, c->local_rank, &made);
+        if (status != MPI_SUCCESS)
+            return status;
+        status = PMPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
+        if (status != MPI_SUCCESS) {
+            PMPI_Comm_free(&made);
+            return status;
+        }
+        c->coll_local = made;
+    }
+    *out = c->coll_local;
+    return MPI_SUCCESS;
+}
+
 void gc_comm_release(struct gc_comm *c)
 {
+    /* MPI_Comm_free and MPI_Finalize, collective on every member: the
+     * private communicator goes with the application's. */
+    if (c->coll_local != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->coll_local);
     for (int i = 0; i < registry.count; i++)
         if (registry.comms[i] == c) {
             registry.comms[i] = registry.comms[--registry.count];

@@ -59,8 +59,9 @@ extern struct gc_world gc_world;
  * member's rank in `local` is the number of same-site members before it.
  */
 struct gc_comm {
-    MPI_Comm handle; /* what the application holds */
-    MPI_Comm local;  /* this site's members (== handle except for WORLD) */
+    MPI_Comm handle;     /* what the application holds */
+    MPI_Comm local;      /* this site's members (== handle except for WORLD) */
+    MPI_Comm coll_local; /* see gc_comm_coll_local; MPI_COMM_NULL until then */
     uint32_t context;
     int size;
     int rank;
@@ -113,6 +114,16 @@ void gc_comm_unref(struct gc_comm *c);
 /* Free every registered grid communicator (MPI_Finalize). */
 void gc_comm_release_all(void);
 
+/*
+ * This site's members in `local`'s order, for the point-to-point steps of
+ * collectives: the application's receives on the communicator (wildcards
+ * included) can never match them, as they could on `local`.  Made on
+ * first use, which every member on this site reaches in the same
+ * collective call; errors return (MPI_ERRORS_RETURN).  Freed with the
+ * communicator.
+ */
+int gc_comm_coll_local(struct gc_comm *c, MPI_Comm *out);
+
 /* ---- errors ------------------------------------------------------------ */
 
 /*
@@ -161,6 +172,12 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
 int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                   struct gc_xfer **req);
 int gc_xfer_waitall(int count, struct gc_xfer **reqs);
+/*
+ * Whether *req finished (*done), without driving progress (gc_progress
+ * does).  A finished transfer is freed and *req set to NULL; the result
+ * is its status (MPI_SUCCESS while it runs).
+ */
+int gc_xfer_test(struct gc_xfer **req, int *done);
 
 /* ---- collectives used by the layer itself (gc_coll.c) ------------------ */
 
