@@ -17,7 +17,9 @@ gridcoll-stats lines) must be exactly what its cost model says
              a model of the schedule.
 
 Messages: one per segment (GRIDCOLL_BCAST_SEGSIZE, set here to an odd
-100000 bytes) on every WAN edge; multilane cuts each half separately."""
+30000 bytes, so that 4 MiB makes more segments per stream than a plan
+keeps in flight) on every WAN edge; multilane cuts each half
+separately."""
 
 import os
 import re
@@ -28,7 +30,7 @@ from harness import BIN, check, main
 GRIDRUN = os.path.join(BIN, "gridrun")
 ALGORITHMS = ["hier", "multilane", "binomial", "scatter_allgather", "chain"]
 SIZES = [0, 1, 1000, 64 * 1024, 4 * 1024 * 1024]
-SEGSIZE = 100000
+SEGSIZE = 30000
 MAX_MESSAGE = 1 << 30
 SITE_NAMES = ["alpha", "beta", "gamma", "delta"]
 LAYOUTS = [[3, 5], [2, 1, 2]]

@@ -8,13 +8,15 @@
  * ones named), each size of 0 B, 1 B, 1000 B, 64 KiB and 4 MiB and each
  * root of 0, the last rank and the middle one (size / 2; repeated roots
  * run once), one MPI_Bcast of MPI_BYTE on MPI_COMM_WORLD.  Every rank
- * checks every byte, and that the guard byte past the end is untouched;
- * rank 0 prints "OK <algorithm>/<bytes>/root<r>" once every rank has
- * passed, or a rank prints "FAIL <case>: rank R: ..." and calls
- * MPI_Abort(MPI_COMM_WORLD, 2).  The calls are in this order on every
- * rank, so with GRIDCOLL_STATS=1 the gridcoll-stats lines give exact WAN
- * bytes and messages per algorithm (tests/integration/test_bcast_wan.py
- * checks them against the cost models).
+ * checks every byte, that the guard byte past the end is untouched, and
+ * that a wildcard receive it posted before the call took none of the
+ * bcast's messages (cancelled after; the last rank enters the 4 MiB calls
+ * 20 ms late, so that many segments are waiting for it); rank 0 prints
+ * "OK <algorithm>/<bytes>/root<r>" once every rank has passed, or a rank
+ * prints "FAIL <case>: rank R: ..." and calls MPI_Abort(MPI_COMM_WORLD, 2). The
+ * calls are in this order on every rank, so with GRIDCOLL_STATS=1 the
+ * gridcoll-stats lines give exact WAN bytes and messages per algorithm
+ * (tests/integration/test_bcast_wan.py checks them against the cost models).
  *
  * --time ITERS: afterwards, for each algorithm and size from 1000 B up,
  * ITERS timed bcasts from root 0 (after one untimed), rank 0 prints
@@ -25,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define GUARD    0x5a
 #define SENTINEL 0xa5
@@ -61,7 +64,28 @@ static void run_case(const char *algo, int bytes, int root, unsigned seed)
     for (int i = 0; i < bytes; i++)
         buf[i] = rank == root ? pattern((size_t)i, seed) : SENTINEL;
     buf[bytes] = GUARD;
+    /* A pending wildcard receive must not take the bcast's messages. */
+    int stray, taken;
+    MPI_Request wildcard;
+    check_call(MPI_Irecv(&stray, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                         MPI_COMM_WORLD, &wildcard),
+               name);
+    if (bytes == sizes[SIZE_COUNT - 1] && rank == size - 1) {
+        /* Arrive late, so segments wait unexpected when the call starts. */
+        struct timespec pause = {0, 20 * 1000000L};
+        nanosleep(&pause, NULL);
+    }
     check_call(MPI_Bcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD), name);
+    check_call(MPI_Test(&wildcard, &taken, MPI_STATUS_IGNORE), name);
+    if (taken) {
+        printf("FAIL %s: rank %d: a wildcard receive matched a message of "
+               "the bcast\n",
+               name, rank);
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    check_call(MPI_Cancel(&wildcard), name);
+    check_call(MPI_Wait(&wildcard, MPI_STATUS_IGNORE), name);
     int bad = -1;
     for (int i = 0; i < bytes && bad < 0; i++)
         if (buf[i] != pattern((size_t)i, seed))
