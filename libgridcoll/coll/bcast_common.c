@@ -322,8 +322,8 @@ static int post(struct run *r, int i, int *remote_failed)
     return status;
 }
 
-/* Post what is ready: in stream order, within the window. */
-static int post_ready(struct run *r, int *remote_failed)
+/* Post what is ready: in stream order, within the window; *posted counts. */
+static int post_ready(struct run *r, int *posted, int *remote_failed)
 {
     for (int k = 0; k < r->nstreams; k++) {
         struct stream *st = &r->streams[k];
@@ -337,6 +337,7 @@ static int post_ready(struct run *r, int *remote_failed)
                 return status;
             st->next++;
             st->busy++;
+            (*posted)++;
         }
     }
     return MPI_SUCCESS;
@@ -399,15 +400,23 @@ static int run_all(struct run *r, int *remote_failed)
 {
     int status = MPI_SUCCESS;
     while (r->left > 0) {
+        int moved = 0;
         if (status == MPI_SUCCESS)
-            status = post_ready(r, remote_failed);
+            status = post_ready(r, &moved, remote_failed);
         if (r->nl == 0 && r->nx == 0)
             break;
-        /* Only the relay can finish transfers between sites: wait in
-         * poll() on its socket then; MPICH's shared memory needs polling. */
-        gc_progress(r->nl > 0 ? 0 : 10);
-        if (reap(r, &status, remote_failed) == 0 && r->nl > 0)
-            sched_yield();
+        /* A receive can finish as it is posted (its message was already
+         * in): look before waiting. */
+        moved += reap(r, &status, remote_failed);
+        if (moved > 0 || r->nl > 0) {
+            gc_progress(0);
+            /* MPICH's shared memory needs polling: let the peers run. */
+            if (moved == 0)
+                sched_yield();
+        } else {
+            /* Only the relay can finish what is left: wait in poll(). */
+            gc_progress(10);
+        }
     }
     return status;
 }

@@ -18,8 +18,9 @@
  * gridcoll-stats lines give exact WAN bytes and messages per algorithm
  * (tests/integration/test_bcast_wan.py checks them against the cost models).
  *
- * --time ITERS: afterwards, for each algorithm and size from 1000 B up,
- * ITERS timed bcasts from root 0 (after one untimed), rank 0 prints
+ * --time ITERS: afterwards, for each algorithm and sizes of 1000 B, 64 KiB,
+ * 256 KiB, 1 MiB and 4 MiB, ITERS timed bcasts from root 0 (after one
+ * untimed), rank 0 prints
  * "TIME <algorithm> <bytes> <usec per bcast> <MB/s>" (the slowest rank's
  * loop time).
  */
@@ -34,6 +35,9 @@
 
 static const int sizes[] = {0, 1, 1000, 64 * 1024, 4 * 1024 * 1024};
 #define SIZE_COUNT ((int)(sizeof sizes / sizeof *sizes))
+static const int timed_sizes[] = {1000, 64 * 1024, 256 * 1024, 1024 * 1024,
+                                  4 * 1024 * 1024};
+#define TIMED_COUNT ((int)(sizeof timed_sizes / sizeof *timed_sizes))
 
 static int rank, size;
 
@@ -112,10 +116,8 @@ static void run_case(const char *algo, int bytes, int root, unsigned seed)
 
 static void time_algorithm(const char *algo, int iters)
 {
-    for (int s = 0; s < SIZE_COUNT; s++) {
-        int bytes = sizes[s];
-        if (bytes < 1000)
-            continue;
+    for (int s = 0; s < TIMED_COUNT; s++) {
+        int bytes = timed_sizes[s];
         unsigned char *buf = calloc((size_t)bytes, 1);
         if (buf == NULL)
             check_call(MPI_ERR_NO_MEM, "time");
