@@ -47,8 +47,16 @@ static const struct coll_algo bcast_algos[] = {
      "(each byte crosses each WAN link once)",
      "", NULL, bcast_grid_chain},
 };
+/*
+ * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
+ * sites each send M once where hier's root sends (S-1) M; with two sites
+ * both send M once and hier's fewer hops win up to a few segments
+ * (docs/algorithms.md, "Bcast", has the measurements).
+ */
 static const struct coll_rule bcast_rules[] = {
     {0, 0, 64 * 1024, "hier"},
+    {3, 0, 0, "multilane"},
+    {0, 0, 256 * 1024, "hier"},
     {0, 0, 0, "multilane"},
 };
 
