@@ -119,6 +119,17 @@ void bcast_plan_relay(struct bcast_plan *p, int from, const int *to, int n,
 int bcast_plan_run(struct bcast_plan *p, const char *fn);
 
 /*
+ * Multilane's trees (bcast_grid_multilane.c) over the positions of `o`
+ * (p members): from[lane * p + v] is the position that sends lane `lane`
+ * (0: the first half, 1: the second) to position v, -1 for the root;
+ * `scratch` holds 2p ints.  0, or -1 if some member would need a third
+ * send (the construction rules that out; tests/unit/test_bcast_trees.c
+ * checks it on every small layout).
+ */
+int bcast_multilane_trees(const struct bcast_order *o, int p, int *from,
+                          int *scratch);
+
+/*
  * What an algorithm adds to run on bcast_run's skeleton: this member's
  * steps for a message of `len` (> 0) bytes, given the order.  An error is
  * reported through the communicator's handler and returned.

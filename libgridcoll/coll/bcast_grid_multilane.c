@@ -33,8 +33,9 @@
  * A with a send left then takes lane B from B's tree and passes it on:
  * that is why members with sends left are served first.  Sends needed
  * per site: 2n - 2 + 2 (chain) <= the 2n available, so the greedy never
- * runs out.  The root's two sends feed A[0] and B[0] of its site, or the
- * next site's two roots when it is alone on its site.
+ * runs out (tests/unit/test_bcast_trees.c checks 2464 layouts).  The root's two
+ * sends feed A[0] and B[0] of its site, or the next site's two roots when it is
+ * alone on its site.
  *
  * Every byte crosses each WAN link between consecutive sites in the
  * order exactly once, half A and half B on separate relay sessions
@@ -160,47 +161,49 @@ static int connect_site(struct lanes *t, const struct bcast_order *o, int k)
     return 0;
 }
 
+int bcast_multilane_trees(const struct bcast_order *o, int size, int *from,
+                          int *scratch)
+{
+    struct lanes t = {{from, from + size}, scratch, scratch + size};
+    for (int v = 0; v < size; v++) {
+        from[v] = from[size + v] = -1;
+        t.sends_left[v] = 2;
+    }
+    for (int k = 0; k < o->sites; k++)
+        if (connect_site(&t, o, k) != 0)
+            return -1;
+    return 0;
+}
+
 static int multilane_steps(struct bcast_plan *p, const struct coll_args *a,
                            const struct bcast_order *o, size_t len)
 {
     struct gc_comm *c = a->comm;
     int size = c->size, me = o->pos[c->rank];
-    struct lanes t;
-    t.from[LANE_A] = malloc(2 * (size_t)size * sizeof(int));
-    t.sends_left = malloc((size_t)size * sizeof(int));
-    t.holders = malloc((size_t)size * sizeof(int));
+    int *from = malloc(4 * (size_t)size * sizeof *from);
     int status = MPI_SUCCESS;
-    if (t.from[LANE_A] == NULL || t.sends_left == NULL || t.holders == NULL) {
-        status = coll_no_mem(c);
+    if (from == NULL)
+        return coll_no_mem(c);
+    if (bcast_multilane_trees(o, size, from, from + 2 * size) != 0) {
+        status = gc_error(c->handle, MPI_ERR_INTERN,
+                          "MPI_Bcast: multilane trees ran out of sends "
+                          "(GridColl bug)");
         goto cleanup;
     }
-    t.from[LANE_B] = t.from[LANE_A] + size;
-    for (int v = 0; v < size; v++) {
-        t.from[LANE_A][v] = t.from[LANE_B][v] = -1;
-        t.sends_left[v] = 2;
-    }
-    for (int k = 0; k < o->sites; k++)
-        if (connect_site(&t, o, k) != 0) {
-            status = gc_error(c->handle, MPI_ERR_INTERN,
-                              "MPI_Bcast: multilane trees ran out of sends "
-                              "(GridColl bug)");
-            goto cleanup;
-        }
     size_t half = len - len / 2, seg = bcast_segsize(a);
     for (int lane = 0; lane < LANES; lane++) {
-        int from = t.from[lane][me], children[2], n = 0;
+        const int *lane_from = from + lane * size;
+        int children[2], n = 0;
         for (int v = 0; v < size && n < 2; v++)
-            if (t.from[lane][v] == me)
+            if (lane_from[v] == me)
                 children[n++] = o->rank[v];
-        bcast_plan_relay(p, from >= 0 ? o->rank[from] : -1, children, n,
-                         lane == LANE_A ? TAG_BCAST : TAG_BCAST_LANE,
-                         lane == LANE_A ? 0 : half,
-                         lane == LANE_A ? half : len - half, seg);
+        bcast_plan_relay(
+            p, lane_from[me] >= 0 ? o->rank[lane_from[me]] : -1, children, n,
+            lane == LANE_A ? TAG_BCAST : TAG_BCAST_LANE,
+            lane == LANE_A ? 0 : half, lane == LANE_A ? half : len - half, seg);
     }
 cleanup:
-    free(t.from[LANE_A]);
-    free(t.sends_left);
-    free(t.holders);
+    free(from);
     return status;
 }
 
