@@ -53,14 +53,6 @@ void bcast_order_free(struct bcast_order *o)
     memset(o, 0, sizeof *o);
 }
 
-int bcast_order_site(const struct bcast_order *o, int v)
-{
-    int k = 0;
-    while (k + 1 < o->sites && o->first[k + 1] <= v)
-        k++;
-    return k;
-}
-
 /* ---- the packed message -------------------------------------------------- */
 
 /*
@@ -298,9 +290,10 @@ static int post(struct run *r, int i, int *remote_failed)
                                      (size_t)s->count, req)
                      : gc_xfer_irecv(c, s->peer, s->tag, s->buf,
                                      (size_t)s->count, req);
-        *remote_failed = status != MPI_SUCCESS;
         if (status == MPI_SUCCESS)
             r->xstep[r->nx++] = i;
+        else
+            *remote_failed = 1;
         return status;
     }
     MPI_Request *req = &r->lreq[r->nl];
@@ -355,10 +348,18 @@ static int reap(struct run *r, int *status, int *remote_failed)
 {
     int reaped = 0;
     if (r->nl > 0) {
-        int out = 0;
+        int out = 0, err_class = MPI_SUCCESS;
         int rc = PMPI_Testsome(r->nl, r->lreq, &out, r->indices, r->statuses);
         if (rc != MPI_SUCCESS && *status == MPI_SUCCESS)
             *status = rc;
+        if (rc != MPI_SUCCESS)
+            PMPI_Error_class(rc, &err_class);
+        if (rc != MPI_SUCCESS && err_class != MPI_ERR_IN_STATUS) {
+            /* The call itself failed: nothing tells which requests are
+             * left; give them up rather than wait for them forever. */
+            r->nl = 0;
+            out = 0;
+        }
         if (out != MPI_UNDEFINED && out > 0) {
             for (int j = 0; j < out; j++)
                 finished(r, r->lstep[r->indices[j]]);

@@ -41,8 +41,6 @@ struct bcast_order {
 /* Free with bcast_order_free, also after a failure. */
 int bcast_order_make(const struct gc_comm *c, int root, struct bcast_order *o);
 void bcast_order_free(struct bcast_order *o);
-/* Site (k-th in the order) of position v. */
-int bcast_order_site(const struct bcast_order *o, int v);
 
 /*
  * The message as packed bytes: the root packs the user's buffer, others
