@@ -10,7 +10,8 @@
  * Phases:
  *  1. The root packs the message and sends it to the leader (first
  *     member) of every other site, in segments of s =
- *     GRIDCOLL_BCAST_SEGSIZE bytes, all posted at once.
+ *     GRIDCOLL_BCAST_SEGSIZE bytes, one relay message each, to all
+ *     leaders at once.
  *  2. At the same time the root's site broadcasts locally from the root
  *     with the user's datatype (no packing); every other site broadcasts
  *     the packed bytes from its leader, one local bcast per segment as

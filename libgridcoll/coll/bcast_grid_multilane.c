@@ -20,9 +20,9 @@
  * A = the first ceil(n/2) and B = the rest.  Lane A's tree is A as a
  * binary heap (A[i]'s children A[2i+1], A[2i+2]), fed at A[0] by the root
  * or by the previous site; lane B's likewise over B (over A[0] alone when
- * B is empty, n = 1).  Each member has two sends; the heap edges leave
- * the tree's members n+1 free ones per tree, which the leaf-to-tree swap
- * and the chain to the next site take, lane A first, then lane B:
+ * B is empty, n = 1).  Each member has two sends; a heap of t members
+ * uses t-1 of its 2t, and the t+1 left serve the leaf-to-tree swap and
+ * the chain to the next site, lane A first, then lane B:
  *   receivers of the lane, in this order: the next site's root of that
  *   lane's tree (the chain, §3.2), then the site's members outside the
  *   tree that still have a send left, then the others;
@@ -33,14 +33,15 @@
  * A with a send left then takes lane B from B's tree and passes it on:
  * that is why members with sends left are served first.  Sends needed
  * per site: 2n - 2 + 2 (chain) <= the 2n available, so the greedy never
- * runs out (tests/unit/test_bcast_trees.c checks 2464 layouts).  The root's two
- * sends feed A[0] and B[0] of its site, or the next site's two roots when it is
- * alone on its site.
+ * runs out (tests/unit/test_bcast_trees.c checks 2464 layouts).  The
+ * root's two sends feed A[0] and B[0] of its site, or the next site's two
+ * roots when it is alone on its site.
  *
  * Every byte crosses each WAN link between consecutive sites in the
- * order exactly once, half A and half B on separate relay sessions
- * (different members), one relay message per segment, so the receiving
- * site forwards segment k while k+1 is on the WAN.
+ * order exactly once, one relay message per segment, so the receiving
+ * site forwards segment k while k+1 is on the WAN; halves A and B leave
+ * a site from two members (two relay sessions) unless it has only one
+ * member to spare.
  *
  * Cost, p members on S sites with n_k members, M bytes; a segment costs
  * alpha + s beta inside a site and alpha_w + s beta_w between sites
