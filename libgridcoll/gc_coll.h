@@ -29,6 +29,7 @@ enum coll_tag {
     TAG_ALLREDUCE,       /* leader -> leaders: a site's partial result */
     TAG_ALLREDUCE_SLICE, /* rank -> its counterparts: part of a slice */
     TAG_BCAST_LANE,      /* the second stream of a two-lane bcast */
+    TAG_NODE_BCAST,      /* site source -> node leaders (local_p2p) */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */
@@ -67,6 +68,10 @@ int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
  * site must be in the same collective call then).  Its errors return.
  */
 int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm);
+
+/* Bytes with an optional K, M or G suffix (powers of 1024), not 0:
+ * 0, else -1. */
+int coll_parse_size(const char *text, size_t *value);
 
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);

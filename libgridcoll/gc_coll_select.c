@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll/allgather_site.h"
+#include "coll/node_shm.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gridcoll.h"
@@ -308,8 +309,7 @@ static int select_algo(const struct coll_table *t, const struct coll_args *a,
                     "applies (GridColl bug)");
 }
 
-/* Bytes with an optional K, M or G suffix (powers of 1024). */
-static int parse_size(const char *text, size_t *value)
+int coll_parse_size(const char *text, size_t *value)
 {
     char *end;
     errno = 0;
@@ -340,7 +340,7 @@ static int select_segsize(const struct coll_table *t, struct coll_args *a)
     a->segsize = t->default_segsize;
     if (env == NULL || env[0] == '\0')
         return MPI_SUCCESS;
-    if (parse_size(env, &a->segsize) == 0)
+    if (coll_parse_size(env, &a->segsize) == 0)
         return MPI_SUCCESS;
     snprintf(text, sizeof text,
              "%s: %s=%s is not a segment size (a positive number of bytes, "
@@ -511,8 +511,13 @@ void coll_print_algorithms(FILE *out)
                 fprintf(out, " up to %zu bytes", rule->max_bytes);
         }
         fprintf(out, "\n\n");
+        if (k == GC_COLL_BCAST)
+            site_local_print(out, SITE_LOCAL_BCAST);
+        if (k == GC_COLL_ALLREDUCE)
+            site_local_print(out, SITE_LOCAL_ALLREDUCE);
         if (k == GC_COLL_ALLGATHERV)
             allgather_site_print(out);
     }
     alltoall_local_print(out);
+    coll_node_print(out);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/node_shm.h"
 #include "gc_mpi.h"
 #include "gridcoll.h"
 
@@ -159,11 +160,17 @@ void gc_comm_unref(struct gc_comm *c)
 
 void gc_comm_release(struct gc_comm *c)
 {
+    /* The registry stays in creation order: MPI_Finalize releases what is
+     * left newest first, the same order on every process, which the node
+     * layer's collective free needs. */
     for (int i = 0; i < registry.count; i++)
         if (registry.comms[i] == c) {
-            registry.comms[i] = registry.comms[--registry.count];
+            memmove(&registry.comms[i], &registry.comms[i + 1],
+                    (size_t)(registry.count - i - 1) * sizeof *registry.comms);
+            registry.count--;
             break;
         }
+    coll_node_free(c);
     gc_comm_unref(c);
 }
 

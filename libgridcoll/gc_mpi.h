@@ -80,6 +80,11 @@ struct gc_comm {
      * (coll_local_p2p).
      */
     MPI_Comm local_p2p;
+    /*
+     * Shared-memory node layer of this site's members (coll/node_shm.h):
+     * NULL until a collective first needs it, freed by gc_comm_release.
+     */
+    struct coll_node *node;
     uint32_t context;
     int size;
     int rank;
@@ -122,14 +127,17 @@ int gc_comm_world_init(void);
 struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
                               uint32_t context);
 /*
- * Unregister (does not free the MPICH handles).  The struct lives on while
- * operations still pending on it hold references: MPI lets a program free
- * a communicator with requests outstanding.
+ * Unregister (does not free the MPICH handles) and free the node layer
+ * (a collective over this site's members: every member releases the
+ * communicator together).  The struct lives on while operations still
+ * pending on it hold references: MPI lets a program free a communicator
+ * with requests outstanding.
  */
 void gc_comm_release(struct gc_comm *c);
 void gc_comm_retain(struct gc_comm *c);
 void gc_comm_unref(struct gc_comm *c);
-/* Free every registered grid communicator (MPI_Finalize). */
+/* Free every registered grid communicator (MPI_Finalize), newest first:
+ * an order every process agrees on. */
 void gc_comm_release_all(void);
 
 /* ---- errors ------------------------------------------------------------ */

@@ -10,6 +10,7 @@
 
 #include "allgather_site.h"
 #include "gc_coll.h"
+#include "node_shm.h"
 
 /* Every strategy message uses this tag on the private communicator:
  * strategies post their rounds in the same order on every member, and
@@ -55,6 +56,10 @@ static const struct site_strategy {
      allgather_site_hypercube},
     {"mpich", "MPICH's own Allgatherv on the site's members",
      allgather_site_mpich},
+    {"shm",
+     "blocks into each node's shared memory, node leaders exchange their "
+     "nodes' blocks, members copy out while the leaders' messages arrive",
+     allgather_site_shm},
 };
 #define STRATEGY_COUNT ((int)(sizeof strategies / sizeof *strategies))
 
@@ -232,10 +237,15 @@ int allgather_site_run(struct gc_comm *c, const char *fn, unsigned char *buf,
 {
     if (c->local_size == 1)
         return MPI_SUCCESS;
-    struct site_blocks b = {
-        .size = c->local_size, .rank = c->local_rank, .buf = buf, .off = off};
+    struct site_blocks b = {.grid = c,
+                            .size = c->local_size,
+                            .rank = c->local_rank,
+                            .buf = buf,
+                            .off = off};
     int index;
     int status = choose(c, fn, off[c->local_size], &index, &b.k);
+    if (status == MPI_SUCCESS && strategies[index].run == allgather_site_shm)
+        status = coll_node_env(c, fn);
     if (status != MPI_SUCCESS)
         return status;
     status = coll_local_p2p(c, &b.comm);

@@ -32,7 +32,8 @@
  * in; on return every block is.
  */
 struct site_blocks {
-    MPI_Comm comm; /* the site's members, private to the collectives */
+    struct gc_comm *grid; /* for the node layer (allgather_site_shm.c) */
+    MPI_Comm comm;        /* the site's members, private to the collectives */
     int size;
     int rank;
     unsigned char *buf;
@@ -49,6 +50,7 @@ site_allgather_fn allgather_site_kprefix;
 site_allgather_fn allgather_site_mesh;
 site_allgather_fn allgather_site_hypercube;
 site_allgather_fn allgather_site_mpich;
+site_allgather_fn allgather_site_shm;
 
 /*
  * One round of a strategy: its receives and sends are posted, then

@@ -39,10 +39,19 @@
 
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "node_shm.h"
+
+/* The site's reduce to local rank 0 (GRIDCOLL_ALLREDUCE_LOCAL). */
+static int site_reduce(struct gc_comm *c, int shm, const void *sbuf, void *rbuf,
+                       const struct coll_reduce_args *r)
+{
+    return shm ? reduce_site_shm(c, sbuf, rbuf, r->count, r->type, r->op)
+               : PMPI_Reduce(sbuf, rbuf, r->count, r->type, r->op, 0, c->local);
+}
 
 /* The leader: local reduce into rbuf, exchange, fold into rbuf. */
 static int leader_part(struct gc_comm *c, const struct coll_reduce_args *r,
-                       size_t len)
+                       size_t len, int shm)
 {
     struct gc_xfer *reqs[2 * GC_MAX_SITES];
     int n = 0, slot = 0, sites = 0;
@@ -64,8 +73,7 @@ static int leader_part(struct gc_comm *c, const struct coll_reduce_args *r,
     }
     unsigned char *mine = partials + (size_t)slot * len;
     if (status == MPI_SUCCESS)
-        local_status = PMPI_Reduce(r->sbuf, r->rbuf, r->count, r->type, r->op,
-                                   0, c->local);
+        local_status = site_reduce(c, shm, r->sbuf, r->rbuf, r);
     if (status == MPI_SUCCESS && local_status == MPI_SUCCESS)
         local_status = coll_pack(c, r->rbuf, r->count, r->type, mine, len);
     for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS &&
@@ -89,17 +97,21 @@ int allreduce_grid_hier(const struct coll_args *a)
     const struct coll_reduce_args *r = &a->u.reduce;
     struct gc_comm *c = a->comm;
     size_t len;
+    int shm;
     if (r->count == 0)
         return MPI_SUCCESS;
     int status = coll_packed_size(c, r->count, r->type, &len);
+    if (status == MPI_SUCCESS)
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, &shm);
     if (status != MPI_SUCCESS)
         return status;
     if (c->local_rank == 0)
-        status = leader_part(c, r, len);
+        status = leader_part(c, r, len, shm);
     else
-        status = PMPI_Reduce(r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf, NULL,
-                             r->count, r->type, r->op, 0, c->local);
+        status = site_reduce(
+            c, shm, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf, NULL, r);
     if (status == MPI_SUCCESS)
-        status = PMPI_Bcast(r->rbuf, r->count, r->type, 0, c->local);
+        status = shm ? bcast_site_shm(c, r->rbuf, r->count, r->type)
+                     : PMPI_Bcast(r->rbuf, r->count, r->type, 0, c->local);
     return status;
 }

@@ -62,6 +62,7 @@
 #include "allgather_site.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "node_shm.h"
 
 /* One WAN message each way: elements lo..hi of the slice with `peer`,
  * from and to the site with fold position `site`. */
@@ -212,7 +213,7 @@ int allreduce_grid_multileader(const struct coll_args *a)
     struct gc_xfer **reqs = NULL;
     unsigned char *partials = NULL;
     int *counts = NULL;
-    int n = 0, xfer_status = MPI_SUCCESS;
+    int n = 0, xfer_status = MPI_SUCCESS, shm = 0;
     size_t esize;
     MPI_Aint lb, extent;
     int status = coll_packed_size(c, 1, r->type, &esize);
@@ -246,9 +247,13 @@ int allreduce_grid_multileader(const struct coll_args *a)
     }
     status = coll_temp_alloc(c, p.hi - p.lo, r->type, 1, &slice);
     if (status == MPI_SUCCESS)
-        status =
-            PMPI_Reduce_scatter(r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
-                                slice.base, counts, r->type, r->op, c->local);
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, &shm);
+    const void *input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf;
+    if (status == MPI_SUCCESS)
+        status = shm ? reduce_scatter_site_shm(c, input, slice.base, counts,
+                                               r->type, r->op)
+                     : PMPI_Reduce_scatter(input, slice.base, counts, r->type,
+                                           r->op, c->local);
     unsigned char *mine = partials + (size_t)p.me * stride;
     if (status == MPI_SUCCESS)
         status = coll_pack(c, slice.base, p.hi - p.lo, r->type, mine, stride);

@@ -170,6 +170,32 @@ int bcast_plan_recv(struct bcast_plan *p, int peer, int tag, size_t off,
     return byte_step(p, BCAST_RECV, peer, tag, off, len, -1);
 }
 
+void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
+                      void *buf, int count, MPI_Datatype type, int after)
+{
+    struct bcast_step s = {.kind = BCAST_LOCAL_BCAST,
+                           .peer = root,
+                           .buf = buf,
+                           .count = count,
+                           .type = type,
+                           .after = after};
+    struct node_type t;
+    if (node == NULL || node_type_get(type, &t) != MPI_SUCCESS || t.size == 0 ||
+        (MPI_Count)node_bcast_chunk(node) < t.size) {
+        bcast_plan_add(p, &s);
+        return;
+    }
+    int per = (int)((MPI_Count)node_bcast_chunk(node) / t.size < count
+                        ? (MPI_Count)node_bcast_chunk(node) / t.size
+                        : count);
+    s.kind = BCAST_NODE_BCAST;
+    for (int first = 0; first < count; first += per) {
+        s.buf = (char *)buf + (MPI_Aint)first * t.extent;
+        s.count = count - first < per ? count - first : per;
+        bcast_plan_add(p, &s);
+    }
+}
+
 void bcast_plan_relay(struct bcast_plan *p, int from, const int *to, int n,
                       int tag, size_t off, size_t len, size_t seg)
 {
@@ -208,6 +234,9 @@ struct run {
     struct gc_xfer **xreq; /* relay transfers in flight, and their steps */
     int *xstep;
     int nx;
+    struct node_bcast *nreq; /* node-layer chunks in flight, and steps */
+    int *nstep;
+    int nn;
     int *indices; /* PMPI_Testsome's */
     MPI_Status *statuses;
 };
@@ -222,6 +251,8 @@ static void run_free(struct run *r)
     free(r->lstep);
     free(r->xreq);
     free(r->xstep);
+    free(r->nreq);
+    free(r->nstep);
     free(r->indices);
     free(r->statuses);
 }
@@ -238,12 +269,14 @@ static int run_make(struct run *r)
     r->lstep = malloc(n * sizeof *r->lstep);
     r->xreq = malloc(n * sizeof *r->xreq);
     r->xstep = malloc(n * sizeof *r->xstep);
+    r->nreq = malloc(n * sizeof *r->nreq);
+    r->nstep = malloc(n * sizeof *r->nstep);
     r->indices = malloc(n * sizeof *r->indices);
     r->statuses = malloc(n * sizeof *r->statuses);
     if (r->statuses == NULL || r->streams == NULL || r->stream_of == NULL ||
         r->order == NULL || r->done == NULL || r->lreq == NULL ||
         r->lstep == NULL || r->xreq == NULL || r->xstep == NULL ||
-        r->indices == NULL)
+        r->nreq == NULL || r->nstep == NULL || r->indices == NULL)
         return coll_no_mem(c);
     /* Few streams per member (a tree's parent and children, a ring's two
      * neighbours): a linear search per step is cheap. */
@@ -274,7 +307,8 @@ static int run_make(struct run *r)
 
 static int is_remote(const struct gc_comm *c, const struct bcast_step *s)
 {
-    return s->kind != BCAST_LOCAL_BCAST && c->site[s->peer] != c->site[c->rank];
+    return (s->kind == BCAST_SEND || s->kind == BCAST_RECV) &&
+           c->site[s->peer] != c->site[c->rank];
 }
 
 /* Post step i; *remote_failed tells a relay failure from an MPICH one. */
@@ -294,6 +328,15 @@ static int post(struct run *r, int i, int *remote_failed)
             r->xstep[r->nx++] = i;
         else
             *remote_failed = 1;
+        return status;
+    }
+    if (s->kind == BCAST_NODE_BCAST) {
+        status = node_bcast_start(&r->nreq[r->nn], c, c->node, s->buf, s->count,
+                                  s->type, s->peer);
+        if (status == MPI_SUCCESS)
+            r->nstep[r->nn++] = i;
+        else
+            free(r->nreq[r->nn].reqs);
         return status;
     }
     MPI_Request *req = &r->lreq[r->nl];
@@ -390,6 +433,21 @@ static int reap(struct run *r, int *status, int *remote_failed)
         }
     }
     r->nx = kept;
+    kept = 0;
+    for (int j = 0; j < r->nn; j++) {
+        int done;
+        int rc = node_bcast_test(&r->nreq[j], &done);
+        if (rc != MPI_SUCCESS && *status == MPI_SUCCESS)
+            *status = rc;
+        if (done) {
+            finished(r, r->nstep[j]);
+            reaped++;
+        } else {
+            r->nreq[kept] = r->nreq[j];
+            r->nstep[kept++] = r->nstep[j];
+        }
+    }
+    r->nn = kept;
     return reaped;
 }
 
@@ -404,12 +462,12 @@ static int run_all(struct run *r, int *remote_failed)
         int moved = 0;
         if (status == MPI_SUCCESS)
             status = post_ready(r, &moved, remote_failed);
-        if (r->nl == 0 && r->nx == 0)
+        if (r->nl == 0 && r->nx == 0 && r->nn == 0)
             break;
         /* A receive can finish as it is posted (its message was already
          * in): look before waiting. */
         moved += reap(r, &status, remote_failed);
-        if (moved > 0 || r->nl > 0) {
+        if (moved > 0 || r->nl > 0 || r->nn > 0) {
             gc_progress(0);
             /* MPICH's shared memory needs polling: let the peers run. */
             if (moved == 0)

@@ -19,6 +19,7 @@
 
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
+#include "node_shm.h"
 
 /*
  * The largest message a plan step moves: MPICH's and the relay client's
@@ -65,11 +66,13 @@ enum bcast_step_kind {
     BCAST_SEND,
     BCAST_RECV,
     BCAST_LOCAL_BCAST, /* PMPI_Ibcast among this site's members */
+    BCAST_NODE_BCAST,  /* one chunk through the node layer (node_shm.h) */
 };
 
 struct bcast_step {
     enum bcast_step_kind kind;
-    int peer; /* comm rank; for a local bcast the root's rank on this site */
+    int peer; /* comm rank; for local and node bcasts the root's rank on
+                 this site */
     int tag;
     void *buf;
     int count;
@@ -103,6 +106,14 @@ int bcast_plan_send(struct bcast_plan *p, int peer, int tag, size_t off,
                     size_t len, int after);
 int bcast_plan_recv(struct bcast_plan *p, int peer, int tag, size_t off,
                     size_t len);
+/*
+ * Broadcast count x type at buf among this site's members from its
+ * member `root` (a site rank) once step `after` (-1: none) finished:
+ * one PMPI_Ibcast, or with the node layer `node` (NULL: none) chunks
+ * through shared memory, unless one element is larger than a chunk.
+ */
+void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
+                      void *buf, int count, MPI_Datatype type, int after);
 /*
  * Forward [off, off + len) in segments of at most `seg` bytes: receive
  * each from `from` (-1: this member has them) and send it on to each of

@@ -42,10 +42,18 @@ static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
     struct bcast_msg m = {0};
     struct bcast_plan p;
     bcast_plan_init(&p, c, NULL);
+    struct coll_node *node = NULL;
     size_t len;
+    int shm;
     int status = coll_packed_size(c, b->count, b->type, &len);
     /* Nothing to move: no message at all (a bcast does not synchronize). */
     if (status != MPI_SUCCESS || len == 0)
+        goto cleanup;
+    status = site_local_shm(c, fn, SITE_LOCAL_BCAST, &shm);
+    if (status == MPI_SUCCESS && shm &&
+        (status = coll_node_begin(c, &node)) != MPI_SUCCESS)
+        status = coll_arg_error(c, status, fn, "node layer failed");
+    if (status != MPI_SUCCESS)
         goto cleanup;
     if (c->site[c->rank] == root_site) {
         if (c->rank == b->root) {
@@ -58,13 +66,8 @@ static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
                     bcast_plan_relay(&p, -1, &c->leader[s], 1, TAG_BCAST, 0,
                                      len, seg);
         }
-        struct bcast_step local = {.kind = BCAST_LOCAL_BCAST,
-                                   .peer = c->site_rank[b->root],
-                                   .buf = b->buf,
-                                   .count = b->count,
-                                   .type = b->type,
-                                   .after = -1};
-        bcast_plan_add(&p, &local);
+        bcast_plan_local(&p, node, c->site_rank[b->root], b->buf, b->count,
+                         b->type, -1);
     } else {
         status = bcast_msg_open(c, b, &m);
         if (status != MPI_SUCCESS)
@@ -72,16 +75,12 @@ static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
         p.bytes = m.bytes;
         for (size_t off = 0; off < len; off += seg) {
             size_t piece = len - off < seg ? len - off : seg;
-            struct bcast_step local = {.kind = BCAST_LOCAL_BCAST,
-                                       .peer = 0,
-                                       .buf = m.bytes + off,
-                                       .count = (int)piece,
-                                       .type = MPI_BYTE,
-                                       .after = -1};
-            if (c->local_rank == 0)
-                local.after =
-                    bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece);
-            bcast_plan_add(&p, &local);
+            int after =
+                c->local_rank == 0
+                    ? bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece)
+                    : -1;
+            bcast_plan_local(&p, node, 0, m.bytes + off, (int)piece, MPI_BYTE,
+                             after);
         }
     }
     status = bcast_plan_run(&p, fn);

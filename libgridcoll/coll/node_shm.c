@@ -1,0 +1,426 @@
+/*
+ * The node layer (node_shm.h): node and leader communicators, the shared
+ * segment, flag words, datatype helpers, and the choice of the local
+ * phases.
+ */
+#include "node_shm.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gc_coll.h"
+
+#define DEFAULT_SHM_BYTES ((size_t)4 << 20)
+#define MIN_SHM_BYTES     ((size_t)4096)
+#define LINE              64
+
+/* Flag words are shared between processes, which is only defined for
+ * lock-free atomics (C11 7.17.5: they should be address-free). */
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics not lock-free");
+
+struct node_flag {
+    atomic_ullong seq;
+    unsigned char pad[LINE - sizeof(atomic_ullong)];
+};
+
+/* ---- configuration ------------------------------------------------------- */
+
+static int env_bytes(size_t *bytes)
+{
+    const char *env = getenv("GRIDCOLL_SHM_BYTES");
+    *bytes = DEFAULT_SHM_BYTES;
+    if (env == NULL || env[0] == '\0')
+        return 0;
+    if (coll_parse_size(env, bytes) != 0 || *bytes < MIN_SHM_BYTES ||
+        *bytes > (size_t)1 << 40)
+        return -1;
+    return 0;
+}
+
+/* 0: no virtual nodes. */
+static int env_node_size(int *k)
+{
+    const char *env = getenv("GRIDCOLL_NODE_SIZE");
+    *k = 0;
+    if (env == NULL || env[0] == '\0')
+        return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1 || v > INT_MAX)
+        return -1;
+    *k = (int)v;
+    return 0;
+}
+
+int coll_node_env(struct gc_comm *c, const char *fn)
+{
+    size_t bytes;
+    int k;
+    const char *var = NULL, *what = NULL;
+    if (env_bytes(&bytes) != 0) {
+        var = "GRIDCOLL_SHM_BYTES";
+        what = "is not a size from 4096 bytes to 1 TiB (optionally with "
+               "K, M or G)";
+    } else if (env_node_size(&k) != 0) {
+        var = "GRIDCOLL_NODE_SIZE";
+        what = "is not a positive integer";
+    }
+    if (var == NULL)
+        return MPI_SUCCESS;
+    char text[256];
+    snprintf(text, sizeof text, "%s: %s=%s %s", fn, var, getenv(var), what);
+    return gc_error(c->handle, MPI_ERR_ARG, text);
+}
+
+/* ---- making and freeing -------------------------------------------------- */
+
+static size_t round_line(size_t bytes)
+{
+    return (bytes + LINE - 1) / LINE * LINE;
+}
+
+static void node_free(struct coll_node *n)
+{
+    int finalized = 1;
+    if (PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized) {
+        if (n->win != MPI_WIN_NULL) {
+            PMPI_Win_unlock_all(n->win);
+            PMPI_Win_free(&n->win);
+        }
+        if (n->leaders != MPI_COMM_NULL)
+            PMPI_Comm_free(&n->leaders);
+        if (n->comm != MPI_COMM_NULL)
+            PMPI_Comm_free(&n->comm);
+    }
+    free(n->node_of);
+    free(n->leader);
+    free(n);
+}
+
+/* The node, its leaders, and who is on which node. */
+static int make_comms(struct gc_comm *c, struct coll_node *n)
+{
+    MPI_Comm shared;
+    int k;
+    env_node_size(&k);
+    int status = PMPI_Comm_split_type(c->local, MPI_COMM_TYPE_SHARED,
+                                      c->local_rank, MPI_INFO_NULL, &shared);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (k > 0) {
+        /* Virtual nodes of k members: still one shared-memory node each. */
+        int r;
+        status = PMPI_Comm_rank(shared, &r);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_split(shared, r / k, r, &n->comm);
+        PMPI_Comm_free(&shared);
+    } else {
+        n->comm = shared;
+    }
+    if (status == MPI_SUCCESS)
+        status = PMPI_Comm_set_errhandler(n->comm, MPI_ERRORS_RETURN);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Comm_size(n->comm, &n->size);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Comm_rank(n->comm, &n->rank);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Comm_split(c->local, n->rank == 0 ? 0 : MPI_UNDEFINED,
+                                 c->local_rank, &n->leaders);
+    if (status == MPI_SUCCESS && n->leaders != MPI_COMM_NULL)
+        status = PMPI_Comm_set_errhandler(n->leaders, MPI_ERRORS_RETURN);
+    if (status == MPI_SUCCESS && n->leaders != MPI_COMM_NULL)
+        status = PMPI_Comm_rank(n->leaders, &n->index);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Bcast(&n->index, 1, MPI_INT, 0, n->comm);
+    if (status != MPI_SUCCESS)
+        return status;
+    n->node_of = malloc((size_t)c->local_size * sizeof *n->node_of);
+    n->leader = malloc((size_t)c->local_size * sizeof *n->leader);
+    int *members = calloc((size_t)c->local_size, sizeof *members);
+    if (n->node_of == NULL || n->leader == NULL || members == NULL) {
+        free(members);
+        return MPI_ERR_NO_MEM;
+    }
+    status =
+        PMPI_Allgather(&n->index, 1, MPI_INT, n->node_of, 1, MPI_INT, c->local);
+    /* Leaders are numbered by local rank, so a node's first member in
+     * local-rank order is its leader, and node indices first appear in
+     * increasing order. */
+    n->contiguous = 1;
+    for (int r = 0; r < c->local_size && status == MPI_SUCCESS; r++) {
+        int j = n->node_of[r];
+        if (members[j]++ == 0)
+            n->leader[n->nodes++] = r;
+        else if (n->node_of[r - 1] != j)
+            n->contiguous = 0;
+        if (members[j] > n->max_size)
+            n->max_size = members[j];
+    }
+    free(members);
+    return status;
+}
+
+/* The shared segment: flags, the leader's words, the data. */
+static int make_window(struct coll_node *n, size_t bytes)
+{
+    size_t flags = round_line((size_t)n->size * sizeof(struct node_flag));
+    size_t words = round_line((size_t)n->nodes * sizeof(int));
+    /* One line more: the base is aligned by hand (MPI promises none). */
+    MPI_Aint total = (MPI_Aint)(flags + words + bytes + LINE);
+    unsigned char *mine, *base;
+    MPI_Aint size;
+    int disp_unit;
+    int status = PMPI_Win_allocate_shared(
+        n->rank == 0 ? total : 0, 1, MPI_INFO_NULL, n->comm, &mine, &n->win);
+    if (status != MPI_SUCCESS) {
+        n->win = MPI_WIN_NULL;
+        return status;
+    }
+    status = PMPI_Win_set_errhandler(n->win, MPI_ERRORS_RETURN);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Win_shared_query(n->win, 0, &size, &disp_unit, &base);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* Every process maps the segment page-aligned, so the same padding. */
+    base += (LINE - (uintptr_t)base % LINE) % LINE;
+    n->flags = (struct node_flag *)(void *)base;
+    n->published = (int *)(void *)(base + flags);
+    n->data = base + flags + words;
+    n->bytes = bytes;
+    if (n->rank == 0)
+        for (int i = 0; i < n->size; i++)
+            atomic_store_explicit(&n->flags[i].seq, 0, memory_order_relaxed);
+    status = PMPI_Win_lock_all(MPI_MODE_NOCHECK, n->win);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Win_sync(n->win);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Barrier(n->comm);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Win_sync(n->win);
+    return status;
+}
+
+static int node_make(struct gc_comm *c, struct coll_node **made)
+{
+    size_t bytes;
+    env_bytes(&bytes);
+    struct coll_node *n = calloc(1, sizeof *n);
+    if (n == NULL)
+        return MPI_ERR_NO_MEM;
+    n->comm = MPI_COMM_NULL;
+    n->leaders = MPI_COMM_NULL;
+    n->win = MPI_WIN_NULL;
+    /* Made here, where every member of the site is, for the steps that
+     * only some members take (bcast_site_shm.c). */
+    MPI_Comm p2p;
+    int status = coll_local_p2p(c, &p2p);
+    if (status == MPI_SUCCESS)
+        status = make_comms(c, n);
+    if (status == MPI_SUCCESS)
+        status = make_window(n, bytes);
+    if (status != MPI_SUCCESS) {
+        node_free(n);
+        return status;
+    }
+    *made = n;
+    return MPI_SUCCESS;
+}
+
+int coll_node_begin(struct gc_comm *c, struct coll_node **node)
+{
+    if (c->node == NULL) {
+        int status = node_make(c, &c->node);
+        if (status != MPI_SUCCESS)
+            return status;
+    }
+    struct coll_node *n = c->node;
+    n->fence = n->seq;
+    n->issued = n->seq;
+    *node = n;
+    return MPI_SUCCESS;
+}
+
+void coll_node_free(struct gc_comm *c)
+{
+    if (c->node != NULL)
+        node_free(c->node);
+    c->node = NULL;
+}
+
+/* ---- flags --------------------------------------------------------------- */
+
+int node_post(struct coll_node *n)
+{
+    int status = PMPI_Win_sync(n->win);
+    atomic_store_explicit(&n->flags[n->rank].seq, ++n->seq,
+                          memory_order_release);
+    return status;
+}
+
+static int at_least(struct coll_node *n, int member, uint64_t value)
+{
+    return atomic_load_explicit(&n->flags[member].seq, memory_order_acquire) >=
+           value;
+}
+
+int node_reached(struct coll_node *n, int member, uint64_t value)
+{
+    return at_least(n, member, value) && PMPI_Win_sync(n->win) == MPI_SUCCESS;
+}
+
+int node_all_reached(struct coll_node *n, uint64_t value)
+{
+    for (int i = 0; i < n->size; i++)
+        if (i != n->rank && !at_least(n, i, value))
+            return 0;
+    return PMPI_Win_sync(n->win) == MPI_SUCCESS;
+}
+
+int node_wait(struct coll_node *n, int member, uint64_t value)
+{
+    while (!at_least(n, member, value))
+        sched_yield();
+    return PMPI_Win_sync(n->win);
+}
+
+int node_wait_all(struct coll_node *n, uint64_t value)
+{
+    for (int i = 0; i < n->size; i++)
+        while (i != n->rank && !at_least(n, i, value))
+            sched_yield();
+    return PMPI_Win_sync(n->win);
+}
+
+size_t node_slot_bytes(const struct coll_node *n, int slots)
+{
+    return n->bytes / (size_t)slots / LINE * LINE;
+}
+
+/* ---- datatypes ----------------------------------------------------------- */
+
+int node_type_get(MPI_Datatype type, struct node_type *t)
+{
+    MPI_Aint lb;
+    t->type = type;
+    int status = PMPI_Type_get_extent(type, &lb, &t->extent);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Type_get_true_extent(type, &t->true_lb, &t->true_extent);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Type_size_c(type, &t->size);
+    t->plain = status == MPI_SUCCESS && lb == 0 && t->true_lb == 0 &&
+               t->extent == t->size && t->true_extent == t->size;
+    return status;
+}
+
+MPI_Aint node_type_span(const struct node_type *t, MPI_Aint n)
+{
+    MPI_Aint step = t->extent < 0 ? -t->extent : t->extent;
+    return t->true_extent + (n - 1) * step;
+}
+
+MPI_Aint node_type_lo(const struct node_type *t, MPI_Aint n)
+{
+    return t->true_lb + (t->extent < 0 ? (n - 1) * t->extent : 0);
+}
+
+MPI_Aint node_type_fit(const struct node_type *t, size_t bytes)
+{
+    MPI_Aint step = t->extent < 0 ? -t->extent : t->extent;
+    if (t->true_extent > (MPI_Aint)bytes)
+        return 0;
+    if (step == 0) /* every element in the same place */
+        return (MPI_Aint)bytes;
+    return 1 + ((MPI_Aint)bytes - t->true_extent) / step;
+}
+
+int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
+                   void *bounce)
+{
+    if (n == 0 || t->size == 0)
+        return MPI_SUCCESS;
+    if (t->plain) {
+        memcpy(to, from, (size_t)n * (size_t)t->size);
+        return MPI_SUCCESS;
+    }
+    MPI_Count len = (MPI_Count)n * t->size, position = 0;
+    int status =
+        PMPI_Pack_c(from, n, t->type, bounce, len, &position, MPI_COMM_SELF);
+    position = 0;
+    if (status == MPI_SUCCESS)
+        status = PMPI_Unpack_c(bounce, len, &position, to, n, t->type,
+                               MPI_COMM_SELF);
+    return status;
+}
+
+/* ---- choosing the local phases ------------------------------------------- */
+
+static const struct site_local {
+    const char *coll;
+    const char *var;
+    const char *shm;
+    const char *mpich;
+} site_locals[] = {
+    [SITE_LOCAL_BCAST] =
+        {"bcast", "GRIDCOLL_BCAST_LOCAL",
+         "the source writes each segment into its node's shared memory "
+         "and sends it to the other node leaders, which write it into "
+         "theirs; node members copy it out, chunk by chunk "
+         "(bcast_site_shm.c)",
+         "PMPI_Ibcast of each segment among the site's members"},
+    [SITE_LOCAL_ALLREDUCE] =
+        {"allreduce", "GRIDCOLL_ALLREDUCE_LOCAL",
+         "cyclic parallel reduction in each node's shared memory, node "
+         "leaders reduce over PMPI; the result back through shared memory "
+         "(reduce_site_shm.c, bcast_site_shm.c); multileader: the same "
+         "reduction as its reduce-scatter when the site is one node",
+         "PMPI_Reduce and PMPI_Bcast (hier), PMPI_Reduce_scatter "
+         "(multileader) on the site's members"},
+};
+
+int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
+                   int *shm)
+{
+    const struct site_local *l = &site_locals[k];
+    const char *env = getenv(l->var);
+    if (env == NULL || env[0] == '\0')
+        *shm = 0;
+    else if (strcmp(env, "shm") == 0)
+        *shm = 1;
+    else if (strcmp(env, "mpich") == 0)
+        *shm = 0;
+    else {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "%s: %s=%s is not a local phase of %s (valid: shm, mpich)", fn,
+                 l->var, env, l->coll);
+        return gc_error(c->handle, MPI_ERR_ARG, text);
+    }
+    /* One-member sites have no local phase. */
+    *shm = *shm && c->local_size > 1;
+    return *shm ? coll_node_env(c, fn) : MPI_SUCCESS;
+}
+
+void site_local_print(FILE *out, enum site_local_kind k)
+{
+    const struct site_local *l = &site_locals[k];
+    fprintf(out, "%s: local phase (%s=NAME)\n", l->coll, l->var);
+    fprintf(out, "  %-20s %s\n", "shm", l->shm);
+    fprintf(out, "  %-20s %s\n", "mpich", l->mpich);
+    fprintf(out, "  default: mpich\n\n");
+}
+
+void coll_node_print(FILE *out)
+{
+    fprintf(out,
+            "node layer (shared memory, for the shm local phases):\n"
+            "  GRIDCOLL_SHM_BYTES=BYTES  shared data per node, default %zu; "
+            "larger messages go through it in chunks\n"
+            "  GRIDCOLL_NODE_SIZE=K      testing: cut each node into virtual "
+            "nodes of K members\n\n",
+            DEFAULT_SHM_BYTES);
+}

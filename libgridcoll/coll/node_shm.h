@@ -1,0 +1,193 @@
+/*
+ * The node layer: shared-memory steps inside a site (Mamidala, "Scalable
+ * and High Performance Collective Communication for Next Generation
+ * Multicore InfiniBand Clusters", thesis, ch. 6.2-6.3 and 9.2), and the
+ * node-level local phases built on it:
+ *   allgather_site_shm.c  intra-site allgather strategy `shm`
+ *   bcast_site_shm.c      site bcast through node leaders and shared memory
+ *   reduce_site_shm.c     cyclic parallel reduction in shared memory
+ *
+ * Per grid communicator, made on first use by every member of this site
+ * (like coll_local_p2p) and freed with the communicator (gc_comm_release):
+ *   - `comm`: the site's members on this node, from PMPI_Comm_split_type
+ *     (local, MPI_COMM_TYPE_SHARED), ordered by local rank; with
+ *     GRIDCOLL_NODE_SIZE=k (a testing knob) that node is cut further into
+ *     virtual nodes of k consecutive members, so that one machine can run
+ *     the leaders' network steps;
+ *   - `leaders`: one leader per node (its lowest local rank), ordered by
+ *     local rank, so local rank 0 is rank 0 there;
+ *   - one shared segment per node, PMPI_Win_allocate_shared, of
+ *     GRIDCOLL_SHM_BYTES of data (default 4 MiB) plus a control area: a
+ *     64-byte flag word per member and a few words the leader publishes.
+ *     Larger messages go through the data in chunks.
+ *
+ * Synchronization.  The window lives in one passive-target epoch
+ * (PMPI_Win_lock_all with MPI_MODE_NOCHECK, from creation to free), so
+ * that PMPI_Win_sync is allowed at any time.  Every member owns one flag
+ * word, a 64-bit counter only it writes, which only grows: node_post()
+ * is PMPI_Win_sync (the memory barrier MPI's unified model asks for
+ * after the stores, MPI 4.0 section 12.7) and then a C11 release store
+ * of the next value; waiting is an acquire load that sees the value or a
+ * larger one, then PMPI_Win_sync again before the data is read.  The
+ * release/acquire pair orders the data stores before the loads for the
+ * compiler and the CPU, the two PMPI_Win_sync calls do the same for MPI.
+ * No counter is reset, so a flag can never be mistaken for an older one.
+ *
+ * Counting: within one operation every member of a node posts the same
+ * number of times (a member with nothing to say still posts), so all
+ * counters are equal between operations.  A member that starts an
+ * operation records its counter as `fence`; before it writes into the
+ * shared data it waits until every member's counter has reached the
+ * fence (everyone has finished reading the previous operation), and
+ * within the operation it waits for the posts the protocol names.
+ * Waiting yields the processor: on an oversubscribed node the member
+ * being waited for needs it.
+ *
+ * Choices: GRIDCOLL_BCAST_LOCAL and GRIDCOLL_ALLREDUCE_LOCAL (shm or
+ * mpich) pick the local phases of bcast hier and of allreduce hier and
+ * multileader; the intra-site allgather strategy table has `shm`.  Every
+ * member of a site sees the same environment, so a site's members agree.
+ */
+#ifndef NODE_SHM_H
+#define NODE_SHM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "gc_mpi.h"
+
+struct node_flag;
+
+struct coll_node {
+    MPI_Comm comm;    /* this site's members on this node */
+    MPI_Comm leaders; /* the site's node leaders; MPI_COMM_NULL elsewhere */
+    int size;         /* members of this node */
+    int rank;         /* in comm; 0 is the node's leader */
+    int nodes;        /* nodes of the site */
+    int index;        /* this node's rank in `leaders` */
+    int max_size;     /* the site's largest node */
+    int contiguous;   /* every node's members are consecutive local ranks */
+    int *node_of;     /* [local_size] node index of each local rank */
+    int *leader;      /* [nodes] local rank of each node's leader */
+    MPI_Win win;
+    struct node_flag *flags; /* [size], shared */
+    int *published;          /* [nodes], shared: written by the leader */
+    unsigned char *data;     /* shared data, `bytes` long, 64-byte aligned */
+    size_t bytes;
+    uint64_t seq;    /* this member's last posted value */
+    uint64_t fence;  /* seq when the current operation started */
+    uint64_t issued; /* bcast steps started (bcast_site_shm.c) */
+};
+
+/*
+ * GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE are valid; otherwise an
+ * error naming the variable through c's handler (`fn` names the call).
+ */
+int coll_node_env(struct gc_comm *c, const char *fn);
+
+/*
+ * c's node layer, made on first use (every member of this site must be
+ * in the same collective call then), with a new operation started.
+ * Errors return (MPI error codes, not reported).
+ */
+int coll_node_begin(struct gc_comm *c, struct coll_node **node);
+
+/* Free c's node layer; every member of this site calls it together. */
+void coll_node_free(struct gc_comm *c);
+/* The node layer's variables (gridcoll-info). */
+void coll_node_print(FILE *out);
+
+/* Publish the next counter value: what this member wrote is visible. */
+int node_post(struct coll_node *n);
+/* 1 when `member`'s counter reached `value` (the data it covers is then
+ * readable), else 0. */
+int node_reached(struct coll_node *n, int member, uint64_t value);
+/* The same for every other member of the node. */
+int node_all_reached(struct coll_node *n, uint64_t value);
+/* Blocking forms. */
+int node_wait(struct coll_node *n, int member, uint64_t value);
+int node_wait_all(struct coll_node *n, uint64_t value);
+
+/* The data split into `slots` parts, each a multiple of 64 bytes (0 when
+ * the data is too small for that many). */
+size_t node_slot_bytes(const struct coll_node *n, int slots);
+
+/*
+ * Elements of a datatype as they lie in memory: element 0 at `at`, the
+ * bytes n elements touch are at + lo(n) .. at + lo(n) + span(n).
+ */
+struct node_type {
+    MPI_Datatype type;
+    MPI_Aint extent;
+    MPI_Aint true_lb, true_extent;
+    MPI_Count size;
+    int plain; /* n elements are n * size bytes from `at` */
+};
+int node_type_get(MPI_Datatype type, struct node_type *t);
+/* Bytes n >= 1 elements span; the offset of their lowest byte. */
+MPI_Aint node_type_span(const struct node_type *t, MPI_Aint n);
+MPI_Aint node_type_lo(const struct node_type *t, MPI_Aint n);
+/* The most elements whose span fits in `bytes` (0: not even one). */
+MPI_Aint node_type_fit(const struct node_type *t, size_t bytes);
+/* n elements from `from` to `to`, both laid out as the type says;
+ * `bounce` holds n * size bytes unless the type is plain. */
+int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
+                   void *bounce);
+
+/* ---- the node-level local phases ---------------------------------------- */
+
+/*
+ * Which implementation a collective's local phase uses
+ * (GRIDCOLL_<COLL>_LOCAL, default below); errors through c's handler.
+ */
+enum site_local_kind { SITE_LOCAL_BCAST, SITE_LOCAL_ALLREDUCE };
+int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
+                   int *shm);
+/* The choices and the node layer's variables (gridcoll-info). */
+void site_local_print(FILE *out, enum site_local_kind k);
+
+/*
+ * One chunk of a site bcast through the node layer (bcast_site_shm.c):
+ * `count` elements of `type` at `buf` (packing to at most
+ * node_bcast_chunk() bytes) from the member of local rank `root` to
+ * every member of the site.  Started in the same order on every member;
+ * tested until done.
+ */
+struct node_bcast {
+    struct gc_comm *comm;
+    struct coll_node *node;
+    void *buf;
+    int count;
+    MPI_Datatype type;
+    int root;
+    uint64_t ticket; /* steps of this node before it */
+    int role;
+    int posted; /* this member posted for the chunk */
+    MPI_Request *reqs;
+    int nreqs;
+};
+size_t node_bcast_chunk(const struct coll_node *n);
+int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
+                     struct coll_node *n, void *buf, int count,
+                     MPI_Datatype type, int root);
+int node_bcast_test(struct node_bcast *op, int *done);
+/* Whole-buffer forms from local rank 0, with fallback to PMPI_Bcast. */
+int bcast_site_shm(struct gc_comm *c, void *buf, int count, MPI_Datatype type);
+
+/*
+ * Reduce of every site member's `sbuf` (MPI_IN_PLACE at local rank 0:
+ * its rbuf) into rbuf at local rank 0, by cyclic parallel reduction in
+ * each node's shared memory and a reduce between node leaders.
+ */
+int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
+                    MPI_Datatype type, MPI_Op op);
+/*
+ * PMPI_Reduce_scatter's contract on the site's members (`input`
+ * count elements, member j gets rcounts[j] of them after those of
+ * members before it, in `out`), by the same cyclic reduction when the
+ * site is one node; otherwise PMPI_Reduce_scatter.
+ */
+int reduce_scatter_site_shm(struct gc_comm *c, const void *input, void *out,
+                            const int *rcounts, MPI_Datatype type, MPI_Op op);
+
+#endif
