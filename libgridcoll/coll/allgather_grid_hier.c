@@ -19,7 +19,8 @@
  *      WAN messages in one round, site s's n_s blocks crossing each WAN
  *      link once.  Ranges of 0 bytes are not sent (everyone knows every
  *      block's size from recvcounts).
- *   4. Local PMPI_Bcast of the other sites' ranges from the leader.
+ *   4. Local PMPI_Bcast of the other sites' ranges from the leader
+ *      (strategy shm: through the node layer, bcast_site_shm.c).
  *   5. Every member unpacks every block into its place in recvbuf (its
  *      own too, unless MPI_IN_PLACE left it there).
  * The local allgather plus the broadcast of the remote part move no more
@@ -168,8 +169,8 @@ int allgather_grid_hier(const struct coll_args *a)
     if (status == MPI_SUCCESS && c->local_size > 1 &&
         l.total > l.bytes[my_site])
         status =
-            PMPI_Bcast_c(all + l.bytes[my_site], l.total - l.bytes[my_site],
-                         MPI_BYTE, 0, c->local);
+            allgather_site_bcast(c, a->fn, l.site_off, all + l.bytes[my_site],
+                                 l.total - l.bytes[my_site]);
 
     for (int q = 0; q < c->size && status == MPI_SUCCESS; q++)
         if (r->counts[q] > 0 && !(q == c->rank && r->sbuf == MPI_IN_PLACE))

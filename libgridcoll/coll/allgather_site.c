@@ -177,15 +177,18 @@ static int is_power_of_two(int n)
  * rounds on the critical path win: kShift's ~P/k rounds (eq. 10) against
  * the ring's P-1 (eq. 7), as long as P is a multiple of k, where kShift
  * is congestion free on a fat tree (Lemma 6); otherwise the ring, which
- * is congestion free for every P (Lemma 1).
+ * is congestion free for every P (Lemma 1).  (Before all these: shm when
+ * the site is one node of several members, coll_node_default.)
  */
-static int default_strategy(int size, MPI_Aint bytes, int k)
+static const char *default_strategy(int size, MPI_Aint bytes, int k)
 {
-    const char *name;
     if (bytes <= SHORT_BLOCK * size)
-        name = is_power_of_two(size) ? "hypercube" : "mesh";
-    else
-        name = size % (k < size ? k : size) == 0 ? "kshift" : "ring";
+        return is_power_of_two(size) ? "hypercube" : "mesh";
+    return size % (k < size ? k : size) == 0 ? "kshift" : "ring";
+}
+
+static int find_strategy(const char *name)
+{
     for (int i = 0; i < STRATEGY_COUNT; i++)
         if (strcmp(strategies[i].name, name) == 0)
             return i;
@@ -222,8 +225,11 @@ static int choose(struct gc_comm *c, const char *fn, MPI_Aint bytes, int *index,
     }
     env = getenv("GRIDCOLL_ALLGATHER_LOCAL");
     if (env == NULL || env[0] == '\0') {
-        *index = default_strategy(c->local_size, bytes, *k);
-        return MPI_SUCCESS;
+        int shm;
+        int status = coll_node_default(c, fn, &shm);
+        *index = find_strategy(
+            shm ? "shm" : default_strategy(c->local_size, bytes, *k));
+        return status;
     }
     for (*index = 0; *index < STRATEGY_COUNT; (*index)++)
         if (strcmp(strategies[*index].name, env) == 0)
@@ -262,6 +268,18 @@ int allgather_site_run(struct gc_comm *c, const char *fn, unsigned char *buf,
     return MPI_SUCCESS;
 }
 
+int allgather_site_bcast(struct gc_comm *c, const char *fn, const MPI_Aint *off,
+                         unsigned char *buf, MPI_Aint len)
+{
+    int index, k;
+    int status = choose(c, fn, off[c->local_size], &index, &k);
+    if (status != MPI_SUCCESS)
+        return status;
+    return strategies[index].run == allgather_site_shm
+               ? bcast_site_shm(c, buf, len, MPI_BYTE)
+               : PMPI_Bcast_c(buf, len, MPI_BYTE, 0, c->local);
+}
+
 void allgather_site_print(FILE *out)
 {
     fprintf(out,
@@ -273,8 +291,9 @@ void allgather_site_print(FILE *out)
         fprintf(out, "  %-20s %s\n", strategies[i].name,
                 strategies[i].description);
     fprintf(out,
-            "  default: up to %ld bytes per block on average hypercube (P a "
-            "power of two) or mesh; larger kshift (P a multiple of "
+            "  default: shm when the site has several members, all on one "
+            "node; else up to %ld bytes per block on average hypercube (P "
+            "a power of two) or mesh; larger kshift (P a multiple of "
             "min(k, P)) or ring\n\n",
             (long)SHORT_BLOCK);
 }

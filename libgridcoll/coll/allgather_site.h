@@ -11,7 +11,9 @@
  *
  * A strategy moves packed bytes between the members of one site with
  * PMPI point-to-point on a private communicator (coll_local_p2p), so
- * its messages can never match the application's receives.  The choice
+ * its messages can never match the application's receives; `shm`
+ * (Mamidala, allgather_site_shm.c) goes through each node's shared memory
+ * and private communicators of the node layer (node_shm.h).  The choice
  * is per site: GRIDCOLL_ALLGATHER_LOCAL=<name>, else by block size
  * (allgather_site_run); every member of a site sees the same environment
  * and the same block sizes, so they agree, and other sites may choose
@@ -82,6 +84,15 @@ void site_round_free(struct site_round *r);
  */
 int allgather_site_run(struct gc_comm *c, const char *fn, unsigned char *buf,
                        const MPI_Aint *off);
+
+/*
+ * Hier's local bcast of `len` bytes at buf (the other sites' blocks)
+ * from local rank 0: through the node layer (bcast_site_shm) when the
+ * site's strategy is shm, else PMPI_Bcast_c.  `off` as above: the
+ * strategy is chosen again from it, as allgather_site_run chose it.
+ */
+int allgather_site_bcast(struct gc_comm *c, const char *fn, const MPI_Aint *off,
+                         unsigned char *buf, MPI_Aint len);
 
 /* The strategies, their variables and the default (gridcoll-info). */
 void allgather_site_print(FILE *out);

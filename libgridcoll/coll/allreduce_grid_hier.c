@@ -17,6 +17,10 @@
  *      every site, so all sites get bit-identical results even for
  *      floating-point sums.
  *   5. Local PMPI_Bcast of the result from the leader.
+ * With GRIDCOLL_ALLREDUCE_LOCAL=shm, phases 2 and 5 use the node layer:
+ * cyclic parallel reduction in each node's shared memory, then PMPI
+ * between node leaders (reduce_site_shm.c), and the result back through
+ * the leaders and shared memory (bcast_site_shm.c).
  * A zero count is a no-op: nothing is sent.
  *
  * Restriction: a non-commutative op needs every site's members to be one

@@ -17,7 +17,9 @@
  *      the overlap, cut into segments of GRIDCOLL_ALLREDUCE_SEGSIZE bytes
  *      (default 256 KiB).
  *   3. Local PMPI_Reduce_scatter: each member gets its site's partial
- *      result over its slice.
+ *      result over its slice (GRIDCOLL_ALLREDUCE_LOCAL=shm on a site that
+ *      is one node: the cyclic reduction in shared memory of
+ *      reduce_site_shm.c, each member reducing its own slice).
  *   4. Each member sends that partial result over each overlap, in the
  *      same segments, to the member of the other site it overlaps with.
  *      With equal site sizes the slices line up and every member talks to

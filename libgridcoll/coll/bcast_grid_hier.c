@@ -16,7 +16,11 @@
  *     with the user's datatype (no packing); every other site broadcasts
  *     the packed bytes from its leader, one local bcast per segment as
  *     soon as the leader has it, so the local phase overlaps the WAN
- *     transfer; then its members unpack.
+ *     transfer; then its members unpack.  With
+ *     GRIDCOLL_BCAST_LOCAL=shm the local bcasts go through the node
+ *     layer instead (bcast_site_shm.c: chunks through each node's shared
+ *     memory, node leaders fed over PMPI), on the root's site in the
+ *     user's datatype as well.
  *
  * Cost, S sites, n_k members on site k, M bytes; local bcast of m bytes
  * on site k B_k(m) (MPICH's: binomial or scatter-allgather); WAN link

@@ -179,7 +179,8 @@ int node_bcast_test(struct node_bcast *op, int *done)
     return status;
 }
 
-int bcast_site_shm(struct gc_comm *c, void *buf, int count, MPI_Datatype type)
+int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
+                   MPI_Datatype type)
 {
     struct node_bcast ops[WINDOW];
     struct coll_node *n;
@@ -191,21 +192,18 @@ int bcast_site_shm(struct gc_comm *c, void *buf, int count, MPI_Datatype type)
         status = coll_node_begin(c, &n);
     if (status != MPI_SUCCESS || t.size == 0)
         return status;
-    int per = (int)((MPI_Count)node_bcast_chunk(n) / t.size < count
-                        ? (MPI_Count)node_bcast_chunk(n) / t.size
-                        : count);
+    MPI_Count per = (MPI_Count)node_bcast_chunk(n) / t.size;
     /* An element larger than a slot: MPICH's bcast. */
     if (per == 0)
-        return PMPI_Bcast(buf, count, type, 0, c->local);
-    int chunks = (count + per - 1) / per, started = 0, finished = 0;
+        return PMPI_Bcast_c(buf, count, type, 0, c->local);
+    MPI_Count chunks = (count + per - 1) / per, started = 0, finished = 0;
     while (finished < chunks && status == MPI_SUCCESS) {
         while (started < chunks && started - finished < WINDOW &&
                status == MPI_SUCCESS) {
-            int first = started * per;
-            status = node_bcast_start(&ops[started % WINDOW], c, n,
-                                      (char *)buf + (MPI_Aint)first * t.extent,
-                                      count - first < per ? count - first : per,
-                                      type, 0);
+            MPI_Count first = started * per;
+            status = node_bcast_start(
+                &ops[started % WINDOW], c, n, (char *)buf + first * t.extent,
+                (int)(count - first < per ? count - first : per), type, 0);
             started++;
         }
         /* Chunks finish in order; testing the oldest also drives MPICH. */

@@ -41,17 +41,22 @@ static int env_bytes(size_t *bytes)
     return 0;
 }
 
-/* 0: no virtual nodes. */
-static int env_node_size(int *k)
+/* GRIDCOLL_NODE_SIZE=K[,cyclic]; *k = 0: no virtual nodes. */
+static int env_node_size(int *k, int *cyclic)
 {
     const char *env = getenv("GRIDCOLL_NODE_SIZE");
     *k = 0;
+    *cyclic = 0;
     if (env == NULL || env[0] == '\0')
         return 0;
     char *end;
     errno = 0;
     long v = strtol(env, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 1 || v > INT_MAX)
+    if (errno != 0 || v < 1 || v > INT_MAX)
+        return -1;
+    if (strcmp(end, ",cyclic") == 0)
+        *cyclic = 1;
+    else if (*end != '\0')
         return -1;
     *k = (int)v;
     return 0;
@@ -60,15 +65,15 @@ static int env_node_size(int *k)
 int coll_node_env(struct gc_comm *c, const char *fn)
 {
     size_t bytes;
-    int k;
+    int k, cyclic;
     const char *var = NULL, *what = NULL;
     if (env_bytes(&bytes) != 0) {
         var = "GRIDCOLL_SHM_BYTES";
         what = "is not a size from 4096 bytes to 1 TiB (optionally with "
                "K, M or G)";
-    } else if (env_node_size(&k) != 0) {
+    } else if (env_node_size(&k, &cyclic) != 0) {
         var = "GRIDCOLL_NODE_SIZE";
-        what = "is not a positive integer";
+        what = "is not a positive integer, optionally followed by \",cyclic\"";
     }
     if (var == NULL)
         return MPI_SUCCESS;
@@ -106,18 +111,23 @@ static void node_free(struct coll_node *n)
 static int make_comms(struct gc_comm *c, struct coll_node *n)
 {
     MPI_Comm shared;
-    int k;
-    env_node_size(&k);
+    int k, cyclic;
+    env_node_size(&k, &cyclic);
     int status = PMPI_Comm_split_type(c->local, MPI_COMM_TYPE_SHARED,
                                       c->local_rank, MPI_INFO_NULL, &shared);
     if (status != MPI_SUCCESS)
         return status;
     if (k > 0) {
-        /* Virtual nodes of k members: still one shared-memory node each. */
-        int r;
+        /* Virtual nodes of up to k members, each inside one real node:
+         * consecutive members, or every ceil(s/k)-th member (nodes that
+         * interleave in rank order, as a round-robin placement makes). */
+        int r, s;
         status = PMPI_Comm_rank(shared, &r);
         if (status == MPI_SUCCESS)
-            status = PMPI_Comm_split(shared, r / k, r, &n->comm);
+            status = PMPI_Comm_size(shared, &s);
+        int color = cyclic ? r % ((s + k - 1) / k) : r / k;
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_split(shared, color, r, &n->comm);
         PMPI_Comm_free(&shared);
     } else {
         n->comm = shared;
@@ -184,8 +194,10 @@ static int make_window(struct coll_node *n, size_t bytes)
     status = PMPI_Win_set_errhandler(n->win, MPI_ERRORS_RETURN);
     if (status == MPI_SUCCESS)
         status = PMPI_Win_shared_query(n->win, 0, &size, &disp_unit, &base);
-    if (status != MPI_SUCCESS)
+    if (status != MPI_SUCCESS) {
+        PMPI_Win_free(&n->win);
         return status;
+    }
     /* Every process maps the segment page-aligned, so the same padding. */
     base += (LINE - (uintptr_t)base % LINE) % LINE;
     n->flags = (struct node_flag *)(void *)base;
@@ -205,40 +217,42 @@ static int make_window(struct coll_node *n, size_t bytes)
     return status;
 }
 
-static int node_make(struct gc_comm *c, struct coll_node **made)
+int coll_node_get(struct gc_comm *c, struct coll_node **node)
 {
-    size_t bytes;
-    env_bytes(&bytes);
-    struct coll_node *n = calloc(1, sizeof *n);
-    if (n == NULL)
-        return MPI_ERR_NO_MEM;
-    n->comm = MPI_COMM_NULL;
-    n->leaders = MPI_COMM_NULL;
-    n->win = MPI_WIN_NULL;
-    /* Made here, where every member of the site is, for the steps that
-     * only some members take (bcast_site_shm.c). */
-    MPI_Comm p2p;
-    int status = coll_local_p2p(c, &p2p);
-    if (status == MPI_SUCCESS)
-        status = make_comms(c, n);
-    if (status == MPI_SUCCESS)
-        status = make_window(n, bytes);
-    if (status != MPI_SUCCESS) {
-        node_free(n);
-        return status;
+    if (c->node == NULL) {
+        struct coll_node *n = calloc(1, sizeof *n);
+        if (n == NULL)
+            return MPI_ERR_NO_MEM;
+        n->comm = MPI_COMM_NULL;
+        n->leaders = MPI_COMM_NULL;
+        n->win = MPI_WIN_NULL;
+        /* Made here, where every member of the site is, for the steps
+         * that only some members take (bcast_site_shm.c). */
+        MPI_Comm p2p;
+        int status = coll_local_p2p(c, &p2p);
+        if (status == MPI_SUCCESS)
+            status = make_comms(c, n);
+        if (status != MPI_SUCCESS) {
+            node_free(n);
+            return status;
+        }
+        c->node = n;
     }
-    *made = n;
+    *node = c->node;
     return MPI_SUCCESS;
 }
 
 int coll_node_begin(struct gc_comm *c, struct coll_node **node)
 {
-    if (c->node == NULL) {
-        int status = node_make(c, &c->node);
-        if (status != MPI_SUCCESS)
-            return status;
+    struct coll_node *n;
+    int status = coll_node_get(c, &n);
+    if (status == MPI_SUCCESS && n->win == MPI_WIN_NULL) {
+        size_t bytes;
+        env_bytes(&bytes);
+        status = make_window(n, bytes);
     }
-    struct coll_node *n = c->node;
+    if (status != MPI_SUCCESS)
+        return status;
     n->fence = n->seq;
     n->issued = n->seq;
     *node = n;
@@ -250,6 +264,22 @@ void coll_node_free(struct gc_comm *c)
     if (c->node != NULL)
         node_free(c->node);
     c->node = NULL;
+}
+
+int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
+{
+    struct coll_node *n;
+    *shm = 0;
+    if (c->local_size == 1)
+        return MPI_SUCCESS;
+    int status = coll_node_env(c, fn);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = coll_node_get(c, &n);
+    if (status != MPI_SUCCESS)
+        return coll_arg_error(c, status, fn, "node layer failed");
+    *shm = n->nodes == 1;
+    return MPI_SUCCESS;
 }
 
 /* ---- flags --------------------------------------------------------------- */
@@ -388,8 +418,8 @@ int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
     const struct site_local *l = &site_locals[k];
     const char *env = getenv(l->var);
     if (env == NULL || env[0] == '\0')
-        *shm = 0;
-    else if (strcmp(env, "shm") == 0)
+        return coll_node_default(c, fn, shm);
+    if (strcmp(env, "shm") == 0)
         *shm = 1;
     else if (strcmp(env, "mpich") == 0)
         *shm = 0;
@@ -411,7 +441,8 @@ void site_local_print(FILE *out, enum site_local_kind k)
     fprintf(out, "%s: local phase (%s=NAME)\n", l->coll, l->var);
     fprintf(out, "  %-20s %s\n", "shm", l->shm);
     fprintf(out, "  %-20s %s\n", "mpich", l->mpich);
-    fprintf(out, "  default: mpich\n\n");
+    fprintf(out, "  default: shm when the site has several members, all on "
+                 "one node; else mpich\n\n");
 }
 
 void coll_node_print(FILE *out)
@@ -420,7 +451,8 @@ void coll_node_print(FILE *out)
             "node layer (shared memory, for the shm local phases):\n"
             "  GRIDCOLL_SHM_BYTES=BYTES  shared data per node, default %zu; "
             "larger messages go through it in chunks\n"
-            "  GRIDCOLL_NODE_SIZE=K      testing: cut each node into virtual "
-            "nodes of K members\n\n",
+            "  GRIDCOLL_NODE_SIZE=K[,cyclic]  testing: cut each node into "
+            "virtual nodes of up to K members, consecutive or interleaved "
+            "(cyclic)\n\n",
             DEFAULT_SHM_BYTES);
 }

@@ -12,8 +12,9 @@
  *   - `comm`: the site's members on this node, from PMPI_Comm_split_type
  *     (local, MPI_COMM_TYPE_SHARED), ordered by local rank; with
  *     GRIDCOLL_NODE_SIZE=k (a testing knob) that node is cut further into
- *     virtual nodes of k consecutive members, so that one machine can run
- *     the leaders' network steps;
+ *     virtual nodes of up to k consecutive members (k,cyclic: every
+ *     ceil(s/k)-th member, so nodes interleave in rank order), so that one
+ *     machine can run the leaders' network steps;
  *   - `leaders`: one leader per node (its lowest local rank), ordered by
  *     local rank, so local rank 0 is rank 0 there;
  *   - one shared segment per node, PMPI_Win_allocate_shared, of
@@ -86,11 +87,21 @@ struct coll_node {
 int coll_node_env(struct gc_comm *c, const char *fn);
 
 /*
- * c's node layer, made on first use (every member of this site must be
- * in the same collective call then), with a new operation started.
- * Errors return (MPI error codes, not reported).
+ * c's node layer, its communicators made on first use (every member of
+ * this site must be in the same collective call then).  Errors return
+ * (MPI error codes, not reported).
  */
+int coll_node_get(struct gc_comm *c, struct coll_node **node);
+/* The same with its shared segment (made on first use, by every member
+ * of this site), and a new operation started. */
 int coll_node_begin(struct gc_comm *c, struct coll_node **node);
+/*
+ * The default of the shm local phases: *shm = 1 when this site has
+ * several members, all on one node (where the shm phases were measured
+ * to win, docs/algorithms.md).  Makes the node communicators (every
+ * member of this site calls it together); errors through c's handler.
+ */
+int coll_node_default(struct gc_comm *c, const char *fn, int *shm);
 
 /* Free c's node layer; every member of this site calls it together. */
 void coll_node_free(struct gc_comm *c);
@@ -171,8 +182,10 @@ int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
                      struct coll_node *n, void *buf, int count,
                      MPI_Datatype type, int root);
 int node_bcast_test(struct node_bcast *op, int *done);
-/* Whole-buffer forms from local rank 0, with fallback to PMPI_Bcast. */
-int bcast_site_shm(struct gc_comm *c, void *buf, int count, MPI_Datatype type);
+/* The whole buffer from local rank 0 (PMPI_Bcast_c when one element is
+ * larger than a chunk). */
+int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
+                   MPI_Datatype type);
 
 /*
  * Reduce of every site member's `sbuf` (MPI_IN_PLACE at local rank 0:

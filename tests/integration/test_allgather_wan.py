@@ -3,7 +3,11 @@
 (tests/mpi/, self-checking) through gridrun with GRIDCOLL_STATS=1 on
 uneven layouts.  Per layout, allgather hier runs once with every
 intra-site strategy (GRIDCOLL_ALLGATHER_LOCAL) and the whole program once
-with the defaults, every algorithm of both tables in turn.  Besides the
+with the defaults, every algorithm of both tables in turn; and once with
+the node layer's shared-memory local phases (allgather strategy shm,
+GRIDCOLL_ALLREDUCE_LOCAL=shm) on virtual nodes of two ranks
+(GRIDCOLL_NODE_SIZE=2) with a 64 KiB shared buffer, so node leaders talk
+over the network and long messages go in chunks.  Besides the
 program's own byte-for-byte checks ("OK <case>" lines, no FAIL), the WAN
 traffic each site reports must be exactly the cost model's:
   allgather hier    each site sends its n_s blocks once to every other
@@ -23,7 +27,10 @@ PROGRAM = os.path.join(BIN, "allgather_wan")
 INFO = os.path.join(BIN, "gridcoll-info")
 
 STRATEGIES = ["ring", "recursive_doubling", "kshift", "kprefix", "mesh",
-              "hypercube", "mpich"]
+              "hypercube", "mpich", "shm"]
+NODE_ENV = {"GRIDCOLL_ALLGATHER_LOCAL": "shm",
+            "GRIDCOLL_ALLREDUCE_LOCAL": "shm",
+            "GRIDCOLL_NODE_SIZE": "2", "GRIDCOLL_SHM_BYTES": "64K"}
 # Three and five ranks: neither a power of two nor a square; three sites
 # with a one-rank site in the middle.
 LAYOUTS = [("sizes_3_5", [3, 5]), ("sizes_2_1_2", [2, 1, 2])]
@@ -80,8 +87,9 @@ def run(sizes, env_extra, args):
     for var in ("GRIDCOLL_ALLGATHER", "GRIDCOLL_ALLGATHERV",
                 "GRIDCOLL_ALLREDUCE", "GRIDCOLL_ALLREDUCE_SEGSIZE"):
         env.pop(var, None)
-    if "GRIDCOLL_ALLGATHER_LOCAL" not in env_extra:
-        env.pop("GRIDCOLL_ALLGATHER_LOCAL", None)
+    for var in NODE_ENV:
+        if var not in env_extra:
+            env.pop(var, None)
     # gridrun's own --timeout tears the job down cleanly.
     r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT), "--site-sizes",
                         ",".join(map(str, sizes)), "--", PROGRAM] + args,
@@ -180,6 +188,17 @@ def strategy_test(sizes, strategy):
     return test
 
 
+def node_test(sizes):
+    def test():
+        ok, stats = run(sizes, NODE_ENV,
+                        ["allgather_hier", "allgatherv_hier",
+                         "allreduce_hier", "allreduce_multileader"])
+        check_cases(ok, cases(["hier"], ["hier", "multileader"]))
+        check_allgather_hier(stats, sizes)
+        check_allreduce(stats, sizes)
+    return test
+
+
 def defaults_test(sizes):
     def test():
         allgather_algos = algorithms("allgather")
@@ -200,4 +219,5 @@ if __name__ == "__main__":
         tests.append(("defaults_%s" % layout, defaults_test(sizes)))
         tests += [("hier_%s_%s" % (strategy, layout),
                    strategy_test(sizes, strategy)) for strategy in STRATEGIES]
+    tests.append(("shm_nodes_of_2_sizes_3_5", node_test([3, 5])))
     main(tests)

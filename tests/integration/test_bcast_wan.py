@@ -19,7 +19,12 @@ gridcoll-stats lines) must be exactly what its cost model says
 Messages: one per segment (GRIDCOLL_BCAST_SEGSIZE, set here to an odd
 30000 bytes, so that 4 MiB makes more segments per stream than a plan
 keeps in flight) on every WAN edge; multilane cuts each half
-separately."""
+separately.
+
+One more job runs hier alone with its local phase through the node layer
+(GRIDCOLL_BCAST_LOCAL=shm) on virtual nodes of two ranks
+(GRIDCOLL_NODE_SIZE=2) with a 64 KiB shared buffer: node leaders take
+part, 4 MiB goes through the buffer in chunks, the WAN counts are hier's."""
 
 import os
 import re
@@ -34,6 +39,8 @@ SEGSIZE = 30000
 MAX_MESSAGE = 1 << 30
 SITE_NAMES = ["alpha", "beta", "gamma", "delta"]
 LAYOUTS = [[3, 5], [2, 1, 2]]
+NODE_ENV = {"GRIDCOLL_BCAST_LOCAL": "shm", "GRIDCOLL_NODE_SIZE": "2",
+            "GRIDCOLL_SHM_BYTES": "64K"}
 TIMEOUT = 90
 
 
@@ -144,13 +151,18 @@ def tail(text, lines=40):
     return "\n".join(text.splitlines()[-lines:])
 
 
-def run_layout(sizes):
+def run_layout(sizes, algorithms=ALGORITHMS, env_extra=None):
     layout = Layout(sizes)
     env = dict(os.environ, GRIDCOLL_STATS="1",
                GRIDCOLL_BCAST_SEGSIZE=str(SEGSIZE))
     env.pop("GRIDCOLL_BCAST", None)
+    for var in NODE_ENV:
+        env.pop(var, None)
+    env.update(env_extra or {})
     args = [GRIDRUN, "--timeout", str(TIMEOUT), "--site-sizes",
             ",".join(map(str, sizes)), "--", os.path.join(BIN, "bcast_wan")]
+    if algorithms != ALGORITHMS:
+        args += algorithms
     # gridrun's own --timeout tears the job down cleanly.
     r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=TIMEOUT + 30, env=env)
@@ -163,7 +175,7 @@ def run_layout(sizes):
     check(r.returncode == 0, "bcast_wan exited %d:\n%s\n--- stderr:\n%s" %
           (r.returncode, tail(out), tail(err)))
 
-    want = ["OK %s/%d/root%d" % (a, m, root) for a in ALGORITHMS
+    want = ["OK %s/%d/root%d" % (a, m, root) for a in algorithms
             for m in SIZES for root in roots(layout.p)]
     ok = [l for l in out.splitlines() if re.match(r"OK \S+$", l)]
     check(sorted(ok) == sorted(want),
@@ -178,7 +190,7 @@ def run_layout(sizes):
         stats[(m.group(1), m.group(2))] = tuple(map(int, m.group(3, 4, 5)))
     calls = len(SIZES) * len(roots(layout.p))
     problems = []
-    for algo in ALGORITHMS:
+    for algo in algorithms:
         want_bytes, want_msgs = expected_stats(layout, algo)
         for s in range(len(sizes)):
             name = SITE_NAMES[s]
@@ -197,4 +209,6 @@ def make_test(sizes):
 
 if __name__ == "__main__":
     main([("bcast_wan_%s" % "_".join(map(str, sizes)), make_test(sizes))
-          for sizes in LAYOUTS])
+          for sizes in LAYOUTS] +
+         [("bcast_wan_hier_shm_nodes_of_2_3_5",
+           lambda: run_layout([3, 5], ["hier"], NODE_ENV))])
