@@ -185,14 +185,16 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
         status = reduce_round(&g, input);
         if (status == MPI_SUCCESS && n->rank == 0) {
             status = node_wait_all(n, n->seq);
-            char *out = (char *)rbuf + (MPI_Aint)first * g.t.extent;
+            /* rbuf matters at local rank 0 only (NULL elsewhere). */
+            char *out = c->local_rank == 0
+                            ? (char *)rbuf + (MPI_Aint)first * g.t.extent
+                            : NULL;
             if (status == MPI_SUCCESS && n->nodes == 1)
                 status = node_type_copy(&g.t, element(&g, p - 1, 0), out, round,
                                         g.bounce);
             else if (status == MPI_SUCCESS)
-                status = PMPI_Reduce(element(&g, p - 1, 0),
-                                     c->local_rank == 0 ? out : NULL, round,
-                                     type, op, 0, n->leaders);
+                status = PMPI_Reduce(element(&g, p - 1, 0), out, round, type,
+                                     op, 0, n->leaders);
         }
         if (status == MPI_SUCCESS)
             status = node_post(n);
