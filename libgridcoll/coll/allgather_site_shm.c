@@ -217,7 +217,7 @@ static int run_round(const struct round *r, MPI_Request *recvs,
 int allgather_site_shm(const struct site_blocks *b)
 {
     struct coll_node *n;
-    int status = coll_node_begin(b->grid, &n);
+    int status = coll_node_begin(b->grid, 0, &n);
     if (status != MPI_SUCCESS)
         return status;
     struct round r = {.b = b, .n = n, .slot = node_slot_bytes(n, b->size)};

@@ -55,7 +55,7 @@ static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
         goto cleanup;
     status = site_local_shm(c, fn, SITE_LOCAL_BCAST, &shm);
     if (status == MPI_SUCCESS && shm &&
-        (status = coll_node_begin(c, &node)) != MPI_SUCCESS)
+        (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
         status = coll_arg_error(c, status, fn, "node layer failed");
     if (status != MPI_SUCCESS)
         goto cleanup;

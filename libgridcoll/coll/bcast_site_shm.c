@@ -189,7 +189,7 @@ int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
         return MPI_SUCCESS;
     int status = node_type_get(type, &t);
     if (status == MPI_SUCCESS)
-        status = coll_node_begin(c, &n);
+        status = coll_node_begin(c, 1, &n);
     if (status != MPI_SUCCESS || t.size == 0)
         return status;
     MPI_Count per = (MPI_Count)node_bcast_chunk(n) / t.size;

@@ -242,7 +242,7 @@ int coll_node_get(struct gc_comm *c, struct coll_node **node)
     return MPI_SUCCESS;
 }
 
-int coll_node_begin(struct gc_comm *c, struct coll_node **node)
+int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node)
 {
     struct coll_node *n;
     int status = coll_node_get(c, &n);
@@ -253,7 +253,9 @@ int coll_node_begin(struct gc_comm *c, struct coll_node **node)
     }
     if (status != MPI_SUCCESS)
         return status;
-    n->fence = n->seq;
+    if (!slots || !n->slots)
+        n->fence = n->seq;
+    n->slots = slots;
     n->issued = n->seq;
     *node = n;
     return MPI_SUCCESS;

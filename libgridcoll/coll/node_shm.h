@@ -41,6 +41,10 @@
  * shared data it waits until every member's counter has reached the
  * fence (everyone has finished reading the previous operation), and
  * within the operation it waits for the posts the protocol names.
+ * Bcasts are the exception: they use the data as a ring of slots, a
+ * chunk waits for the members to have read the chunk that used its slot
+ * before, so back-to-back bcasts keep the fence of the first of them and
+ * overlap.
  * Waiting yields the processor: on an oversubscribed node the member
  * being waited for needs it.
  *
@@ -76,8 +80,10 @@ struct coll_node {
     unsigned char *data;     /* shared data, `bytes` long, 64-byte aligned */
     size_t bytes;
     uint64_t seq;    /* this member's last posted value */
-    uint64_t fence;  /* seq when the current operation started */
+    uint64_t fence;  /* seq when the current operation started (for a
+                        run of bcast-slot operations: when the run did) */
     uint64_t issued; /* bcast steps started (bcast_site_shm.c) */
+    int slots;       /* the last operation used the bcast slots only */
 };
 
 /*
@@ -92,9 +98,14 @@ int coll_node_env(struct gc_comm *c, const char *fn);
  * (MPI error codes, not reported).
  */
 int coll_node_get(struct gc_comm *c, struct coll_node **node);
-/* The same with its shared segment (made on first use, by every member
- * of this site), and a new operation started. */
-int coll_node_begin(struct gc_comm *c, struct coll_node **node);
+/*
+ * The same with its shared segment (made on first use, by every member
+ * of this site), and a new operation started.  `slots`: the operation
+ * only uses the bcast slots (bcast_site_shm.c), whose chunks wait for
+ * the slot they reuse, so it need not wait for a previous such operation
+ * to finish everywhere; every other operation waits for the node.
+ */
+int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node);
 /*
  * The default of the shm local phases: *shm = 1 when this site has
  * several members, all on one node (where the shm phases were measured

@@ -97,7 +97,7 @@ static int cyclic_make(struct gc_comm *c, MPI_Datatype type, MPI_Op op,
     if (status == MPI_SUCCESS)
         status = PMPI_Op_commutative(op, &commutative);
     if (status == MPI_SUCCESS)
-        status = coll_node_begin(c, &g->n);
+        status = coll_node_begin(c, 0, &g->n);
     if (status != MPI_SUCCESS || g->t.size == 0 ||
         (!commutative && !g->n->contiguous))
         return status;
