@@ -396,6 +396,9 @@ static const struct site_local {
     const char *var;
     const char *shm;
     const char *mpich;
+    /* shm by default where it won on loopback (docs/algorithms.md, "Node
+     * level"): allreduce; bcast gained nothing there. */
+    int default_shm;
 } site_locals[] = {
     [SITE_LOCAL_BCAST] =
         {"bcast", "GRIDCOLL_BCAST_LOCAL",
@@ -403,7 +406,7 @@ static const struct site_local {
          "and sends it to the other node leaders, which write it into "
          "theirs; node members copy it out, chunk by chunk "
          "(bcast_site_shm.c)",
-         "PMPI_Ibcast of each segment among the site's members"},
+         "PMPI_Ibcast of each segment among the site's members", 0},
     [SITE_LOCAL_ALLREDUCE] =
         {"allreduce", "GRIDCOLL_ALLREDUCE_LOCAL",
          "cyclic parallel reduction in each node's shared memory, node "
@@ -411,7 +414,8 @@ static const struct site_local {
          "(reduce_site_shm.c, bcast_site_shm.c); multileader: the same "
          "reduction as its reduce-scatter when the site is one node",
          "PMPI_Reduce and PMPI_Bcast (hier), PMPI_Reduce_scatter "
-         "(multileader) on the site's members"},
+         "(multileader) on the site's members",
+         1},
 };
 
 int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
@@ -419,8 +423,10 @@ int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
 {
     const struct site_local *l = &site_locals[k];
     const char *env = getenv(l->var);
-    if (env == NULL || env[0] == '\0')
-        return coll_node_default(c, fn, shm);
+    if (env == NULL || env[0] == '\0') {
+        *shm = 0;
+        return l->default_shm ? coll_node_default(c, fn, shm) : MPI_SUCCESS;
+    }
     if (strcmp(env, "shm") == 0)
         *shm = 1;
     else if (strcmp(env, "mpich") == 0)
@@ -443,8 +449,11 @@ void site_local_print(FILE *out, enum site_local_kind k)
     fprintf(out, "%s: local phase (%s=NAME)\n", l->coll, l->var);
     fprintf(out, "  %-20s %s\n", "shm", l->shm);
     fprintf(out, "  %-20s %s\n", "mpich", l->mpich);
-    fprintf(out, "  default: shm when the site has several members, all on "
-                 "one node; else mpich\n\n");
+    fprintf(out, "  default: %s\n\n",
+            l->default_shm
+                ? "shm when the site has several members, all on one node; "
+                  "else mpich"
+                : "mpich");
 }
 
 void coll_node_print(FILE *out)
