@@ -8,14 +8,15 @@
  * (GRIDCOLL_BCAST_LOCAL=shm, steps run by bcast_common.c's plan runner)
  * and of allreduce hier's result (bcast_site_shm).
  *
- * The message goes in chunks of at most s = min(segment, D/4) bytes,
- * D = GRIDCOLL_SHM_BYTES, through four slots of each node's shared data,
- * chunk k in slot k mod 4.  Per chunk, from the site's source (the root
+ * The message goes in chunks of at most s = min(segment, slot) bytes
+ * through a ring of K slots of each node's shared data, chunk k in slot
+ * k mod K: K = D / 64 KiB, at least 4, D = GRIDCOLL_SHM_BYTES (4 MiB:
+ * 64 slots of 64 KiB).  Per chunk, from the site's source (the root
  * on its own site, the leader that receives the WAN segments elsewhere):
  *   1. The source sends the chunk to every other node's leader (PMPI on
  *      the private site communicator), which receives it in place.
  *   2. The source, and each of those leaders once its chunk is in, waits
- *      until its node has copied out the chunk that used the slot four
+ *      until its node has copied out the chunk that used the slot K
  *      chunks ago, packs the chunk into the slot and posts.
  *   3. Every other member waits for that post, unpacks the slot into its
  *      buffer and posts.
@@ -44,21 +45,35 @@
 #include "gc_coll.h"
 #include "node_shm.h"
 
-#define SLOTS 4
-/* Chunks in flight in bcast_site_shm: enough to keep every slot busy. */
-#define WINDOW (2 * SLOTS)
+/*
+ * Slots of 64 KiB (at least four of them): small messages fill few
+ * bytes of a slot, and a source may run as many chunks ahead of its
+ * slowest reader as there are slots (on a busy node a reader can be off
+ * the processor for milliseconds); large ones are cut finely enough to
+ * overlap copy-out with arrival.
+ */
+#define SLOT_BYTES ((size_t)64 * 1024)
+#define MIN_SLOTS  4
+/* Chunks in flight in bcast_site_shm. */
+#define WINDOW 64
+
+static uint64_t slots(const struct coll_node *n)
+{
+    size_t k = n->bytes / SLOT_BYTES;
+    return k > MIN_SLOTS ? k : MIN_SLOTS;
+}
 
 enum { ROLE_SOURCE, ROLE_LEADER, ROLE_MEMBER };
 
 size_t node_bcast_chunk(const struct coll_node *n)
 {
-    return node_slot_bytes(n, SLOTS);
+    return node_slot_bytes(n, (int)slots(n));
 }
 
 static unsigned char *slot_of(const struct node_bcast *op)
 {
     struct coll_node *n = op->node;
-    return n->data + (size_t)(op->ticket % SLOTS) * node_bcast_chunk(n);
+    return n->data + (size_t)(op->ticket % slots(n)) * node_bcast_chunk(n);
 }
 
 /* The node rank of local rank r (nodes are ordered by local rank). */
@@ -112,7 +127,8 @@ static int write_slot(struct node_bcast *op)
 {
     struct coll_node *n = op->node;
     if (n->size > 1) {
-        uint64_t reused = op->ticket + 1 >= SLOTS ? op->ticket + 1 - SLOTS : 0;
+        uint64_t reused =
+            op->ticket + 1 >= slots(n) ? op->ticket + 1 - slots(n) : 0;
         if (!node_all_reached(n, reused > n->fence ? reused : n->fence))
             return MPI_SUCCESS;
         MPI_Count position = 0;

@@ -300,31 +300,54 @@ static int at_least(struct coll_node *n, int member, uint64_t value)
            value;
 }
 
+/*
+ * While a member waits for a flag, MPICH must still progress: a message
+ * it received may owe its sender an acknowledgement (UCX's rendezvous),
+ * and that sender may be the member it waits for.  The node communicator
+ * carries no point-to-point traffic, so this probe never matches
+ * anything; it only runs MPICH's progress engine.
+ */
+static void progress(struct coll_node *n)
+{
+    int flag;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, n->comm, &flag, MPI_STATUS_IGNORE);
+}
+
 int node_reached(struct coll_node *n, int member, uint64_t value)
 {
-    return at_least(n, member, value) && PMPI_Win_sync(n->win) == MPI_SUCCESS;
+    if (!at_least(n, member, value)) {
+        progress(n);
+        return 0;
+    }
+    return PMPI_Win_sync(n->win) == MPI_SUCCESS;
 }
 
 int node_all_reached(struct coll_node *n, uint64_t value)
 {
     for (int i = 0; i < n->size; i++)
-        if (i != n->rank && !at_least(n, i, value))
+        if (i != n->rank && !at_least(n, i, value)) {
+            progress(n);
             return 0;
+        }
     return PMPI_Win_sync(n->win) == MPI_SUCCESS;
 }
 
 int node_wait(struct coll_node *n, int member, uint64_t value)
 {
-    while (!at_least(n, member, value))
+    while (!at_least(n, member, value)) {
+        progress(n);
         sched_yield();
+    }
     return PMPI_Win_sync(n->win);
 }
 
 int node_wait_all(struct coll_node *n, uint64_t value)
 {
     for (int i = 0; i < n->size; i++)
-        while (i != n->rank && !at_least(n, i, value))
+        while (i != n->rank && !at_least(n, i, value)) {
+            progress(n);
             sched_yield();
+        }
     return PMPI_Win_sync(n->win);
 }
 

@@ -45,8 +45,10 @@
  * chunk waits for the members to have read the chunk that used its slot
  * before, so back-to-back bcasts keep the fence of the first of them and
  * overlap.
- * Waiting yields the processor: on an oversubscribed node the member
- * being waited for needs it.
+ * Waiting yields the processor (on an oversubscribed node the member
+ * being waited for needs it) and drives MPICH's progress engine (a
+ * message this member received may still owe its sender an
+ * acknowledgement, and the sender may be the member it waits for).
  *
  * Choices: GRIDCOLL_BCAST_LOCAL and GRIDCOLL_ALLREDUCE_LOCAL (shm or
  * mpich) pick the local phases of bcast hier and of allreduce hier and
