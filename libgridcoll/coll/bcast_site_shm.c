@@ -8,18 +8,23 @@
  * (GRIDCOLL_BCAST_LOCAL=shm, steps run by bcast_common.c's plan runner)
  * and of allreduce hier's result (bcast_site_shm).
  *
- * The message goes in chunks of at most s = min(segment, slot) bytes
- * through a ring of K slots of each node's shared data, chunk k in slot
- * k mod K: K = D / 64 KiB, at least 4, D = GRIDCOLL_SHM_BYTES (4 MiB:
- * 64 slots of 64 KiB).  Per chunk, from the site's source (the root
- * on its own site, the leader that receives the WAN segments elsewhere):
+ * Each node's shared data is a ring of K slots, K = D / 64 KiB (at least
+ * 4; D = GRIDCOLL_SHM_BYTES, 4 MiB: 64 slots of 64 KiB).  The message goes
+ * in chunks of at most s = min(segment, D/4) bytes, each in as many
+ * consecutive slots as it needs, never wrapping round the ring.  Per
+ * chunk, from the site's source (the root on its own site, the leader
+ * that receives the WAN segments elsewhere):
  *   1. The source sends the chunk to every other node's leader (PMPI on
  *      the private site communicator), which receives it in place.
  *   2. The source, and each of those leaders once its chunk is in, waits
- *      until its node has copied out the chunk that used the slot K
- *      chunks ago, packs the chunk into the slot and posts.
- *   3. Every other member waits for that post, unpacks the slot into its
+ *      until its node has copied out whatever used those slots on the
+ *      previous lap, packs the chunk into them and posts.
+ *   3. Every other member waits for that post, unpacks the slots into its
  *      buffer and posts.
+ * Counters count slots: a chunk moves every member's counter to one past
+ * its last slot, so "counter >= x" means "read everything before slot x".
+ * Small messages take one slot each, so a source can run up to K of them
+ * ahead of a reader that is off the processor.
  * A member finishes its chunks in order; several are in flight, so
  * members copy chunk k out while chunk k+1 arrives (from the WAN at a
  * leader, from the source at the other leaders) and is written.
@@ -46,11 +51,12 @@
 #include "node_shm.h"
 
 /*
- * Slots of 64 KiB (at least four of them): small messages fill few
- * bytes of a slot, and a source may run as many chunks ahead of its
- * slowest reader as there are slots (on a busy node a reader can be off
- * the processor for milliseconds); large ones are cut finely enough to
- * overlap copy-out with arrival.
+ * Slots of 64 KiB, at least four: a chunk takes as many consecutive
+ * slots as it needs, up to a quarter of the ring.  Small messages take
+ * one slot each, so a source may run up to D / 64 KiB of them ahead of
+ * its slowest reader (on a busy node a reader can be off the processor
+ * for milliseconds); large ones go in chunks of up to D/4, few enough
+ * handoffs, several in flight.
  */
 #define SLOT_BYTES ((size_t)64 * 1024)
 #define MIN_SLOTS  4
@@ -63,17 +69,27 @@ static uint64_t slots(const struct coll_node *n)
     return k > MIN_SLOTS ? k : MIN_SLOTS;
 }
 
+static size_t slot_bytes(const struct coll_node *n)
+{
+    return node_slot_bytes(n, (int)slots(n));
+}
+
 enum { ROLE_SOURCE, ROLE_LEADER, ROLE_MEMBER };
 
 size_t node_bcast_chunk(const struct coll_node *n)
 {
-    return node_slot_bytes(n, (int)slots(n));
+    return slot_bytes(n) * (size_t)(slots(n) / MIN_SLOTS);
 }
 
 static unsigned char *slot_of(const struct node_bcast *op)
 {
     struct coll_node *n = op->node;
-    return n->data + (size_t)(op->ticket % slots(n)) * node_bcast_chunk(n);
+    return n->data + (size_t)(op->ticket % slots(n)) * slot_bytes(n);
+}
+
+static MPI_Count room(const struct node_bcast *op)
+{
+    return (MPI_Count)((op->end - op->ticket) * slot_bytes(op->node));
 }
 
 /* The node rank of local rank r (nodes are ordered by local rank). */
@@ -89,13 +105,25 @@ int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
                      struct coll_node *n, void *buf, int count,
                      MPI_Datatype type, int root)
 {
+    MPI_Count len;
+    int status = PMPI_Type_size_c(type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    uint64_t k = ((uint64_t)(len * count) + slot_bytes(n) - 1) / slot_bytes(n);
+    k = k > 0 ? k : 1;
     *op = (struct node_bcast){.comm = c,
                               .node = n,
                               .buf = buf,
                               .count = count,
                               .type = type,
                               .root = root,
-                              .ticket = n->issued++};
+                              .after = n->issued};
+    /* A chunk does not wrap round the ring: the slots left at its end are
+     * skipped (every member skips the same ones). */
+    if (n->issued % slots(n) + k > slots(n))
+        n->issued += slots(n) - n->issued % slots(n);
+    op->ticket = n->issued;
+    op->end = n->issued += k;
     int root_node = n->node_of[root];
     if (c->local_rank == root)
         op->role = ROLE_SOURCE;
@@ -103,10 +131,12 @@ int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
         op->role = ROLE_LEADER;
     else
         op->role = ROLE_MEMBER;
+    /* A member reads what the source, or else its node's leader, wrote. */
+    op->publisher = root_node == n->index ? node_rank_of(n, root) : 0;
     if (op->role == ROLE_MEMBER || n->nodes == 1)
         return MPI_SUCCESS;
     MPI_Comm p2p;
-    int status = coll_local_p2p(c, &p2p);
+    status = coll_local_p2p(c, &p2p);
     if (status != MPI_SUCCESS)
         return status;
     op->reqs = malloc((size_t)n->nodes * sizeof *op->reqs);
@@ -127,19 +157,18 @@ static int write_slot(struct node_bcast *op)
 {
     struct coll_node *n = op->node;
     if (n->size > 1) {
-        uint64_t reused =
-            op->ticket + 1 >= slots(n) ? op->ticket + 1 - slots(n) : 0;
+        /* Every reader has read through slot end-1 of the previous lap. */
+        uint64_t reused = op->end >= slots(n) ? op->end - slots(n) : 0;
         if (!node_all_reached(n, reused > n->fence ? reused : n->fence))
             return MPI_SUCCESS;
         MPI_Count position = 0;
         int status = PMPI_Pack_c(op->buf, op->count, op->type, slot_of(op),
-                                 (MPI_Count)node_bcast_chunk(n), &position,
-                                 MPI_COMM_SELF);
+                                 room(op), &position, MPI_COMM_SELF);
         if (status != MPI_SUCCESS)
             return status;
     }
     op->posted = 1;
-    return node_post(n);
+    return node_post_to(n, op->end);
 }
 
 static int test(struct node_bcast *op, int *done)
@@ -147,16 +176,13 @@ static int test(struct node_bcast *op, int *done)
     struct coll_node *n = op->node;
     int status = MPI_SUCCESS, flag = 1;
     if (op->role == ROLE_MEMBER) {
-        int root_here = n->node_of[op->root] == n->index;
-        int publisher = root_here ? node_rank_of(n, op->root) : 0;
-        if (!node_reached(n, publisher, op->ticket + 1))
+        if (!node_reached(n, op->publisher, op->end))
             return MPI_SUCCESS;
         MPI_Count position = 0;
-        status = PMPI_Unpack_c(slot_of(op), (MPI_Count)node_bcast_chunk(n),
-                               &position, op->buf, op->count, op->type,
-                               MPI_COMM_SELF);
+        status = PMPI_Unpack_c(slot_of(op), room(op), &position, op->buf,
+                               op->count, op->type, MPI_COMM_SELF);
         if (status == MPI_SUCCESS)
-            status = node_post(n);
+            status = node_post_to(n, op->end);
         *done = 1;
         return status;
     }
@@ -183,7 +209,7 @@ int node_bcast_test(struct node_bcast *op, int *done)
     *done = 0;
     /* Chunks are posted in the order they started: a member's posts
      * count them. */
-    if (!op->posted && op->node->seq != op->ticket)
+    if (!op->posted && op->node->seq != op->after)
         return MPI_SUCCESS;
     int status = test(op, done);
     if (status != MPI_SUCCESS)

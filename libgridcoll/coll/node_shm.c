@@ -286,12 +286,17 @@ int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
 
 /* ---- flags --------------------------------------------------------------- */
 
-int node_post(struct coll_node *n)
+int node_post_to(struct coll_node *n, uint64_t value)
 {
     int status = PMPI_Win_sync(n->win);
-    atomic_store_explicit(&n->flags[n->rank].seq, ++n->seq,
-                          memory_order_release);
+    n->seq = value;
+    atomic_store_explicit(&n->flags[n->rank].seq, value, memory_order_release);
     return status;
+}
+
+int node_post(struct coll_node *n)
+{
+    return node_post_to(n, n->seq + 1);
 }
 
 static int at_least(struct coll_node *n, int member, uint64_t value)

@@ -17,10 +17,11 @@
  *     machine can run the leaders' network steps;
  *   - `leaders`: one leader per node (its lowest local rank), ordered by
  *     local rank, so local rank 0 is rank 0 there;
- *   - one shared segment per node, PMPI_Win_allocate_shared, of
- *     GRIDCOLL_SHM_BYTES of data (default 4 MiB) plus a control area: a
- *     64-byte flag word per member and a few words the leader publishes.
- *     Larger messages go through the data in chunks.
+ *   - one shared segment per node, PMPI_Win_allocate_shared, made by the
+ *     first call that moves data through it: GRIDCOLL_SHM_BYTES of data
+ *     (default 4 MiB) plus a control area, a 64-byte flag word per member
+ *     and a few words the leader publishes.  Larger messages go through
+ *     the data in chunks.
  *
  * Synchronization.  The window lives in one passive-target epoch
  * (PMPI_Win_lock_all with MPI_MODE_NOCHECK, from creation to free), so
@@ -41,10 +42,11 @@
  * shared data it waits until every member's counter has reached the
  * fence (everyone has finished reading the previous operation), and
  * within the operation it waits for the posts the protocol names.
- * Bcasts are the exception: they use the data as a ring of slots, a
- * chunk waits for the members to have read the chunk that used its slot
- * before, so back-to-back bcasts keep the fence of the first of them and
- * overlap.
+ * Bcasts are the exception: they use the data as a ring of slots and
+ * count slots, a chunk of k slots moving every counter on by k; a chunk
+ * waits for the members to have read what used its slots before, so
+ * back-to-back bcasts keep the fence of the first of them and overlap.
+ *
  * Waiting yields the processor (on an oversubscribed node the member
  * being waited for needs it) and drives MPICH's progress engine (a
  * message this member received may still owe its sender an
@@ -52,8 +54,11 @@
  *
  * Choices: GRIDCOLL_BCAST_LOCAL and GRIDCOLL_ALLREDUCE_LOCAL (shm or
  * mpich) pick the local phases of bcast hier and of allreduce hier and
- * multileader; the intra-site allgather strategy table has `shm`.  Every
- * member of a site sees the same environment, so a site's members agree.
+ * multileader; the intra-site allgather strategy table has `shm`.  By
+ * default allreduce and allgather use shm on sites that are one node of
+ * several members (coll_node_default), bcast does not (measured,
+ * docs/algorithms.md).  Every member of a site sees the same environment
+ * and the same nodes, so a site's members agree.
  */
 #ifndef NODE_SHM_H
 #define NODE_SHM_H
@@ -84,7 +89,7 @@ struct coll_node {
     uint64_t seq;    /* this member's last posted value */
     uint64_t fence;  /* seq when the current operation started (for a
                         run of bcast-slot operations: when the run did) */
-    uint64_t issued; /* bcast steps started (bcast_site_shm.c) */
+    uint64_t issued; /* bcast slots handed out (bcast_site_shm.c) */
     int slots;       /* the last operation used the bcast slots only */
 };
 
@@ -123,6 +128,8 @@ void coll_node_print(FILE *out);
 
 /* Publish the next counter value: what this member wrote is visible. */
 int node_post(struct coll_node *n);
+/* The same, the counter jumping to `value` (> seq). */
+int node_post_to(struct coll_node *n, uint64_t value);
 /* 1 when `member`'s counter reached `value` (the data it covers is then
  * readable), else 0. */
 int node_reached(struct coll_node *n, int member, uint64_t value);
@@ -184,9 +191,12 @@ struct node_bcast {
     int count;
     MPI_Datatype type;
     int root;
-    uint64_t ticket; /* steps of this node before it */
+    uint64_t after;  /* this member's counter once the chunk before is done */
+    uint64_t ticket; /* its first slot (counted since the layer began) */
+    uint64_t end;    /* one past its last slot: the counter it posts */
     int role;
-    int posted; /* this member posted for the chunk */
+    int publisher; /* node rank of the member that writes the slot */
+    int posted;    /* this member posted for the chunk */
     MPI_Request *reqs;
     int nreqs;
 };
