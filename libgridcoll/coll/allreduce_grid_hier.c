@@ -106,7 +106,7 @@ int allreduce_grid_hier(const struct coll_args *a)
         return MPI_SUCCESS;
     int status = coll_packed_size(c, r->count, r->type, &len);
     if (status == MPI_SUCCESS)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, &shm);
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, len, &shm);
     if (status != MPI_SUCCESS)
         return status;
     if (c->local_rank == 0)

@@ -249,7 +249,7 @@ int allreduce_grid_multileader(const struct coll_args *a)
     }
     status = coll_temp_alloc(c, p.hi - p.lo, r->type, 1, &slice);
     if (status == MPI_SUCCESS)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, &shm);
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, a->bytes, &shm);
     const void *input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf;
     if (status == MPI_SUCCESS)
         status = shm ? reduce_scatter_site_shm(c, input, slice.base, counts,

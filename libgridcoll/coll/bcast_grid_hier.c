@@ -53,7 +53,7 @@ static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
     /* Nothing to move: no message at all (a bcast does not synchronize). */
     if (status != MPI_SUCCESS || len == 0)
         goto cleanup;
-    status = site_local_shm(c, fn, SITE_LOCAL_BCAST, &shm);
+    status = site_local_shm(c, fn, SITE_LOCAL_BCAST, len, &shm);
     if (status == MPI_SUCCESS && shm &&
         (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
         status = coll_arg_error(c, status, fn, "node layer failed");

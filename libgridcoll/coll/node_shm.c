@@ -424,9 +424,10 @@ static const struct site_local {
     const char *var;
     const char *shm;
     const char *mpich;
-    /* shm by default where it won on loopback (docs/algorithms.md, "Node
-     * level"): allreduce; bcast gained nothing there. */
-    int default_shm;
+    /* shm by default from this many bytes, on one-node sites: where it won
+     * on loopback (docs/algorithms.md, "Node level"); allreduce at every
+     * size, bcast from 256 KiB (below it neither won consistently). */
+    size_t default_from;
 } site_locals[] = {
     [SITE_LOCAL_BCAST] =
         {"bcast", "GRIDCOLL_BCAST_LOCAL",
@@ -434,7 +435,7 @@ static const struct site_local {
          "and sends it to the other node leaders, which write it into "
          "theirs; node members copy it out, chunk by chunk "
          "(bcast_site_shm.c)",
-         "PMPI_Ibcast of each segment among the site's members", 0},
+         "PMPI_Ibcast of each segment among the site's members", 256 * 1024},
     [SITE_LOCAL_ALLREDUCE] =
         {"allreduce", "GRIDCOLL_ALLREDUCE_LOCAL",
          "cyclic parallel reduction in each node's shared memory, node "
@@ -443,17 +444,18 @@ static const struct site_local {
          "reduction as its reduce-scatter when the site is one node",
          "PMPI_Reduce and PMPI_Bcast (hier), PMPI_Reduce_scatter "
          "(multileader) on the site's members",
-         1},
+         0},
 };
 
 int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
-                   int *shm)
+                   size_t bytes, int *shm)
 {
     const struct site_local *l = &site_locals[k];
     const char *env = getenv(l->var);
     if (env == NULL || env[0] == '\0') {
         *shm = 0;
-        return l->default_shm ? coll_node_default(c, fn, shm) : MPI_SUCCESS;
+        return bytes >= l->default_from ? coll_node_default(c, fn, shm)
+                                        : MPI_SUCCESS;
     }
     if (strcmp(env, "shm") == 0)
         *shm = 1;
@@ -477,11 +479,11 @@ void site_local_print(FILE *out, enum site_local_kind k)
     fprintf(out, "%s: local phase (%s=NAME)\n", l->coll, l->var);
     fprintf(out, "  %-20s %s\n", "shm", l->shm);
     fprintf(out, "  %-20s %s\n", "mpich", l->mpich);
-    fprintf(out, "  default: %s\n\n",
-            l->default_shm
-                ? "shm when the site has several members, all on one node; "
-                  "else mpich"
-                : "mpich");
+    fprintf(out, "  default: shm ");
+    if (l->default_from > 0)
+        fprintf(out, "from %zu bytes, ", l->default_from);
+    fprintf(out, "when the site has several members, all on one node; else "
+                 "mpich\n\n");
 }
 
 void coll_node_print(FILE *out)

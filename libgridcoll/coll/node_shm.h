@@ -56,7 +56,7 @@
  * mpich) pick the local phases of bcast hier and of allreduce hier and
  * multileader; the intra-site allgather strategy table has `shm`.  By
  * default allreduce and allgather use shm on sites that are one node of
- * several members (coll_node_default), bcast does not (measured,
+ * several members (coll_node_default), bcast from 256 KiB (measured,
  * docs/algorithms.md).  Every member of a site sees the same environment
  * and the same nodes, so a site's members agree.
  */
@@ -168,12 +168,14 @@ int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
 /* ---- the node-level local phases ---------------------------------------- */
 
 /*
- * Which implementation a collective's local phase uses
- * (GRIDCOLL_<COLL>_LOCAL, default below); errors through c's handler.
+ * Whether a collective's local phase uses the node layer
+ * (GRIDCOLL_<COLL>_LOCAL=shm|mpich; the default looks at the site's
+ * nodes and at `bytes`, the message size every member agrees on).
+ * Errors through c's handler.
  */
 enum site_local_kind { SITE_LOCAL_BCAST, SITE_LOCAL_ALLREDUCE };
 int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
-                   int *shm);
+                   size_t bytes, int *shm);
 /* The choices and the node layer's variables (gridcoll-info). */
 void site_local_print(FILE *out, enum site_local_kind k);
 
