@@ -171,6 +171,10 @@ const struct coll_table *coll_table_of(enum gc_coll_kind kind);
 /* Print every table (gridcoll-info --algorithms). */
 void coll_print_algorithms(FILE *out);
 
+/* The same as CSV, one row per table and algorithm: coll, algo,
+ * description, restrictions (gridcoll-info --algorithms --csv). */
+void coll_print_algorithms_csv(FILE *out);
+
 /* ---- the algorithms, by collective (one file each) ---------------------- */
 
 coll_algo_fn barrier_grid_hier;

@@ -433,3 +433,33 @@ void coll_print_algorithms(FILE *out)
         fprintf(out, "\n\n");
     }
 }
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
+static void print_csv_field(FILE *out, const char *text)
+{
+    if (strpbrk(text, ",\"\n") == NULL) {
+        fputs(text, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+void coll_print_algorithms_csv(FILE *out)
+{
+    fprintf(out, "coll,algo,description,restrictions\n");
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        for (int i = 0; i < tables[k].algo_count; i++) {
+            const struct coll_algo *algo = &tables[k].algos[i];
+            fprintf(out, "%s,%s,", tables[k].name, algo->name);
+            print_csv_field(out, algo->description);
+            fputc(',', out);
+            print_csv_field(out, algo->restrictions);
+            fputc('\n', out);
+        }
+}
