@@ -32,7 +32,9 @@ the CPUs in the 0.5 s before the round: other jobs on the machine) and
 seconds (wall time of the run, start-up included).
 
     bench/mpi_layer.py [--build build] [--rounds 7] [--quick] [--idle-wait 15]
-                       [--csv docs/performance/mpi-layer.csv]
+                       [--csv docs/performance/mpi-layer.csv] [--report-only]
+
+--report-only prints the summary of the samples already in the CSV.
 """
 
 import argparse
@@ -176,6 +178,8 @@ def main():
                     help="fewer iterations (and 2 rounds unless --rounds)")
     ap.add_argument("--csv", default=os.path.join(
         SRC, "docs", "performance", "mpi-layer.csv"))
+    ap.add_argument("--report-only", action="store_true",
+                    help="measure nothing: summarize the samples in --csv")
     args = ap.parse_args()
     if args.quick and "--rounds" not in sys.argv:
         args.rounds = 2
@@ -186,14 +190,15 @@ def main():
     plain = os.path.join(bin_dir, "gridcoll-mpibench-plain")
     rbench = os.path.join(bin_dir, "gridrelay-bench")
     for f in (gridrun, grid, plain, rbench):
-        if not os.access(f, os.X_OK):
+        if not args.report_only and not os.access(f, os.X_OK):
             sys.exit("%s not found: build first (ninja -C %s)" % (f,
                                                                  args.build))
     mpiexec = os.environ.get("GRIDCOLL_MPIEXEC", "mpiexec")
     tmp = tempfile.mkdtemp(prefix="mpi-layer-")
-    subprocess.run([os.path.join(SRC, "conf", "tls", "make-certs.sh"),
-                    os.path.join(tmp, "tls"), "alpha", "beta"], check=True,
-                   stdout=subprocess.DEVNULL)
+    if not args.report_only:
+        subprocess.run([os.path.join(SRC, "conf", "tls", "make-certs.sh"),
+                        os.path.join(tmp, "tls"), "alpha", "beta"],
+                       check=True, stdout=subprocess.DEVNULL)
     rsh = os.path.join(tmp, "rsh.sh")
     with open(rsh, "w") as f:
         f.write(FAKE_RSH)
@@ -271,8 +276,14 @@ def main():
 
     samples = []  # dicts: part, test, configuration, bytes, round, ...
     began = time.monotonic()
+    if args.report_only:
+        with open(args.csv, newline="") as f:
+            samples = [dict(row, bytes=int(row["bytes"]),
+                            round=int(row["round"]))
+                       for row in csv.DictReader(f)]
+        args.rounds = max(s["round"] for s in samples)
     try:
-        for r in range(args.rounds):
+        for r in range(0 if args.report_only else args.rounds):
             idle = wait_idle(args.idle_wait)
             for part, test, configs in parts:
                 names = list(configs)
@@ -305,14 +316,15 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    os.makedirs(os.path.dirname(args.csv) or ".", exist_ok=True)
     fields = ["part", "test", "configuration", "bytes", "round", "position",
               "iters", "usec_per_op", "usec_median", "MBps", "load1",
               "idle", "seconds"]
-    with open(args.csv, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(samples)
+    if not args.report_only:
+        os.makedirs(os.path.dirname(args.csv) or ".", exist_ok=True)
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields)
+            w.writeheader()
+            w.writerows(samples)
 
     def series(test, name, nbytes, field):
         by_round = {s["round"]: float(s[field]) for s in samples
