@@ -11,8 +11,9 @@
  * the bench needs no change when an algorithm is added.
  *
  * Per size, the algorithms take turns (size-major order), so a change of
- * the machine's load during a run spreads over all of them.  For one
- * algorithm and size:
+ * the machine's load during a run spreads over all of them; the turn
+ * order rotates by one from size to size, so no algorithm always runs
+ * first on fresh buffers or last.  For one algorithm and size:
  *   - send buffers get a pattern that depends on sender, receiver and
  *     offset, receive buffers a sentinel;
  *   - warm-up and timed calls, each preceded by an MPI_Barrier and timed
@@ -655,8 +656,8 @@ int main(int argc, char **argv)
     for (size_t s = 0; s < o.nsizes && !failed; s++) {
         struct run r = {.coll = o.coll, .bytes = (size_t)o.sizes[s]};
         buffers_make(&r);
-        for (int a = 0; a < o.nalgos && !failed; a++) {
-            r.algo = o.algos[a];
+        for (int k = 0; k < o.nalgos && !failed; k++) {
+            r.algo = o.algos[(k + s) % (size_t)o.nalgos];
             struct outcome m = measure(&r, o.iters, o.warmup);
             failed = m.wrong;
             if (rank != 0)
