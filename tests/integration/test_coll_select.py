@@ -132,9 +132,10 @@ def test_stats_alltoall_direct():
 
 
 def test_stats_bcast_hier():
-    # The root (alpha) sends the buffer once to beta's leader per call;
-    # beta takes part in every call but sends nothing across the WAN.
-    k, m = 4, 4096
+    # The root (alpha) sends the buffer once to beta's leader per call (in
+    # one message: m is below any pipeline segment); beta takes part in
+    # every call but sends nothing across the WAN.
+    k, m = 4, 1000
     check_stats({"GRIDCOLL_BCAST": "hier"}, ["bcast", str(k), str(m)],
                 {("alpha", "bcast", "hier"): (k, m * k, k),
                  ("beta", "bcast", "hier"): (k, 0, 0)})
