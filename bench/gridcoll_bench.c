@@ -27,12 +27,14 @@
  * automatic choice, which matters when the collective measured is a
  * barrier or an allreduce.
  *
- * A forced algorithm that cannot run the call (its restrictions) fails
- * before any communication with MPI_ERR_ARG on every rank alike; its row
- * shows n/a.  A wrong result: a FAIL line on stdout, the first wrong byte
- * per rank on stderr, exit status 1 (the remaining measurements are
- * skipped: a broken algorithm may leave messages behind).  Usage errors:
- * status 2.  MPI errors: message and MPI_Abort (status 2).
+ * A forced algorithm that cannot run the call (its restrictions) either
+ * fails before any communication with MPI_ERR_ARG, or the library runs
+ * another algorithm (GridColl_Algorithm_used tells), on every rank alike
+ * (selection only looks at what all members agree on); its row shows n/a
+ * rather than another algorithm's time.  A wrong result: a FAIL line on stdout,
+ * the first wrong byte per rank on stderr, exit status 1 (the remaining
+ * measurements are skipped: a broken algorithm may leave messages behind).
+ * Usage errors: status 2.  MPI errors: message and MPI_Abort (status 2).
  */
 #include <gridcoll.h>
 #include <limits.h>
@@ -536,13 +538,14 @@ static void force(enum coll c, const char *algo)
 
 struct outcome {
     int usable;
+    const char *ran; /* not usable: the algorithm that ran instead, or NULL */
     int wrong;
     double median, p10, p90; /* microseconds */
 };
 
 static struct outcome measure(const struct run *r, long iters, long warmup)
 {
-    struct outcome out = {1, 0, 0, 0, 0};
+    struct outcome out = {1, NULL, 0, 0, 0, 0};
     const char *forced = strcmp(r->algo, AUTO) == 0 ? NULL : r->algo;
     /* The timed calls' durations, then whether the result was wrong: the
      * slowest rank's and any rank's in one MPI_MAX reduction. */
@@ -563,6 +566,13 @@ static struct outcome measure(const struct run *r, long iters, long warmup)
             goto cleanup;
         }
         bench_mpi_check(rc, call_names[r->coll]);
+        const char *used = GridColl_Algorithm_used(coll_names[r->coll]);
+        if (i == 0 && forced != NULL && used != NULL &&
+            strcmp(used, forced) != 0) {
+            out.usable = 0;
+            out.ran = used;
+            goto cleanup;
+        }
         if (i == 0)
             t[iters] = result_wrong(r);
         if (i >= warmup)
@@ -674,9 +684,11 @@ int main(int argc, char **argv)
             if (!m.usable)
                 fprintf(stderr,
                         PROG ": %s algorithm %s cannot run this call (%zu "
-                             "bytes, %d ranks on %d sites); see its "
+                             "bytes, %d ranks on %d sites%s%s); see its "
                              "restrictions in gridcoll-info --algorithms\n",
-                        coll_names[r.coll], r.algo, r.bytes, size, sites);
+                        coll_names[r.coll], r.algo, r.bytes, size, sites,
+                        m.ran != NULL ? "; the library ran " : "",
+                        m.ran != NULL ? m.ran : "");
             print_row(&tb, &r, sites, &m);
         }
         buffers_free(&r);

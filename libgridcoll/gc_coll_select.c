@@ -285,6 +285,17 @@ const char *GridColl_Algorithm_name(const char *collective, int index)
     return t->algos[index].name;
 }
 
+/* The algorithm each collective's last call ran; NULL: none yet. */
+static const struct coll_algo *last_run[GC_COLL_KINDS];
+
+const char *GridColl_Algorithm_used(const char *collective)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL || last_run[t - tables] == NULL)
+        return NULL;
+    return last_run[t - tables]->name;
+}
+
 int GridColl_Set_algorithm(const char *collective, const char *algorithm)
 {
     const struct coll_table *t = table_named(collective);
@@ -334,6 +345,7 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
     struct coll_stats *outer = current;
     current = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
     current->calls++;
+    last_run[kind] = &t->algos[index];
     a->comm->coll_seq++;
     status = t->algos[index].run(a);
     current = outer;
