@@ -5,7 +5,8 @@ message naming the variable, the value and (for algorithms) the valid
 names; `gridcoll-info --algorithms` lists every table; GRIDCOLL_STATS=1
 prints, per site, one line per collective and algorithm used with exact
 call, WAN byte and WAN message counts for cases whose cost is known
-(tests/mpi/coll_stats.c does nothing but the collective)."""
+(tests/mpi/coll_stats.c does nothing but the collective), and
+GridColl_Algorithm_used names the forced algorithm."""
 
 import csv
 import io
@@ -97,13 +98,16 @@ def stats_lines(env, args):
     found = [STATS_LINE.match(l) for l in err.splitlines()
              if l.startswith("gridcoll-stats:")]
     check(all(found), "malformed gridcoll-stats line in:\n" + err)
-    return sorted(m.groups() for m in found), err
+    return sorted(m.groups() for m in found), out, err
 
 
 def check_stats(env, args, want):
     """want: {(site, coll, algo): (calls, wan_bytes, wan_messages)}; each
     site also prints its coll=internal line."""
-    got, err = stats_lines(env, args)
+    got, out, err = stats_lines(env, args)
+    forced = env["GRIDCOLL_" + args[0].upper()]
+    check(out.split() == ["used=" + forced],
+          "GridColl_Algorithm_used should name %s:\n%s" % (forced, out))
     internal = [g for g in got if g[1] == "internal"]
     check(sorted(g[0] for g in internal) == ["alpha", "beta"] and
           all(g[2] == "-" for g in internal),

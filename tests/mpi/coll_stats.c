@@ -8,11 +8,12 @@
  *   coll_stats bcast|alltoall CALLS BYTES
  *
  * BYTES of MPI_BYTE: the whole buffer for bcast (root 0), one pair's
- * block for alltoall.  MPI errors end the job through the default error
- * handler, whose message the selection tests look for.  Exit status 2 on
- * a usage error.
+ * block for alltoall.  Rank 0 prints "used=NAME", the algorithm of the
+ * last call (GridColl_Algorithm_used; "-" when none ran).  MPI errors end the
+ * job through the default error handler, whose message the selection tests look
+ * for.  Exit status 2 on a usage error.
  */
-#include <mpi.h>
+#include <gridcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,8 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int barrier = argc == 3 && strcmp(argv[1], "barrier") == 0;
     int bcast = argc == 4 && strcmp(argv[1], "bcast") == 0;
     int alltoall = argc == 4 && strcmp(argv[1], "alltoall") == 0;
@@ -55,6 +58,9 @@ int main(int argc, char **argv)
             MPI_Alltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE,
                          MPI_COMM_WORLD);
     }
+    const char *used = GridColl_Algorithm_used(argv[1]);
+    if (rank == 0)
+        printf("used=%s\n", used != NULL ? used : "-");
     free(send);
     free(recv);
     MPI_Finalize();
