@@ -2,8 +2,9 @@
 # every target is defined):
 #
 #   bin/      gridrun, gridrelay, gridrelay-bench
-#   lib/      libgridcoll.so, libgridcoll.a and the two static libraries
-#             libgridcoll.a needs (libgridcoll_client.a, libgridcoll_common.a)
+#   lib/      libgridcoll.so, libgridcoll.a and the static libraries
+#             libgridcoll.a needs (libgridcoll_client.a, libgridcoll_sched.a,
+#             libgridcoll_common.a)
 #   include/  gridcoll.h
 #   lib/pkgconfig/gridcoll.pc
 #   lib/cmake/GridColl/  GridCollConfig.cmake, GridCollConfigVersion.cmake,
@@ -25,15 +26,16 @@ endif()
 
 set(GRIDCOLL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/GridColl)
 
-# The libraries.  libgridcoll.a links the relay client and the protocol
-# code privately; a static link needs them too, so they are installed and
-# exported alongside (as GridColl::gridcoll_client, GridColl::gridcoll_common).
+# The libraries.  libgridcoll.a links the relay client, the intra-site
+# schedules and the protocol code privately; a static link needs them too,
+# so they are installed and exported alongside (as GridColl::gridcoll_client,
+# GridColl::gridcoll_sched, GridColl::gridcoll_common).
 install(TARGETS gridcoll gridcoll_static
   EXPORT GridCollTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS gridcoll_client gridcoll_common
+install(TARGETS gridcoll_client gridcoll_sched gridcoll_common
   EXPORT GridCollTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 

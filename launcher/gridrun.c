@@ -43,6 +43,7 @@ enum {
     OPT_TLS_DIR,
     OPT_PLAINTEXT_WAN,
     OPT_JOB_DIR,
+    OPT_FATTREE,
 };
 
 #define MAX_RSH_WORDS 64
@@ -87,6 +88,8 @@ static void usage(FILE *out)
         "                       needs at least one\n"
         "  --site-sizes A,B,..  ranks per site; implies --sites and -n (must\n"
         "                       agree with them when they are given)\n"
+        "  --fattree M1,...,ML  every site's network is the fat tree\n"
+        "                       FT(L; M1..ML) (GRIDCOLL_FATTREE of the ranks)\n"
         "\n"
         "machine-file mode:\n"
         "  -f MACHINEFILE       sites, hosts, slots and relays; NP ranks fill\n"
@@ -124,6 +127,8 @@ static void usage(FILE *out)
         "  GRIDCOLL_SITE_SIZE   ranks at the site\n"
         "  GRIDCOLL_WORLD_SIZE  ranks in the whole grid\n"
         "  GRIDCOLL_SITES       name:offset:count,... for every site\n"
+        "  GRIDCOLL_FATTREE     M1,...,ML from the site's fattree= or from\n"
+        "                       --fattree; else gridrun's own, if set\n"
         "  grid rank = GRIDCOLL_SITE_OFFSET + PMI_RANK\n"
         "\n"
         "gridrun's own environment:\n"
@@ -218,10 +223,12 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"tls-dir", required_argument, NULL, OPT_TLS_DIR},
         {"plaintext-wan", no_argument, NULL, OPT_PLAINTEXT_WAN},
         {"job-dir", required_argument, NULL, OPT_JOB_DIR},
+        {"fattree", required_argument, NULL, OPT_FATTREE},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
     const char *sizes = NULL;
+    char fattree[GC_SCHED_FATTREE_TEXT_MAX] = "";
     int c;
 
     opterr = 0;
@@ -247,6 +254,14 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
                 return usage_error("%s", "--job-dir needs a directory");
             job->job_dir_base = optarg;
             break;
+        case OPT_FATTREE: {
+            struct gc_sched_fattree tree;
+            char err[128];
+            if (gc_sched_fattree_parse(optarg, &tree, err, sizeof err) != 0)
+                return usage_error("--fattree: %s", err);
+            gc_sched_fattree_format(&tree, fattree, sizeof fattree);
+            break;
+        }
         case OPT_TIMEOUT:
             if (parse_u32(optarg, 1, 100000000, &job->timeout_s) != 0)
                 return usage_error("--timeout must be a positive number of "
@@ -276,6 +291,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (sites != 0 || sizes != NULL)
             return usage_error("%s", "-f cannot be combined with --sites or "
                                      "--site-sizes");
+        if (fattree[0] != '\0')
+            return usage_error("%s", "--fattree is for local mode; with -f "
+                                     "write fattree= in the machine file");
         if (np == 0)
             return usage_error("%s", "-n NP is required with -f");
         if (mo->tls_dir != NULL && mo->plaintext_wan)
@@ -317,6 +335,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     uint32_t offset = 0;
     for (uint32_t i = 0; i < job->site_count; i++) {
         job->sites[i].name = gr_site_names[i];
+        snprintf(job->sites[i].fattree, sizeof job->sites[i].fattree, "%s",
+                 fattree);
         job->sites[i].offset = offset;
         offset += job->sites[i].count;
     }
@@ -431,6 +451,7 @@ static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
         snprintf(s->wan, sizeof(s->wan), "%s", ms->relay_wan);
         snprintf(s->local, sizeof(s->local), "%s", ms->relay_local);
         s->connect = ms->relay_connect;
+        gc_sched_fattree_format(&ms->fattree, s->fattree, sizeof s->fattree);
         snprintf(s->relay_host, sizeof(s->relay_host), "%s", ms->relay_host);
         /* With --rsh the relay may run elsewhere: its /status is served
          * (and polled) on the host of its wan= address. */

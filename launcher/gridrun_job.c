@@ -885,6 +885,7 @@ static int start_mpiexecs(struct runner *r)
             {"GRIDCOLL_SITE_SIZE", count},
             {"GRIDCOLL_WORLD_SIZE", world},
             {"GRIDCOLL_SITES", sites_env},
+            {"GRIDCOLL_FATTREE", s->fattree},
             {"LD_PRELOAD", job->preload_lib},
         };
         size_t a = 0;
@@ -904,8 +905,10 @@ static int start_mpiexecs(struct runner *r)
         argv[a++] = "-n";
         argv[a++] = count;
         for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
+            /* Not set by us (no fat tree, no --preload): what gridrun's
+             * environment has reaches the ranks through hydra. */
             if (env[k][1][0] == '\0')
-                continue; /* LD_PRELOAD without --preload */
+                continue;
             argv[a++] = "-genv";
             argv[a++] = (char *)env[k][0];
             argv[a++] = (char *)env[k][1];

@@ -32,6 +32,9 @@ struct gr_site {
     char relay_host[MF_HOST_MAX + 1]; /* "" = run the relay here */
     char http_host[MF_HOST_MAX + 1];  /* "" = 127.0.0.1 */
     char *mpi_hosts;                  /* mpiexec -hosts value; NULL = none */
+    /* GRIDCOLL_FATTREE for the ranks, M1,...,ML; "" = not set by gridrun,
+     * so whatever gridrun's own environment has reaches them. */
+    char fattree[GC_SCHED_FATTREE_TEXT_MAX];
 
     int http_port;
     char conf[PATH_MAX];

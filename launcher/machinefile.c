@@ -18,10 +18,9 @@
 #include <string.h>
 #include <sys/un.h>
 
-#define MF_LINE_MAX          4095
-#define MF_SLOTS_MAX         1000000u
-#define MF_FATTREE_ARITY_MAX 1000000u
-#define MF_TOKENS_MAX        (MF_LINE_MAX / 2 + 1)
+#define MF_LINE_MAX   4095
+#define MF_SLOTS_MAX  1000000u
+#define MF_TOKENS_MAX (MF_LINE_MAX / 2 + 1)
 /* gridrelay's gc_endpoint_parse copies the path into sockaddr_un. */
 #define MF_UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
@@ -48,7 +47,7 @@ static const struct key_info keys[] = {
     {"wan", KEY_WAN, true, "wan=HOST:PORT"},
     {"local", KEY_LOCAL, true, "local=ENDPOINT"},
     {"connect", KEY_CONNECT, true, "connect=auto|dial|listen"},
-    {"fattree", KEY_FATTREE, true, "fattree=M1,M2,..."},
+    {"fattree", KEY_FATTREE, false, "fattree=M1,M2,..."},
 };
 #define KEY_COUNT (sizeof keys / sizeof keys[0])
 
@@ -82,8 +81,7 @@ struct line_fields {
     uint32_t slots;
     const char *wan, *local;
     enum mf_connect connect;
-    uint32_t fattree[MF_FATTREE_MAX_LEVELS];
-    uint32_t fattree_levels;
+    struct gc_sched_fattree fattree; /* 0 levels: not given, or bad */
 };
 
 __attribute__((format(printf, 3, 4))) static void
@@ -216,24 +214,6 @@ static const char *check_local_endpoint(const char *text)
     return NULL;
 }
 
-static int parse_fattree(const char *text, struct line_fields *f)
-{
-    uint32_t levels = 0;
-    const char *s = text;
-    for (;;) {
-        size_t n = strcspn(s, ",");
-        if (levels == MF_FATTREE_MAX_LEVELS ||
-            parse_uint(s, n, 2, MF_FATTREE_ARITY_MAX, &f->fattree[levels]) != 0)
-            return -1;
-        levels++;
-        if (s[n] == '\0')
-            break;
-        s += n + 1;
-    }
-    f->fattree_levels = levels;
-    return 0;
-}
-
 static size_t hash_name(const char *s)
 {
     uint64_t h = 14695981039346656037ull; /* FNV-1a */
@@ -333,6 +313,34 @@ static int site_add_host(struct parser *p, struct mf_site *s, const char *name,
     h->line = line;
     s->total_slots += slots;
     return 0;
+}
+
+static bool same_fattree(const struct gc_sched_fattree *a,
+                         const struct gc_sched_fattree *b)
+{
+    if (a->levels != b->levels)
+        return false;
+    for (int l = 0; l < a->levels; l++)
+        if (a->arity[l] != b->arity[l])
+            return false;
+    return true;
+}
+
+/* One fat tree per site: the first fattree= sets it, later ones must agree. */
+static void site_set_fattree(struct parser *p, struct mf_site *s,
+                             const struct gc_sched_fattree *tree, int line)
+{
+    if (s->fattree_line == 0) {
+        s->fattree = *tree;
+        s->fattree_line = line;
+    } else if (!same_fattree(&s->fattree, tree)) {
+        char text[GC_SCHED_FATTREE_TEXT_MAX];
+        gc_sched_fattree_format(&s->fattree, text, sizeof text);
+        report(p, line,
+               "site '%s' already has fattree=%s (line %d); every fattree= "
+               "of a site must be the same",
+               s->name, text, s->fattree_line);
+    }
 }
 
 static const struct key_info *find_key(const char *name, size_t len)
@@ -444,11 +452,13 @@ static void parse_token(struct parser *p, int line, char *tok,
                    v);
         break;
     case KEY_FATTREE:
-        if (parse_fattree(v, f) != 0)
+        /* The parser libgridcoll runs on GRIDCOLL_FATTREE, so a value the
+         * file accepts is one every rank accepts. */
+        if (gc_sched_fattree_parse(v, &f->fattree, NULL, 0) != 0)
             report(p, line,
                    "bad fattree value '%s' (want 1 to %d comma-separated "
-                   "integers, each 2..%u)",
-                   v, MF_FATTREE_MAX_LEVELS, MF_FATTREE_ARITY_MAX);
+                   "positive integers with a product of at most %d)",
+                   v, GC_SCHED_MAX_LEVELS, GC_SCHED_MAX_RANKS);
         break;
     case KEY_RELAY: break; /* handled above */
     }
@@ -490,10 +500,10 @@ static int add_line(struct parser *p, int line, const struct line_fields *f)
             if (f->local != NULL)
                 strcpy(s->relay_local, f->local);
             s->relay_connect = f->connect;
-            s->fattree_levels = f->fattree_levels;
-            memcpy(s->fattree, f->fattree, sizeof s->fattree);
         }
     }
+    if (f->fattree.levels > 0)
+        site_set_fattree(p, s, &f->fattree, line);
 
     /* The relay host runs ranks only when slots= says so. */
     uint32_t slots = f->has_slots ? f->slots : f->relay ? 0 : 1;

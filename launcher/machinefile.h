@@ -21,10 +21,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define MF_NAME_MAX           63
-#define MF_HOST_MAX           255
-#define MF_ENDPOINT_MAX       255
-#define MF_FATTREE_MAX_LEVELS 8
+#include "gc_sched.h"
+
+#define MF_NAME_MAX     63
+#define MF_HOST_MAX     255
+#define MF_ENDPOINT_MAX 255
 
 enum mf_connect {
     MF_CONNECT_AUTO = 0, /* the site whose name sorts first dials */
@@ -53,10 +54,11 @@ struct mf_site {
     enum mf_connect relay_connect;
     int relay_line;
 
-    /* Optional fat-tree description of the site network: fattree=M1,M2,..
-     * (issue 4 schedules); 0 levels when absent. */
-    uint32_t fattree[MF_FATTREE_MAX_LEVELS];
-    uint32_t fattree_levels;
+    /* The site network as a fat tree (fattree=M1,M2,... on any line of
+     * the site, the same on every line that has it); 0 levels and line 0
+     * when no line has it. */
+    struct gc_sched_fattree fattree;
+    int fattree_line; /* first line that gave it */
 };
 
 struct machinefile {
@@ -71,7 +73,8 @@ struct machinefile {
  * key without value or bad value, missing cluster=, a site with no relay,
  * a site with two relays, duplicate host (same name twice), slots not a
  * positive integer, relay line without wan=, bad endpoint syntax, bad
- * connect= value, bad fattree= list, a file with no site.
+ * connect= value, bad fattree= list, lines of one site with different
+ * fattree=, a file with no site.
  */
 int machinefile_load(const char *path, struct machinefile *mf, FILE *errors);
 void machinefile_free(struct machinefile *mf);

@@ -14,6 +14,7 @@
 
 #include "gc_proto.h"
 #include "gc_relay_client.h"
+#include "gc_sched.h"
 
 #define GC_MAX_SITES 64
 
@@ -48,8 +49,19 @@ struct gc_world {
     int grid_rank;
     int thread_level;
     struct gc_rc *rc;
+    /* Our site's network from GRIDCOLL_FATTREE (gridrun passes the machine
+     * file's fattree= or --fattree). */
+    int has_fattree;
+    struct gc_sched_fattree fattree;
 };
 extern struct gc_world gc_world;
+
+/*
+ * The fat tree of this process's site, or NULL when none was given.  The
+ * same on every rank of a site, but sites differ: only choices confined
+ * to one site's members may depend on it.
+ */
+const struct gc_sched_fattree *gc_site_fattree(void);
 
 /*
  * A communicator whose members live on more than one site.  Members are

@@ -99,6 +99,29 @@ cleanup:
     return status;
 }
 
+/* GRIDCOLL_FATTREE = "M1,...,ML", optional (unset or empty: none). */
+static int parse_fattree(void)
+{
+    const char *text = getenv("GRIDCOLL_FATTREE");
+    char err[128];
+    if (text == NULL || text[0] == '\0')
+        return 0;
+    if (gc_sched_fattree_parse(text, &gc_world.fattree, err, sizeof err) != 0) {
+        fprintf(stderr,
+                "gridcoll: GRIDCOLL_FATTREE='%s' is not a fat tree M1,...,ML: "
+                "%s\n",
+                text, err);
+        return -1;
+    }
+    gc_world.has_fattree = 1;
+    return 0;
+}
+
+const struct gc_sched_fattree *gc_site_fattree(void)
+{
+    return gc_world.has_fattree ? &gc_world.fattree : NULL;
+}
+
 void gc_fatal_relay(const char *during)
 {
     fprintf(stderr, "gridcoll: grid rank %d (site %s): %s: %s\n",
@@ -150,7 +173,8 @@ static int grid_setup(void)
         env_int("GRIDCOLL_SITE_INDEX", &gc_world.site_index) != 0 ||
         env_int("GRIDCOLL_SITE_OFFSET", &offset) != 0 ||
         env_int("GRIDCOLL_SITE_SIZE", &site_size) != 0 ||
-        env_int("GRIDCOLL_WORLD_SIZE", &gc_world.size) != 0)
+        env_int("GRIDCOLL_WORLD_SIZE", &gc_world.size) != 0 ||
+        parse_fattree() != 0)
         goto fail;
     if (gc_world.site_index >= gc_world.site_count ||
         gc_world.sites[gc_world.site_index].offset != offset ||

@@ -44,6 +44,14 @@ struct gc_sched_fattree {
 int gc_sched_fattree_parse(const char *text, struct gc_sched_fattree *tree,
                            char *err, size_t err_len);
 
+/*
+ * The inverse of the parser: "M1,M2,...,ML" into `out`, which has room for
+ * GC_SCHED_FATTREE_TEXT_MAX bytes (enough for any well-formed tree).
+ */
+#define GC_SCHED_FATTREE_TEXT_MAX (GC_SCHED_MAX_LEVELS * 11)
+void gc_sched_fattree_format(const struct gc_sched_fattree *tree, char *out,
+                             size_t out_len);
+
 /* 0 if `tree` is well formed (same limits as the parser), else -1. */
 int gc_sched_fattree_check(const struct gc_sched_fattree *tree, char *err,
                            size_t err_len);

@@ -7,6 +7,7 @@
  * link load of a phase is the number of messages leaving the subtree.
  */
 #include <limits.h>
+#include <stdio.h>
 
 #include "gc_sched.h"
 #include "gc_sched_util.h"
@@ -48,6 +49,18 @@ int gc_sched_fattree_parse(const char *text, struct gc_sched_fattree *tree,
         return -1;
     *tree = parsed;
     return 0;
+}
+
+void gc_sched_fattree_format(const struct gc_sched_fattree *tree, char *out,
+                             size_t out_len)
+{
+    size_t used = 0;
+    if (out_len == 0)
+        return;
+    out[0] = '\0';
+    for (int l = 0; l < tree->levels && used < out_len; l++)
+        used += (size_t)snprintf(out + used, out_len - used, "%s%d",
+                                 l ? "," : "", tree->arity[l]);
 }
 
 long gc_sched_fattree_subtree_leaves(const struct gc_sched_fattree *tree,

@@ -262,6 +262,10 @@ def bad_flags():
         (["--bogus", "--", "true"], "unknown option"),
         (["--sites", "2", "-n", "2", "--timeout", "x", "--", "true"],
          "--timeout"),
+        (["--sites", "2", "-n", "2", "--fattree", "4,,2", "--", "true"],
+         "--fattree: '4,,2' is not a comma-separated list"),
+        (["--sites", "2", "-n", "2", "--fattree", "4,0", "--", "true"],
+         "--fattree: arity M2 = 0 is not positive"),
     ]
     for args, word in cases:
         r = subprocess.run([GRIDRUN] + args, stdout=subprocess.PIPE,
@@ -433,6 +437,10 @@ def mf_errors():
     with open(both_dial, "w") as f:
         f.write("gw1 cluster=a relay slots=1 wan=127.0.0.1:9 connect=dial\n"
                 "gw2 cluster=b relay slots=1 wan=127.0.0.1:8 connect=dial\n")
+    two_trees = os.path.join(d, "trees.machines")
+    with open(two_trees, "w") as f:
+        f.write("gw cluster=a relay slots=1 wan=127.0.0.1:9 fattree=4,2\n"
+                "n1 cluster=a fattree=2,4\n")
     cases = [
         (["-f", path, "-n", "4"],
          "machine-file mode needs --tls-dir DIR (certificates per site) or "
@@ -447,6 +455,10 @@ def mf_errors():
         (["-f", no_local, "-n", "1", "--plaintext-wan"], "local="),
         (["-f", both_dial, "-n", "2", "--plaintext-wan"], "connect=dial"),
         (["--sites", "2", "-n", "2", "--plaintext-wan"], "only valid with -f"),
+        (["-f", two_trees, "-n", "1", "--plaintext-wan"],
+         two_trees + ":2: site 'a' already has fattree=4,2 (line 1)"),
+        (["-f", path, "-n", "2", "--fattree", "4", "--plaintext-wan"],
+         "--fattree is for local mode"),
     ]
     try:
         for args, text in cases:

@@ -2,29 +2,31 @@
 """libgridcoll's runtime through gridrun: the grid world (ranks and size),
 a barrier that really waits across sites, unsupported calls that fail with
 their name instead of running site-local, MPI_Abort, the single-site
-pass-through, and the same program built against plain MPICH with
---preload."""
+pass-through, the same program built against plain MPICH with --preload,
+and each site's fat tree (GRIDCOLL_FATTREE) as the ranks see it."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
 
 from harness import BIN, SANITIZED, Skip, check, main
-from test_gridrun import Job
+from test_gridrun import FAKE_RSH, Job, machine_file
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 HELLO = os.path.join(BIN, "grid_hello")
 HELLO_PLAIN = os.path.join(BIN, "grid_hello_plain")
+SITE_FATTREE = os.path.join(BIN, "site_fattree")
 
 
-def gridrun(args, program, timeout=45):
+def gridrun(args, program, timeout=45, env=None):
     # gridrun's own --timeout tears the job down cleanly; killing gridrun
     # from here instead would orphan its relays and ranks.
     r = subprocess.run([GRIDRUN, "--timeout", str(timeout)] + args + ["--"] +
                        program, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=timeout + 30)
+                       text=True, timeout=timeout + 30, env=env)
     check(r.returncode != 124, "job hung (gridrun timeout): " + r.stdout)
     return r.returncode, r.stdout, r.stderr
 
@@ -173,6 +175,72 @@ def preload_into_plain_mpich_program():
           "plain run: " + out)
 
 
+def fattree_env():
+    """gridrun's environment without a GRIDCOLL_FATTREE of the caller's."""
+    env = dict(os.environ)
+    env.pop("GRIDCOLL_FATTREE", None)
+    return env
+
+
+def expect_fattrees(args, env, want):
+    """Every rank of the job prints its site's fat tree: `want` lists
+    (site, tree) per grid rank, tree "none" when the rank has none."""
+    rc, out, err = gridrun(args, [SITE_FATTREE], env=env)
+    check(rc == 0, "%r: exit %d: %s" % (args, rc, err))
+    check(lines(out, r"rank \d+ site ") ==
+          sorted("rank %d site %s fattree %s" % (rank, site, tree)
+                 for rank, (site, tree) in enumerate(want)),
+          "%r: %s" % (args, out))
+
+
+def fattree_local_mode():
+    # --fattree is every site's; it outranks gridrun's own environment,
+    # which otherwise reaches every site.
+    env = fattree_env()
+    expect_fattrees(["--sites", "2", "-n", "3", "--fattree", "4,2"], env,
+                    [("alpha", "4,2"), ("alpha", "4,2"), ("beta", "4,2")])
+    expect_fattrees(["--site-sizes", "1,2"], env,
+                    [("alpha", "none"), ("beta", "none"), ("beta", "none")])
+    env["GRIDCOLL_FATTREE"] = "8"
+    expect_fattrees(["--site-sizes", "1,1"], env,
+                    [("alpha", "8"), ("beta", "8")])
+    expect_fattrees(["--site-sizes", "1,1", "--fattree", "2,3"], env,
+                    [("alpha", "2,3"), ("beta", "2,3")])
+
+
+# alpha gives its fat tree on two lines (the same), beta gives none.
+FATTREE_SITES = """
+nodeA1 cluster=alpha slots=1 fattree=2,2
+gwA    cluster=alpha relay slots=1 wan=WAN1 local=WAN2 fattree=2,2
+gwB    cluster=beta relay slots=2 wan=WAN3
+"""
+
+
+def fattree_machine_file():
+    d, path = machine_file(FATTREE_SITES)
+    args = ["-f", path, "-n", "4", "--rsh", FAKE_RSH, "--plaintext-wan"]
+    try:
+        env = fattree_env()
+        expect_fattrees(args, env, [("alpha", "2,2"), ("alpha", "2,2"),
+                                    ("beta", "none"), ("beta", "none")])
+        # The user's own value reaches the site the machine file leaves
+        # without one, and only that one.
+        env["GRIDCOLL_FATTREE"] = "3"
+        expect_fattrees(args, env, [("alpha", "2,2"), ("alpha", "2,2"),
+                                    ("beta", "3"), ("beta", "3")])
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def fattree_malformed_is_fatal():
+    rc, out, err = gridrun(["--sites", "2", "-n", "2"], [SITE_FATTREE],
+                           env=dict(os.environ, GRIDCOLL_FATTREE="4,0"))
+    check(rc != 0, "job ran with GRIDCOLL_FATTREE=4,0: " + out)
+    check("gridcoll: GRIDCOLL_FATTREE='4,0' is not a fat tree M1,...,ML: "
+          "arity M2 = 0 is not positive" in err, "message: " + err)
+    check("fattree" not in out, "a rank got past MPI_Init: " + out)
+
+
 if __name__ == "__main__":
     main([("grid_world_ranks", grid_world_ranks),
           ("barrier_spans_sites", barrier_spans_sites),
@@ -185,4 +253,7 @@ if __name__ == "__main__":
           ("single_site_passes_through", single_site_passes_through),
           ("thread_level_is_honest", thread_level_is_honest),
           ("preload_into_plain_mpich_program",
-           preload_into_plain_mpich_program)])
+           preload_into_plain_mpich_program),
+          ("fattree_local_mode", fattree_local_mode),
+          ("fattree_machine_file", fattree_machine_file),
+          ("fattree_malformed_is_fatal", fattree_malformed_is_fatal)])

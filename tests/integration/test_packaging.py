@@ -153,7 +153,8 @@ def installed_files():
     inst = Install.get()
     want = ["bin/gridrun", "bin/gridrelay", "bin/gridrelay-bench",
             "lib/libgridcoll.so", "lib/libgridcoll.a",
-            "lib/libgridcoll_client.a", "lib/libgridcoll_common.a",
+            "lib/libgridcoll_client.a", "lib/libgridcoll_sched.a",
+            "lib/libgridcoll_common.a",
             "include/gridcoll.h", "lib/pkgconfig/gridcoll.pc",
             "lib/cmake/GridColl/GridCollConfig.cmake",
             "lib/cmake/GridColl/GridCollConfigVersion.cmake",

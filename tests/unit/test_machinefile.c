@@ -144,7 +144,8 @@ static void test_two_sites(void)
     CHECK(strcmp(a->relay_local, "10.0.0.1:7400") == 0, "local %s",
           a->relay_local);
     CHECK(a->relay_connect == MF_CONNECT_AUTO, "connect %d", a->relay_connect);
-    CHECK(a->fattree_levels == 0, "fattree_levels %u", a->fattree_levels);
+    CHECK(a->fattree.levels == 0 && a->fattree_line == 0,
+          "fattree %d levels, line %d", a->fattree.levels, a->fattree_line);
 
     const struct mf_site *b = &mf.sites[1];
     CHECK(strcmp(b->name, "beta") == 0 && b->first_line == 6, "beta %s %d",
@@ -195,8 +196,11 @@ static void test_features(void)
           "local %s", g->relay_local);
     CHECK(g->relay_connect == MF_CONNECT_LISTEN, "connect %d",
           g->relay_connect);
-    CHECK(g->fattree_levels == 2 && g->fattree[0] == 4 && g->fattree[1] == 2,
-          "gamma fattree %u levels", g->fattree_levels);
+    /* Given on the relay line and again, the same, on line 7. */
+    CHECK(g->fattree.levels == 2 && g->fattree.arity[0] == 4 &&
+              g->fattree.arity[1] == 2 && g->fattree_line == 4,
+          "gamma fattree %d levels, line %d", g->fattree.levels,
+          g->fattree_line);
 
     const struct mf_site *b = &mf.sites[1];
     CHECK(strcmp(b->name, "beta") == 0 && b->first_line == 6, "beta %s %d",
@@ -212,10 +216,15 @@ static void test_features(void)
     CHECK(strcmp(b->relay_local, "/tmp/beta.sock") == 0, "local %s",
           b->relay_local);
     CHECK(b->relay_connect == MF_CONNECT_AUTO, "connect %d", b->relay_connect);
-    CHECK(b->fattree_levels == 8, "beta fattree %u levels", b->fattree_levels);
-    for (uint32_t i = 0; i < 8 && i < b->fattree_levels; i++)
-        CHECK(b->fattree[i] == i + 2, "beta fattree[%u] = %u", i,
-              b->fattree[i]);
+    /* Only on a host line (the CRLF one): 16 levels, arity 1 allowed. */
+    static const int beta_tree[] = {1, 2, 3, 4, 5, 6, 7, 8,
+                                    9, 1, 1, 1, 1, 1, 1, 2};
+    CHECK(b->fattree.levels == 16 && b->fattree_line == 10,
+          "beta fattree %d levels, line %d", b->fattree.levels,
+          b->fattree_line);
+    for (int i = 0; i < 16 && i < b->fattree.levels; i++)
+        CHECK(b->fattree.arity[i] == beta_tree[i], "beta arity[%d] = %d", i,
+              b->fattree.arity[i]);
 
     /* A relay-only site: no hosts, no slots, still a site. */
     const struct mf_site *a = &mf.sites[2];
@@ -229,7 +238,7 @@ static void test_features(void)
           a->relay_wan);
     CHECK(strcmp(a->relay_local, "[::1]:7400") == 0, "local %s",
           a->relay_local);
-    CHECK(a->fattree_levels == 0, "alpha fattree %u", a->fattree_levels);
+    CHECK(a->fattree.levels == 0, "alpha fattree %d", a->fattree.levels);
 
     /* The relay-only site gets no ranks even when every slot is used. */
     CHECK(machinefile_distribute(&mf, 1000020, ranks, err, sizeof err) == 0,
@@ -389,13 +398,12 @@ static void test_host(void)
 static void test_relay_only(void)
 {
     const char *f = "err-relay-only.machines";
-    char *e = load_bad(f, 4);
+    /* Line 5's fattree= is a site setting, valid on any line. */
+    char *e = load_bad(f, 3);
     expect_at(e, fixture_dir, f, 2, "'wan' is only valid on the relay line");
     expect_at(e, fixture_dir, f, 3, "'local' is only valid on the relay line");
     expect_at(e, fixture_dir, f, 4,
               "'connect' is only valid on the relay line");
-    expect_at(e, fixture_dir, f, 5,
-              "'fattree' is only valid on the relay line");
     free(e);
 
     f = "err-relay-no-wan.machines";
@@ -479,18 +487,45 @@ static void test_connect_fattree(void)
               "bad connect value 'Dial' (want auto, dial or listen)");
     free(e);
 
+    /* Line 9 is the largest tree accepted: 16 levels, 2^28 leaves. */
     f = "err-fattree.machines";
-    static const char *const bad[] = {
-        "1", "4,,2", "4,2,", "2,2,2,2,2,2,2,2,2", "4,x", "1000001", ",4"};
+    static const struct {
+        int line;
+        const char *value;
+    } bad[] = {
+        {2, "0"},    {3, "4,,2"},
+        {4, "4,2,"}, {5, "2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2"},
+        {6, "4,x"},  {7, "16384,16385"},
+        {8, ",4"},   {10, "-4"},
+        {11, "4,0"}, {12, "99999999999"},
+        {13, "+4"},
+    };
     char msg[256];
-    e = load_bad(f, 7);
-    for (int i = 0; i < 7; i++) {
+    e = load_bad(f, (int)(sizeof bad / sizeof bad[0]));
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(msg, sizeof msg,
-                 "bad fattree value '%s' (want 1 to 8 comma-separated "
-                 "integers, each 2..1000000)",
-                 bad[i]);
-        expect_at(e, fixture_dir, f, i + 2, msg);
+                 "bad fattree value '%s' (want 1 to 16 comma-separated "
+                 "positive integers with a product of at most 268435456)",
+                 bad[i].value);
+        expect_at(e, fixture_dir, f, bad[i].line, msg);
     }
+    free(e);
+
+    /* A bad value (line 6) sets nothing, so it conflicts with nothing. */
+    f = "err-fattree-conflict.machines";
+    e = load_bad(f, 4);
+    expect_at(e, fixture_dir, f, 4,
+              "site 'alpha' already has fattree=4,2 (line 2); every fattree= "
+              "of a site must be the same");
+    expect_at(e, fixture_dir, f, 6,
+              "bad fattree value 'x' (want 1 to 16 comma-separated positive "
+              "integers with a product of at most 268435456)");
+    expect_at(e, fixture_dir, f, 7,
+              "site 'alpha' already has fattree=4,2 (line 2); every fattree= "
+              "of a site must be the same");
+    expect_at(e, fixture_dir, f, 8,
+              "site 'beta' already has fattree=2,4 (line 5); every fattree= "
+              "of a site must be the same");
     free(e);
 }
 
@@ -592,7 +627,10 @@ static void test_examples(void)
     CHECK(mf.site_count == 2 && mf.sites[0].total_slots == 24 &&
               mf.sites[1].total_slots == 36 &&
               mf.sites[1].relay_connect == MF_CONNECT_DIAL &&
-              mf.sites[0].fattree_levels == 2,
+              mf.sites[0].fattree.levels == 2 &&
+              mf.sites[0].fattree.arity[0] == 8 &&
+              mf.sites[0].fattree.arity[1] == 3 &&
+              mf.sites[1].fattree.levels == 0,
           "two-sites.machines parsed wrong");
     /* The header comment promises 24 + 16 for -np 40. */
     CHECK(mf.site_count == 2 &&

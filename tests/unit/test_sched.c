@@ -81,6 +81,17 @@ static void test_fattree(void)
     CHECK(gc_sched_fattree_bmin(&t, 2) == 64 - 64 / 16);
     CHECK(gc_sched_fattree_bmin(&t, 3) == 512 - 512 / 2);
 
+    char text[GC_SCHED_FATTREE_TEXT_MAX];
+    gc_sched_fattree_format(&t, text, sizeof text);
+    CHECKF(strcmp(text, "8,8,8,2") == 0, "formatted: %s", text);
+    t = tree_of("268435456");
+    gc_sched_fattree_format(&t, text, sizeof text);
+    CHECKF(strcmp(text, "268435456") == 0, "formatted: %s", text);
+    t = tree_of("1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,268435456");
+    gc_sched_fattree_format(&t, text, sizeof text);
+    CHECKF(strcmp(text, "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,268435456") == 0,
+           "formatted: %s", text);
+
     CHECK(gc_sched_fattree_parse("", &t, err, sizeof err) != 0);
     CHECK(gc_sched_fattree_parse("4,,2", &t, err, sizeof err) != 0);
     CHECK(gc_sched_fattree_parse("4,-2", &t, err, sizeof err) != 0);
