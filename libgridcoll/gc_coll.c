@@ -16,12 +16,10 @@
  *                                         or their sites' contributions)
  *   Allreduce, Reduce_scatter(_block),
  *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back)
- *   Alltoall(v,w)                         one per ordered pair of ranks on
- *                                         different sites with data to
- *                                         move: at most N^2 - sum n_s^2
  * The literature's algorithms (LG alltoall, multi-lane bcast, ...) replace
  * these in issue 4.  Reductions and scans are in gc_coll_reduce.c, the
- * all-to-alls in gc_coll_alltoall.c.
+ * all-to-alls in coll/alltoall_grid_*.c (their WAN counts are there and in
+ * docs/algorithms.md, "Alltoall").
  */
 #include <limits.h>
 #include <stdint.h>
@@ -34,13 +32,6 @@
 #include "gc_mpi.h"
 
 /* ---- shared helpers ---------------------------------------------------- */
-
-/* Comm ranks grouped by site, each site's members in site-rank order. */
-struct site_map {
-    int count[GC_MAX_SITES]; /* members per site */
-    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
-    int *member;             /* [c->size] */
-};
 
 int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
 {
@@ -77,6 +68,26 @@ int coll_no_mem(const struct gc_comm *c)
 {
     return gc_error(c->handle, MPI_ERR_NO_MEM,
                     "collective on a grid communicator: out of memory");
+}
+
+int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm)
+{
+    /* A split, not a dup: dup would run the application's attribute copy
+     * callbacks on `local` (the application's own handle). */
+    if (c->local_p2p == MPI_COMM_NULL) {
+        MPI_Comm made;
+        int status = PMPI_Comm_split(c->local, 0, c->local_rank, &made);
+        if (status != MPI_SUCCESS)
+            return status;
+        status = PMPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
+        if (status != MPI_SUCCESS) {
+            PMPI_Comm_free(&made);
+            return status;
+        }
+        c->local_p2p = made;
+    }
+    *comm = c->local_p2p;
+    return MPI_SUCCESS;
 }
 
 int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
@@ -133,7 +144,7 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
     return MPI_SUCCESS;
 }
 
-static int site_map_build(const struct gc_comm *c, struct site_map *m)
+int site_map_build(const struct gc_comm *c, struct site_map *m)
 {
     memset(m, 0, sizeof *m);
     m->member = malloc((size_t)c->size * sizeof *m->member);
@@ -148,7 +159,7 @@ static int site_map_build(const struct gc_comm *c, struct site_map *m)
     return MPI_SUCCESS;
 }
 
-static void site_map_free(struct site_map *m)
+void site_map_free(struct site_map *m)
 {
     free(m->member);
     m->member = NULL;

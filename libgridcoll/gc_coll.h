@@ -26,6 +26,16 @@ enum coll_tag {
     TAG_ALLTOALL, /* rank -> rank on another site */
 };
 
+/* Comm ranks grouped by site, each site's members in site-rank order. */
+struct site_map {
+    int count[GC_MAX_SITES]; /* members per site */
+    int first[GC_MAX_SITES]; /* index of the site's first entry in member */
+    int *member;             /* [c->size] */
+};
+/* Free with site_map_free, also after a failure. */
+int site_map_build(const struct gc_comm *c, struct site_map *m);
+void site_map_free(struct site_map *m);
+
 /*
  * A temporary holding `blocks` typed buffers of `count` elements of a
  * datatype each, laid out as the datatype says (what Reduce_local needs):
@@ -46,6 +56,12 @@ int coll_no_mem(const struct gc_comm *c);
 /* "fn: what" through the communicator's error handler. */
 int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
                    const char *what);
+
+/*
+ * c->local_p2p, split from `local` the first time (every member of this
+ * site must be in the same collective call then).  Its errors return.
+ */
+int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm);
 
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);

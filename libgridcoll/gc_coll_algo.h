@@ -186,6 +186,12 @@ coll_algo_fn scan_grid_gather_scatter;
 coll_algo_fn gatherv_grid_hier;
 coll_algo_fn scatterv_grid_hier;
 coll_algo_fn allgatherv_grid_gather_bcast;
-coll_algo_fn alltoallw_grid_direct;
+coll_algo_fn alltoall_grid_direct;
+coll_algo_fn alltoall_grid_lg;
+coll_algo_fn alltoall_grid_hier;
+
+/* The table of the all-to-alls' local phase (coll/alltoall.c), printed by
+ * coll_print_algorithms after the collectives' tables. */
+void alltoall_local_print(FILE *out);
 
 #endif

@@ -87,13 +87,25 @@ static const struct coll_algo allgather_algos[] = {
 };
 static const struct coll_rule allgather_rules[] = {{0, 0, 0, "gather_bcast"}};
 
+/* Alltoall, Alltoallv and Alltoallw: every algorithm moves packed blocks,
+ * so per-pair counts and datatypes only change byte counts. */
 static const struct coll_algo alltoall_algos[] = {
+    {"lg",
+     "Steffenel's Local Group: blocks regrouped inside each site, then "
+     "every block crosses the WAN once, max(n_s, n_t) messages from "
+     "site s to site t, straight to the destination ranks",
+     "", NULL, alltoall_grid_lg},
+    {"hier",
+     "MagPIe: each site's blocks for other sites gathered at one "
+     "coordinator, one WAN message per ordered pair of sites, local "
+     "scatter",
+     "", NULL, alltoall_grid_hier},
     {"direct",
-     "every pair of ranks on different sites exchanges one "
-     "message over the relays; one local Alltoallw on each site",
-     "", NULL, alltoallw_grid_direct},
+     "every pair of ranks on different sites exchanges one message "
+     "over the relays; local phase inside each site",
+     "", NULL, alltoall_grid_direct},
 };
-static const struct coll_rule alltoall_rules[] = {{0, 0, 0, "direct"}};
+static const struct coll_rule alltoall_rules[] = {{0, 0, 0, "lg"}};
 
 static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
@@ -444,6 +456,7 @@ void coll_print_algorithms(FILE *out)
         }
         fprintf(out, "\n\n");
     }
+    alltoall_local_print(out);
 }
 
 /* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */

@@ -53,6 +53,10 @@ static int registry_add(struct gc_comm *c)
 
 static void comm_free_arrays(struct gc_comm *c)
 {
+    int finalized = 1;
+    if (c->local_p2p != MPI_COMM_NULL &&
+        PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+        PMPI_Comm_free(&c->local_p2p);
     free(c->grid_rank);
     free(c->site);
     free(c->site_rank);
@@ -81,6 +85,7 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
     c->refs = 1;
     c->handle = local;
     c->local = local;
+    c->local_p2p = MPI_COMM_NULL;
     c->context = context;
     c->size = size;
     c->rank = -1;

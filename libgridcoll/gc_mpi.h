@@ -73,6 +73,13 @@ const struct gc_sched_fattree *gc_site_fattree(void);
 struct gc_comm {
     MPI_Comm handle; /* what the application holds */
     MPI_Comm local;  /* this site's members (== handle except for WORLD) */
+    /*
+     * The same members on a context of their own, for the point-to-point
+     * steps of collectives (which on `local` could match the application's
+     * wildcard receives); MPI_COMM_NULL until a collective first needs it
+     * (coll_local_p2p).
+     */
+    MPI_Comm local_p2p;
     uint32_t context;
     int size;
     int rank;

@@ -1,0 +1,124 @@
+/*
+ * What the all-to-all algorithms share (coll/alltoall.c):
+ *   - the grid algorithms (alltoall_grid_direct, _lg, _hier): the call as
+ *     packed block sizes per peer, packing and unpacking one block,
+ *     exchanging size tables inside a site;
+ *   - their local phase: an exchange among the members of one site, run by
+ *     one of the intra-site schedules (alltoall_site_*.c) picked from a
+ *     small table of its own (GRIDCOLL_ALLTOALL_LOCAL, default by size).
+ * docs/algorithms.md, "Alltoall", documents them all.
+ */
+#ifndef GC_COLL_ALLTOALL_H
+#define GC_COLL_ALLTOALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gc_coll.h"
+#include "gc_coll_algo.h"
+#include "gc_mpi.h"
+
+/* ---- the call, as the grid algorithms see it ----------------------------- */
+
+struct alltoall_call {
+    struct gc_comm *c;
+    const char *src;             /* outgoing data: sbuf, or rbuf in place */
+    const struct coll_side *out; /* its layout: snd, or rcv in place */
+    char *rbuf;
+    const struct coll_side *rcv;
+    size_t *slen; /* [size] packed bytes this rank sends to each rank */
+    size_t *rlen; /* [size] packed bytes this rank receives from each */
+    size_t block; /* every block's size when all agree (Alltoall), else 0 */
+    int my_site;  /* c->site[c->rank] */
+    struct site_map map;
+};
+
+/* Free with alltoall_call_free, also after a failure. */
+int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k);
+void alltoall_call_free(struct alltoall_call *k);
+
+/* Comm rank of member `index` (site rank) of site `s`. */
+static inline int alltoall_member(const struct alltoall_call *k, int s,
+                                  int index)
+{
+    return k->map.member[k->map.first[s] + index];
+}
+
+/* Pack this rank's block for comm rank r at `at` (slen[r] bytes). */
+int alltoall_pack(const struct alltoall_call *k, int r, unsigned char *at);
+/* Unpack the block from comm rank r (rlen[r] bytes) into rbuf. */
+int alltoall_unpack(const struct alltoall_call *k, int r,
+                    const unsigned char *at);
+
+/*
+ * Inside the site: this rank sends send_counts[x] values of send[] (in
+ * local-rank order, back to back) to local rank x and receives
+ * recv_counts[x] values from x into recv[], back to back.  For the tables
+ * of block sizes the v-forms need (a collective on `local`).
+ */
+int alltoall_local_sizes(struct alltoall_call *k, const int *send_counts,
+                         const uint64_t *send, const int *recv_counts,
+                         uint64_t *recv);
+
+/* ---- the local phase -------------------------------------------------------
+ *
+ * One exchange among the members of this site, indexed by local rank, as
+ * PMPI_Alltoallw_c takes it: counts of datatypes at byte displacements.
+ * sbuf may be MPI_IN_PLACE (then the data is in rbuf, laid out by the
+ * receive side).  Both ends of a pair know the size of what moves.
+ */
+struct alltoall_exchange {
+    const void *sbuf;
+    const MPI_Count *scounts;
+    const MPI_Aint *sdispls;
+    const MPI_Datatype *stypes;
+    void *rbuf;
+    const MPI_Count *rcounts;
+    const MPI_Aint *rdispls;
+    const MPI_Datatype *rtypes;
+};
+
+/*
+ * Run one local exchange with the schedule GRIDCOLL_ALLTOALL_LOCAL names,
+ * or the default for `pair_bytes` (the bytes an average pair of this
+ * site's members exchanges, the same on every member; 0 when unknown).
+ * Errors go through the communicator's handler.
+ */
+int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
+                   const struct alltoall_exchange *x);
+
+/*
+ * A pairwise schedule among n ranks: in phase p (0 <= p < phases) rank r
+ * sends its block for dst(p, r) and receives the block of src(p, r); -1
+ * means nothing in that phase, r itself the rank's own block.  Every
+ * ordered pair of ranks must meet in exactly one phase.  `state` is what
+ * `prepare` made for n (freed with free()), NULL when prepare is NULL.
+ * A pattern from a schedule library (fat-tree OPT) plugs in as one more
+ * struct and one line of the local table.
+ */
+struct alltoall_pattern {
+    int (*prepare)(int n, void **state); /* 0, or -1: no memory */
+    int (*phases)(const void *state, int n);
+    int (*dst)(const void *state, int n, int phase, int rank);
+    int (*src)(const void *state, int n, int phase, int rank);
+};
+
+/*
+ * A local schedule: runs x over `comm` (c->local for "mpich", else the
+ * site's private point-to-point communicator, never with MPI_IN_PLACE);
+ * `pattern` is the table entry's (NULL but for pairwise schedules).
+ * Returns MPI error codes without calling handlers.
+ */
+typedef int alltoall_site_fn(MPI_Comm comm, const struct alltoall_exchange *x,
+                             const struct alltoall_pattern *pattern);
+
+alltoall_site_fn alltoall_site_pairwise; /* alltoall_site_pairwise.c */
+alltoall_site_fn alltoall_site_bruck;    /* alltoall_site_bruck.c */
+extern const struct alltoall_pattern alltoall_site_lin; /* _site_lin.c */
+extern const struct alltoall_pattern alltoall_site_xor; /* _site_xor.c */
+extern const struct alltoall_pattern alltoall_site_opt; /* _site_opt.c */
+
+/* Bytes `count` elements of `type` occupy packed; -1 on overflow. */
+int alltoall_type_bytes(MPI_Count count, MPI_Datatype type, MPI_Count *bytes);
+
+#endif
