@@ -1,7 +1,7 @@
 # Installation of GridColl (included from the top-level CMakeLists.txt after
 # every target is defined):
 #
-#   bin/      gridrun, gridrelay, gridrelay-bench
+#   bin/      gridrun, gridrelay, gridrelay-bench, gridcoll-info, gridwan
 #   lib/      libgridcoll.so, libgridcoll.a and the static libraries
 #             libgridcoll.a needs (libgridcoll_client.a, libgridcoll_sched.a,
 #             libgridcoll_common.a)
@@ -43,7 +43,7 @@ get_target_property(_gc_lib_binary_dir gridcoll BINARY_DIR)
 install(FILES ${_gc_lib_binary_dir}/include/gridcoll.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-install(TARGETS gridrun gridrelay gridrelay-bench gridcoll-info
+install(TARGETS gridrun gridrelay gridrelay-bench gridcoll-info gridwan
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # pkg-config.  The file finds the prefix from its own location (pcfiledir)

@@ -19,11 +19,14 @@
 enum coll_tag {
     TAG_BARRIER = 1,
     TAG_ALLGATHER_BYTES,
-    TAG_BCAST,    /* root -> leaders: the packed buffer */
-    TAG_REDUCE,   /* leaders -> root: a site's partial result */
-    TAG_GATHER,   /* leaders -> root: a site's packed contributions */
-    TAG_SCATTER,  /* root -> leaders: a site's packed parts */
-    TAG_ALLTOALL, /* rank -> rank on another site */
+    TAG_BCAST,           /* root -> leaders: the packed buffer */
+    TAG_REDUCE,          /* leaders -> root: a site's partial result */
+    TAG_GATHER,          /* leaders -> root: a site's packed contributions */
+    TAG_SCATTER,         /* root -> leaders: a site's packed parts */
+    TAG_ALLTOALL,        /* rank -> rank on another site */
+    TAG_ALLGATHER,       /* leader -> leaders: a site's packed blocks */
+    TAG_ALLREDUCE,       /* leader -> leaders: a site's partial result */
+    TAG_ALLREDUCE_SLICE, /* rank -> its counterparts: part of a slice */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */
@@ -133,5 +136,20 @@ int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
                   int rcount, MPI_Datatype rtype, int root, int uniform);
 int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
                 MPI_Datatype type, MPI_Op op, int root);
+
+/*
+ * *in_order = 1 when combining every site's partial result in the order
+ * of the sites' first members gives MPI's rank-order result for `op`: a
+ * commutative op, or every site's members one contiguous range of ranks.
+ */
+int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order);
+/*
+ * x holds n packed contributions of `len` bytes, contribution i at
+ * x + i * stride, in rank order; leave x[0] op x[1] op ... op x[n-1]
+ * (count elements of type) in rbuf.
+ */
+int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
+                 size_t stride, size_t len, void *rbuf, int count,
+                 MPI_Datatype type, MPI_Op op);
 
 #endif

@@ -9,7 +9,10 @@
  *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
  *      GridColl_Set_algorithm), else the first rule of the collective's
  *      rule table that matches the call (sites, ranks, bytes) and whose
- *      algorithm is usable for it;
+ *      algorithm is usable for it.  A forced name that is unknown, or
+ *      whose restrictions exclude the call, is an error listing the valid
+ *      names: a user who forces an algorithm wants to know it did not
+ *      run (MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK=error);
  *   2. accounts the call and every byte it sends across the WAN to that
  *      algorithm (GRIDCOLL_STATS=1 prints the totals per site at
  *      MPI_Finalize);
@@ -181,11 +184,14 @@ coll_algo_fn barrier_grid_hier;
 coll_algo_fn bcast_grid_hier;
 coll_algo_fn reduce_grid_hier;
 coll_algo_fn allreduce_grid_reduce_bcast;
+coll_algo_fn allreduce_grid_hier;
+coll_algo_fn allreduce_grid_multileader;
 coll_algo_fn reduce_scatter_grid_reduce_scatterv;
 coll_algo_fn scan_grid_gather_scatter;
 coll_algo_fn gatherv_grid_hier;
 coll_algo_fn scatterv_grid_hier;
 coll_algo_fn allgatherv_grid_gather_bcast;
+coll_algo_fn allgather_grid_hier;
 coll_algo_fn alltoall_grid_direct;
 coll_algo_fn alltoall_grid_lg;
 coll_algo_fn alltoall_grid_hier;

@@ -12,31 +12,35 @@
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
-/* 1 when every site's members form one contiguous range of comm ranks. */
-static int sites_contiguous(const struct gc_comm *c)
+int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order)
 {
+    int commutative;
+    int status = PMPI_Op_commutative(op, &commutative);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* Contiguous: the site changes exactly site_count - 1 times. */
     int runs = 1;
     for (int r = 1; r < c->size; r++)
         runs += c->site[r] != c->site[r - 1];
-    return runs == c->site_count;
+    *in_order = commutative || runs == c->site_count;
+    return MPI_SUCCESS;
 }
 
-/*
- * x holds n packed contributions of `len` bytes in rank order; leave
- * x[0] op x[1] op ... op x[n-1] in rbuf.  Folding from the right keeps
- * the order for non-commutative ops: acc = x[i] op acc.
- */
-static int combine(const struct gc_comm *c, const unsigned char *x, int n,
-                   size_t len, void *rbuf, int count, MPI_Datatype type,
-                   MPI_Op op)
+/* Folding from the right keeps the order for non-commutative ops:
+ * acc = x[i] op acc. */
+int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
+                 size_t stride, size_t len, void *rbuf, int count,
+                 MPI_Datatype type, MPI_Op op)
 {
     struct coll_temp t = {0};
     int status = coll_temp_alloc(c, count, type, 1, &t);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    status = coll_unpack(c, x + (size_t)(n - 1) * len, len, rbuf, count, type);
+    status =
+        coll_unpack(c, x + (size_t)(n - 1) * stride, len, rbuf, count, type);
     for (int i = n - 2; i >= 0 && count > 0 && status == MPI_SUCCESS; i--) {
-        status = coll_unpack(c, x + (size_t)i * len, len, t.base, count, type);
+        status =
+            coll_unpack(c, x + (size_t)i * stride, len, t.base, count, type);
         if (status == MPI_SUCCESS)
             status = PMPI_Reduce_local(t.base, rbuf, count, type, op);
     }
@@ -85,7 +89,7 @@ static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
     status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
                           b.type, root, 1);
     if (status == MPI_SUCCESS && c->rank == root)
-        status = combine(c, all, c->size, len, rbuf, count, type, op);
+        status = coll_combine(c, all, c->size, len, len, rbuf, count, type, op);
 cleanup:
     free(mine);
     free(all);
@@ -127,7 +131,7 @@ static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
     if (status == MPI_SUCCESS)
         status = local_status;
     if (status == MPI_SUCCESS)
-        status = combine(c, partials, k, len, rbuf, count, type, op);
+        status = coll_combine(c, partials, k, len, len, rbuf, count, type, op);
 cleanup:
     free(partials);
     return status;
@@ -169,14 +173,14 @@ cleanup:
 int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
                 MPI_Datatype type, MPI_Op op, int root)
 {
-    int commutative;
+    int in_order;
     size_t len;
-    int status = PMPI_Op_commutative(op, &commutative);
+    int status = coll_site_partials_ok(c, op, &in_order);
     if (status == MPI_SUCCESS)
         status = coll_packed_size(c, count, type, &len);
     if (status != MPI_SUCCESS)
         return status;
-    if (!commutative && !sites_contiguous(c))
+    if (!in_order)
         return reduce_gathered(c, sbuf, rbuf, count, type, op, root, len);
     if (c->rank == root)
         return reduce_root(c, sbuf, rbuf, count, type, op, len);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/allgather_site.h"
+#include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gridcoll.h"
 
@@ -38,13 +40,43 @@ static const struct coll_algo reduce_algos[] = {
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
+/* Site-ordered folding of partial results is rank order for this op. */
+static int partials_in_order(const struct coll_args *a)
+{
+    int in_order = 0;
+    return coll_site_partials_ok(a->comm, a->u.reduce.op, &in_order) ==
+               MPI_SUCCESS &&
+           in_order;
+}
+
+#define SITE_ORDER_RESTRICTION                                                 \
+    "a non-commutative op only when every site's members are one "             \
+    "contiguous range of ranks"
+
 static const struct coll_algo allreduce_algos[] = {
     {"reduce_bcast",
      "hierarchical Reduce to rank 0, then hierarchical Bcast "
      "(two WAN latencies)",
      "", NULL, allreduce_grid_reduce_bcast},
+    {"hier",
+     "local reduce, every leader sends its site's partial result to every "
+     "other leader (one WAN latency), fold in site order, local bcast",
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier},
+    {"multileader",
+     "local reduce-scatter, every member exchanges its slice with the "
+     "members of the other sites whose slices overlap it (segmented), "
+     "fold, local allgather",
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader},
 };
-static const struct coll_rule allreduce_rules[] = {{0, 0, 0, "reduce_bcast"}};
+/* hier while the message count decides; from 2 KiB, where MPICH also
+ * leaves recursive doubling for reduce-scatter + allgather, multileader:
+ * on loopback it was ahead from 4 KiB on 3+5 ranks (docs/algorithms.md,
+ * "Allreduce"). */
+static const struct coll_rule allreduce_rules[] = {
+    {0, 0, 2048, "hier"},
+    {0, 0, 0, "multileader"},
+    {0, 0, 0, "reduce_bcast"},
+};
 
 static const struct coll_algo reduce_scatter_algos[] = {
     {"reduce_scatterv",
@@ -84,8 +116,12 @@ static const struct coll_algo allgather_algos[] = {
      "hierarchical Gather(v) to rank 0, hierarchical Bcast "
      "of the whole result",
      "", NULL, allgatherv_grid_gather_bcast},
+    {"hier",
+     "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
+     "their sites' packed blocks (one WAN latency), local bcast",
+     "", NULL, allgather_grid_hier},
 };
-static const struct coll_rule allgather_rules[] = {{0, 0, 0, "gather_bcast"}};
+static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
 
 /* Alltoall, Alltoallv and Alltoallw: every algorithm moves packed blocks,
  * so per-pair counts and datatypes only change byte counts. */
@@ -220,12 +256,14 @@ static int select_algo(const struct coll_table *t, const struct coll_args *a,
     char var[64];
     env_name(t, "", var, sizeof var);
     enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
-    if (forced_by_call[kind] != NULL)
-        return forced_algo(t, a, forced_by_call[kind], "GridColl_Set_algorithm",
-                           index);
-    const char *env = getenv(var);
-    if (env != NULL && env[0] != '\0')
-        return forced_algo(t, a, env, var, index);
+    const char *forced = forced_by_call[kind],
+               *source = "GridColl_Set_algorithm";
+    if (forced == NULL) {
+        forced = getenv(var);
+        source = var;
+    }
+    if (forced != NULL && forced[0] != '\0')
+        return forced_algo(t, a, forced, source, index);
     for (int r = 0; r < t->rule_count; r++) {
         if (!rule_matches(&t->rules[r], a))
             continue;
@@ -455,6 +493,8 @@ void coll_print_algorithms(FILE *out)
                 fprintf(out, " up to %zu bytes", rule->max_bytes);
         }
         fprintf(out, "\n\n");
+        if (k == GC_COLL_ALLGATHERV)
+            allgather_site_print(out);
     }
     alltoall_local_print(out);
 }

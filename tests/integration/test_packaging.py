@@ -152,7 +152,7 @@ def linked_libgridcoll(inst, program):
 def installed_files():
     inst = Install.get()
     want = ["bin/gridrun", "bin/gridrelay", "bin/gridrelay-bench",
-            "lib/libgridcoll.so", "lib/libgridcoll.a",
+            "bin/gridwan", "lib/libgridcoll.so", "lib/libgridcoll.a",
             "lib/libgridcoll_client.a", "lib/libgridcoll_sched.a",
             "lib/libgridcoll_common.a",
             "include/gridcoll.h", "lib/pkgconfig/gridcoll.pc",

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Grid Allgather(v) and Allreduce algorithms across sites: allgather_wan
+(tests/mpi/, self-checking) through gridrun with GRIDCOLL_STATS=1 on
+uneven layouts.  Per layout, allgather hier runs once with every
+intra-site strategy (GRIDCOLL_ALLGATHER_LOCAL) and the whole program once
+with the defaults, every algorithm of both tables in turn.  Besides the
+program's own byte-for-byte checks ("OK <case>" lines, no FAIL), the WAN
+traffic each site reports must be exactly the cost model's:
+  allgather hier    each site sends its n_s blocks once to every other
+                    site: S-1 messages of n_s m bytes (none when empty)
+  allreduce hier    one vector per ordered site pair: S-1 messages of M
+  allreduce multileader  the same (S-1) M bytes per site, one message
+                    per overlapping pair of slices and segment."""
+
+import os
+import re
+import subprocess
+
+from harness import BIN, check, main
+
+GRIDRUN = os.path.join(BIN, "gridrun")
+PROGRAM = os.path.join(BIN, "allgather_wan")
+INFO = os.path.join(BIN, "gridcoll-info")
+
+STRATEGIES = ["ring", "recursive_doubling", "kshift", "kprefix", "mesh",
+              "hypercube", "mpich"]
+# Three and five ranks: neither a power of two nor a square; three sites
+# with a one-rank site in the middle.
+LAYOUTS = [("sizes_3_5", [3, 5]), ("sizes_2_1_2", [2, 1, 2])]
+SITE_NAMES = ["alpha", "beta", "gamma"]
+
+# What allgather_wan sends (keep in step with tests/mpi/allgather_wan.c).
+SIZES = [0, 8, 1000, 65536, 1048576]
+ALLGATHER_BLOCKS = SIZES + [1000, 1000]   # + inplace, vector (250 ints)
+ALLREDUCE_VECTORS = [(m // 8, 8) for m in SIZES] + [(65536 // 8, 8)] + \
+    [(3, 16), (5000, 16)]                  # + inplace; matrices (4 unsigned)
+ALLREDUCE_SEGSIZE = 256 * 1024             # the table's default
+
+TIMEOUT = 90
+
+
+def allgatherv_bytes(rank):
+    return (rank % 3) * 125 * 4
+
+
+def algorithms(collective):
+    """Algorithm names of one table, from gridcoll-info --algorithms."""
+    out = subprocess.run([INFO, "--algorithms"], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    names, inside = [], False
+    for line in out.splitlines():
+        if not line.startswith(" "):
+            inside = line.startswith(collective + " (")
+        elif inside:
+            m = re.match(r"  (\w+) ", line)  # not "  default:", restrictions
+            if m:
+                names.append(m.group(1))
+    return names
+
+
+def cases(allgather_algos, allreduce_algos):
+    names = []
+    for a in allgather_algos:
+        names += ["allgather_%s_%d" % (a, m) for m in SIZES]
+        names += ["allgather_%s_inplace" % a, "allgather_%s_vector" % a,
+                  "allgatherv_%s" % a, "allgatherv_%s_inplace" % a]
+    for a in allreduce_algos:
+        names += ["allreduce_%s_%d" % (a, m) for m in SIZES]
+        names += ["allreduce_%s_inplace" % a, "allreduce_%s_matrix_3" % a,
+                  "allreduce_%s_matrix_5000" % a]
+    return names
+
+
+def tail(text, lines=40):
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def run(sizes, env_extra, args):
+    env = dict(os.environ, GRIDCOLL_STATS="1", **env_extra)
+    for var in ("GRIDCOLL_ALLGATHER", "GRIDCOLL_ALLGATHERV",
+                "GRIDCOLL_ALLREDUCE", "GRIDCOLL_ALLREDUCE_SEGSIZE"):
+        env.pop(var, None)
+    if "GRIDCOLL_ALLGATHER_LOCAL" not in env_extra:
+        env.pop("GRIDCOLL_ALLGATHER_LOCAL", None)
+    # gridrun's own --timeout tears the job down cleanly.
+    r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT), "--site-sizes",
+                        ",".join(map(str, sizes)), "--", PROGRAM] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=TIMEOUT + 30, env=env)
+    out, err = r.stdout, r.stderr
+    failures = [l for l in (out + err).splitlines() if "FAIL" in l]
+    check(not failures, "allgather_wan reported:\n%s\n--- stderr:\n%s" %
+          ("\n".join(failures[:10]), tail(err)))
+    check(r.returncode != 124, "allgather_wan hung; output:\n%s\n%s" %
+          (tail(out), tail(err)))
+    check(r.returncode == 0, "allgather_wan exited %d:\n%s\n--- stderr:\n%s"
+          % (r.returncode, tail(out), tail(err)))
+    ok = [l[3:] for l in out.splitlines() if re.match(r"OK \S+$", l)]
+    stats = {}
+    for m in re.finditer(r"gridcoll-stats: site=(\S+) coll=(\S+) algo=(\S+) "
+                         r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)",
+                         err):
+        stats[(m.group(1), m.group(2), m.group(3))] = tuple(
+            int(m.group(i)) for i in (4, 5, 6))
+    return ok, stats
+
+
+def check_cases(ok, want):
+    check(sorted(ok) == sorted(want),
+          "OK lines differ; missing %s, unexpected or repeated %s" %
+          (sorted(set(want) - set(ok)),
+           sorted(l for l in ok if l not in want or ok.count(l) > 1)))
+
+
+def check_stats(stats, site, coll, algo, want):
+    got = stats.get((site, coll, algo), (0, 0, 0))
+    check(got == want, "site %s %s %s: (calls, wan_bytes, wan_messages) = "
+          "%s, expected %s" % (site, coll, algo, got, want))
+
+
+def site_ranks(sizes):
+    first = [sum(sizes[:s]) for s in range(len(sizes))]
+    return [list(range(f, f + n)) for f, n in zip(first, sizes)]
+
+
+def check_allgather_hier(stats, sizes):
+    others = len(sizes) - 1
+    for s, ranks in enumerate(site_ranks(sizes)):
+        site = SITE_NAMES[s]
+        blocks = [m * len(ranks) for m in ALLGATHER_BLOCKS]
+        check_stats(stats, site, "allgather", "hier",
+                    (len(blocks), others * sum(blocks),
+                     others * sum(1 for b in blocks if b > 0)))
+        block = sum(allgatherv_bytes(r) for r in ranks)
+        check_stats(stats, site, "allgatherv", "hier",
+                    (2, 2 * others * block, 2 * others * (block > 0)))
+
+
+def slices(count, members):
+    return [(count * j // members, count * (j + 1) // members)
+            for j in range(members)]
+
+
+def multileader_messages(sizes, s, count, esize):
+    """Messages site s sends in one multileader call (allreduce_grid_
+    multileader.c): per overlapping pair of slices, one per segment."""
+    seg = max(1, ALLREDUCE_SEGSIZE // esize)
+    messages = 0
+    for lo, hi in slices(count, sizes[s]):
+        for t, n in enumerate(sizes):
+            if t == s:
+                continue
+            for tlo, thi in slices(count, n):
+                overlap = min(hi, thi) - max(lo, tlo)
+                if overlap > 0:
+                    messages += -(-overlap // seg)
+    return messages
+
+
+def check_allreduce(stats, sizes):
+    others = len(sizes) - 1
+    vectors = [count * esize for count, esize in ALLREDUCE_VECTORS]
+    for s in range(len(sizes)):
+        site = SITE_NAMES[s]
+        check_stats(stats, site, "allreduce", "hier",
+                    (len(vectors), others * sum(vectors),
+                     others * sum(1 for v in vectors if v > 0)))
+        check_stats(stats, site, "allreduce", "multileader",
+                    (len(vectors), others * sum(vectors),
+                     sum(multileader_messages(sizes, s, count, esize)
+                         for count, esize in ALLREDUCE_VECTORS if count)))
+
+
+def strategy_test(sizes, strategy):
+    def test():
+        ok, stats = run(sizes, {"GRIDCOLL_ALLGATHER_LOCAL": strategy},
+                        ["allgather_hier", "allgatherv_hier"])
+        check_cases(ok, cases(["hier"], []))
+        check_allgather_hier(stats, sizes)
+    return test
+
+
+def defaults_test(sizes):
+    def test():
+        allgather_algos = algorithms("allgather")
+        allreduce_algos = algorithms("allreduce")
+        check("hier" in allgather_algos and "multileader" in allreduce_algos,
+              "gridcoll-info lists allgather %s, allreduce %s" %
+              (allgather_algos, allreduce_algos))
+        ok, stats = run(sizes, {}, [])
+        check_cases(ok, cases(allgather_algos, allreduce_algos))
+        check_allgather_hier(stats, sizes)
+        check_allreduce(stats, sizes)
+    return test
+
+
+if __name__ == "__main__":
+    tests = []
+    for layout, sizes in LAYOUTS:
+        tests.append(("defaults_%s" % layout, defaults_test(sizes)))
+        tests += [("hier_%s_%s" % (strategy, layout),
+                   strategy_test(sizes, strategy)) for strategy in STRATEGIES]
+    main(tests)
