@@ -11,15 +11,18 @@
  * WAN messages per call, S = sites with members, N = members, n_s = the
  * members on site s:
  *   Barrier, gc_coll_allgather_bytes      S(S-1), one round between leaders
- *   Bcast, Gather(v), Scatter(v)          S-1 (root <-> other leaders)
+ *   Gather(v), Scatter(v)                 S-1 (root <-> other leaders)
  *   Reduce                                S-1 (leaders' partial results,
  *                                         or their sites' contributions)
  *   Allreduce, Reduce_scatter(_block),
- *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back)
- * The literature's algorithms (LG alltoall, multi-lane bcast, ...) replace
- * these in issue 4.  Reductions and scans are in gc_coll_reduce.c, the
- * all-to-alls in coll/alltoall_grid_*.c (their WAN counts are there and in
- * docs/algorithms.md, "Alltoall").
+ *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back;
+ *                                         Allreduce's and Allgather(v)'s
+ *                                         way back, coll_bcast, sends S-1
+ *                                         per 256 KiB segment)
+ * These are the fixed fallbacks and the first table entries; the
+ * literature's algorithms are in coll/ (docs/algorithms.md).  Reductions
+ * and scans are in gc_coll_reduce.c, Bcast (and coll_bcast) in
+ * coll/bcast_grid_*.c, the all-to-alls in coll/alltoall_grid_*.c.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -672,52 +675,6 @@ int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
 }
 
 /*
- * Bcast: the root sends the packed buffer to every other site's leader,
- * then each site broadcasts locally from its leader (from the root on the
- * root's site).
- */
-int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
-               int root)
-{
-    int my_site = c->site[c->rank], root_site = c->site[root];
-    int remote_leader = my_site != root_site && c->local_rank == 0;
-    unsigned char *bytes = NULL;
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0;
-    size_t len;
-    int status = coll_packed_size(c, count, type, &len);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    if ((c->rank == root || remote_leader) &&
-        (bytes = coll_alloc(len)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    if (c->rank == root) {
-        status = coll_pack(c, buf, count, type, bytes, len);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-        for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-            if (c->leader[s] >= 0 && s != root_site)
-                status = coll_isend(c, c->leader[s], TAG_BCAST, bytes, len,
-                                    reqs, &n);
-        status = coll_wait(c, n, reqs, status);
-    } else if (remote_leader) {
-        status = recv_bytes(c, root, TAG_BCAST, bytes, len);
-        if (status == MPI_SUCCESS)
-            status = coll_unpack(c, bytes, len, buf, count, type);
-    }
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status =
-        PMPI_Bcast(buf, count, type,
-                   my_site == root_site ? c->site_rank[root] : 0, c->local);
-cleanup:
-    free(bytes);
-    return status;
-}
-
-/*
  * Allgatherv: Gatherv to rank 0, then Bcast of the whole receive buffer
  * from it, described as one indexed datatype.
  */
@@ -797,12 +754,6 @@ static int check_rooted(const struct gc_comm *c, const char *fn, int root,
 int barrier_grid_hier(const struct coll_args *a)
 {
     return gc_coll_barrier(a->comm);
-}
-
-int bcast_grid_hier(const struct coll_args *a)
-{
-    return coll_bcast(a->comm, a->u.bcast.buf, a->u.bcast.count,
-                      a->u.bcast.type, a->u.bcast.root);
 }
 
 int gatherv_grid_hier(const struct coll_args *a)

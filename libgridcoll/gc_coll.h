@@ -1,7 +1,8 @@
 /*
  * Internals shared by the collective files: gc_coll.c (helpers, barrier,
- * bcast, gather/scatter family), gc_coll_reduce.c (reductions and scans)
- * and gc_coll_alltoall.c.  Layer-wide collectives are in gc_mpi.h.
+ * gather/scatter family), gc_coll_reduce.c (reductions and scans),
+ * gc_coll_alltoall.c and coll/ (one algorithm per file).  Layer-wide
+ * collectives are in gc_mpi.h.
  */
 #ifndef GC_COLL_H
 #define GC_COLL_H
@@ -27,6 +28,7 @@ enum coll_tag {
     TAG_ALLGATHER,       /* leader -> leaders: a site's packed blocks */
     TAG_ALLREDUCE,       /* leader -> leaders: a site's partial result */
     TAG_ALLREDUCE_SLICE, /* rank -> its counterparts: part of a slice */
+    TAG_BCAST_LANE,      /* the second stream of a two-lane bcast */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */
@@ -120,7 +122,11 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                struct gc_xfer **reqs, int *n);
 int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
 
-/* Grid algorithms behind the entry points, arguments already checked. */
+/*
+ * Grid algorithms behind the entry points, arguments already checked.
+ * coll_bcast is the hier bcast (coll/bcast_grid_hier.c) with the default
+ * segment size, for collectives built on a bcast.
+ */
 int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
                int root);
 /*

@@ -182,6 +182,11 @@ void coll_print_algorithms_csv(FILE *out);
 
 coll_algo_fn barrier_grid_hier;
 coll_algo_fn bcast_grid_hier;
+coll_algo_fn bcast_grid_multilane;
+coll_algo_fn bcast_grid_binomial;
+coll_algo_fn bcast_grid_scatter_allgather;
+int bcast_grid_scatter_allgather_usable(const struct coll_args *a);
+coll_algo_fn bcast_grid_chain;
 coll_algo_fn reduce_grid_hier;
 coll_algo_fn allreduce_grid_reduce_bcast;
 coll_algo_fn allreduce_grid_hier;

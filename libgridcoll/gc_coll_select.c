@@ -27,10 +27,40 @@ static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
 static const struct coll_algo bcast_algos[] = {
     {"hier",
      "MagPIe: the root sends the packed buffer to one leader per "
-     "site, each site broadcasts locally",
+     "site in segments, each site broadcasts every segment locally "
+     "as it arrives (one WAN latency)",
      "", NULL, bcast_grid_hier},
+    {"multilane",
+     "two binary trees per site, half the message each, leaves swap "
+     "halves, trees chained site to site, pipelined in segments "
+     "(each byte crosses each WAN link once)",
+     "", NULL, bcast_grid_multilane},
+    {"binomial",
+     "binomial tree over all ranks numbered site by site, whole "
+     "message per edge",
+     "", NULL, bcast_grid_binomial},
+    {"scatter_allgather",
+     "van de Geijn: binomial scatter of p blocks, ring allgather, "
+     "ranks numbered site by site",
+     "packed message up to 1 GiB", bcast_grid_scatter_allgather_usable,
+     bcast_grid_scatter_allgather},
+    {"chain",
+     "pipelined chain through all ranks, site by site, in segments "
+     "(each byte crosses each WAN link once)",
+     "", NULL, bcast_grid_chain},
 };
-static const struct coll_rule bcast_rules[] = {{0, 0, 0, "hier"}};
+/*
+ * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
+ * sites each send M once where hier's root sends (S-1) M; with two sites
+ * both send M once and hier's fewer hops win up to a few segments
+ * (docs/algorithms.md, "Bcast", has the measurements).
+ */
+static const struct coll_rule bcast_rules[] = {
+    {0, 0, 64 * 1024, "hier"},
+    {3, 0, 0, "multilane"},
+    {0, 0, 256 * 1024, "hier"},
+    {0, 0, 0, "multilane"},
+};
 
 static const struct coll_algo reduce_algos[] = {
     {"hier",

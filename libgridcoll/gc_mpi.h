@@ -180,6 +180,12 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
 int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                   struct gc_xfer **req);
 int gc_xfer_waitall(int count, struct gc_xfer **reqs);
+/*
+ * Whether *req finished (*done), without driving progress (gc_progress
+ * does).  A finished transfer is freed and *req set to NULL; the result
+ * is its status (MPI_SUCCESS while it runs).
+ */
+int gc_xfer_test(struct gc_xfer **req, int *done);
 
 /* ---- collectives used by the layer itself (gc_coll.c) ------------------ */
 

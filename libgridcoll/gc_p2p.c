@@ -885,6 +885,18 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
     return status;
 }
 
+int gc_xfer_test(struct gc_xfer **req, int *done)
+{
+    struct op *op = (struct op *)*req;
+    *done = op->done;
+    if (!op->done)
+        return MPI_SUCCESS;
+    int status = op->error;
+    free_op(op);
+    *req = NULL;
+    return status;
+}
+
 int gc_xfer_send(struct gc_comm *c, int dst, int tag, const void *buf,
                  size_t len)
 {

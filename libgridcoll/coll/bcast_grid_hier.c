@@ -1,0 +1,106 @@
+/*
+ * Bcast: MagPIe hierarchy, the root talks to one leader per site.
+ *
+ * Paper: Kielmann et al., "MagPIe: MPI's collective communication
+ * operations for clustered wide area systems", PPoPP 1999, §3 (flat tree
+ * between sites, one WAN latency); the segmentation over the WAN follows
+ * the pipelining of "multi-lane broadcast" (multilane-bcast-grid.txt) §2.2.
+ * Also coll_bcast, the fixed bcast other collectives call (gc_coll.h).
+ *
+ * Phases:
+ *  1. The root packs the message and sends it to the leader (first
+ *     member) of every other site, in segments of s =
+ *     GRIDCOLL_BCAST_SEGSIZE bytes, one relay message each, to all
+ *     leaders at once.
+ *  2. At the same time the root's site broadcasts locally from the root
+ *     with the user's datatype (no packing); every other site broadcasts
+ *     the packed bytes from its leader, one local bcast per segment as
+ *     soon as the leader has it, so the local phase overlaps the WAN
+ *     transfer; then its members unpack.
+ *
+ * Cost, S sites, n_k members on site k, M bytes; local bcast of m bytes
+ * on site k B_k(m) (MPICH's: binomial or scatter-allgather); WAN link
+ * alpha_w + beta_w*bytes:
+ *   T ~ alpha_w + (S-1) M beta_r + B_k(s) + M beta_w, where beta_r is
+ *   the root's own rate into its relay: it sends M to each of the S-1
+ *   leaders.
+ *   WAN: S-1 links, root -> leader, each carries M once: the root's site
+ *   sends (S-1) M bytes in (S-1) ceil(M/s) messages, other sites none.
+ *
+ * When it wins: small messages: one WAN latency, the least any bcast
+ * across sites can have, and no extra hops.  For large messages with
+ * three or more sites the root's uplink carries (S-1) M: multilane and
+ * the chain send M per site.
+ */
+#include "bcast_common.h"
+#include "gc_coll.h"
+
+static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
+                const char *fn)
+{
+    int root_site = c->site[b->root];
+    struct bcast_msg m = {0};
+    struct bcast_plan p;
+    bcast_plan_init(&p, c, NULL);
+    size_t len;
+    int status = coll_packed_size(c, b->count, b->type, &len);
+    /* Nothing to move: no message at all (a bcast does not synchronize). */
+    if (status != MPI_SUCCESS || len == 0)
+        goto cleanup;
+    if (c->site[c->rank] == root_site) {
+        if (c->rank == b->root) {
+            status = bcast_msg_open(c, b, &m);
+            if (status != MPI_SUCCESS)
+                goto cleanup;
+            p.bytes = m.bytes;
+            for (int s = 0; s < GC_MAX_SITES; s++)
+                if (c->leader[s] >= 0 && s != root_site)
+                    bcast_plan_relay(&p, -1, &c->leader[s], 1, TAG_BCAST, 0,
+                                     len, seg);
+        }
+        struct bcast_step local = {.kind = BCAST_LOCAL_BCAST,
+                                   .peer = c->site_rank[b->root],
+                                   .buf = b->buf,
+                                   .count = b->count,
+                                   .type = b->type,
+                                   .after = -1};
+        bcast_plan_add(&p, &local);
+    } else {
+        status = bcast_msg_open(c, b, &m);
+        if (status != MPI_SUCCESS)
+            goto cleanup;
+        p.bytes = m.bytes;
+        for (size_t off = 0; off < len; off += seg) {
+            size_t piece = len - off < seg ? len - off : seg;
+            struct bcast_step local = {.kind = BCAST_LOCAL_BCAST,
+                                       .peer = 0,
+                                       .buf = m.bytes + off,
+                                       .count = (int)piece,
+                                       .type = MPI_BYTE,
+                                       .after = -1};
+            if (c->local_rank == 0)
+                local.after =
+                    bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece);
+            bcast_plan_add(&p, &local);
+        }
+    }
+    status = bcast_plan_run(&p, fn);
+cleanup:
+    status = bcast_msg_close(c, b, &m, status);
+    bcast_plan_free(&p);
+    return status;
+}
+
+int bcast_grid_hier(const struct coll_args *a)
+{
+    return hier(a->comm, &a->u.bcast, bcast_segsize(a), a->fn);
+}
+
+int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
+               int root)
+{
+    struct coll_bcast_args b = {buf, count, type, root};
+    size_t seg = coll_table_of(GC_COLL_BCAST)->default_segsize;
+    return hier(c, &b, seg < BCAST_MAX_MESSAGE ? seg : BCAST_MAX_MESSAGE,
+                "collective on a grid communicator");
+}
