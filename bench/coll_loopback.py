@@ -79,7 +79,7 @@ def measure(args):
 
 
 def size_label(n):
-    for unit, shift in (("M", 20), ("K", 10)):
+    for unit, shift in (("Mi", 20), ("Ki", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
             return "%d %sB" % (n >> shift, unit)
     return "%d B" % n
