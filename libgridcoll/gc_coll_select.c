@@ -129,7 +129,7 @@ static const struct coll_algo gather_algos[] = {
     {"hier",
      "MagPIe: local gather to each site leader, leaders send their "
      "site's packed blocks to the root",
-     "", NULL, gatherv_grid_hier},
+     "", NULL, gather_grid_hier},
 };
 static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -137,7 +137,7 @@ static const struct coll_algo scatter_algos[] = {
     {"hier",
      "MagPIe: the root sends each site leader its site's packed "
      "blocks, local scatter",
-     "", NULL, scatterv_grid_hier},
+     "", NULL, scatter_grid_hier},
 };
 static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
 
@@ -178,7 +178,8 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
                          0},
     [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
                        256 * 1024},
-    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules), 0},
+    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules),
+                        256 * 1024},
     [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
                            ALGOS(allreduce_rules), 256 * 1024},
     [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
