@@ -29,6 +29,8 @@ enum coll_tag {
     TAG_ALLREDUCE,       /* leader -> leaders: a site's partial result */
     TAG_ALLREDUCE_SLICE, /* rank -> its counterparts: part of a slice */
     TAG_BCAST_LANE,      /* the second stream of a two-lane bcast */
+    TAG_REDUCE_SCATTER,  /* rank -> owner: part of a site's partial result */
+    TAG_SCAN,            /* last member -> leaders: a site's total */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */
