@@ -8,21 +8,20 @@
  * phase back.  Only packed bytes cross sites, so derived datatypes never
  * need to be contiguous; all sites share one architecture.
  *
- * WAN messages per call, S = sites with members, N = members, n_s = the
- * members on site s:
+ * WAN messages per call of what is here and in gc_coll_reduce.c, S =
+ * sites with members:
  *   Barrier, gc_coll_allgather_bytes      S(S-1), one round between leaders
- *   Gather(v), Scatter(v)                 S-1 (root <-> other leaders)
- *   Reduce                                S-1 (leaders' partial results,
- *                                         or their sites' contributions)
- *   Allreduce, Reduce_scatter(_block),
- *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back;
- *                                         Allreduce's and Allgather(v)'s
- *                                         way back, coll_bcast, sends S-1
- *                                         per 256 KiB segment)
- * These are the fixed fallbacks and the first table entries; the
- * literature's algorithms are in coll/ (docs/algorithms.md).  Reductions
- * and scans are in gc_coll_reduce.c, Bcast (and coll_bcast) in
- * coll/bcast_grid_*.c, the all-to-alls in coll/alltoall_grid_*.c.
+ *   Allreduce reduce_bcast, Reduce_scatter
+ *   reduce_scatterv, Scan gather_scatter,
+ *   Allgather(v) gather_bcast             to a root and back: two WAN
+ *                                         latencies, S-1 messages each way
+ *                                         (per segment on the legs through
+ *                                         coll_reduce and coll_bcast)
+ * These are the issue-3 fallbacks, the first entries of their tables; the
+ * literature's algorithms are in coll/, one per file (docs/algorithms.md),
+ * among them the MagPIe Gather(v), Scatter(v) and Reduce (coll_gatherv,
+ * coll_scatterv, coll_reduce) the fallbacks are built on.  The helpers
+ * hier Gatherv and Scatterv share stay here (coll_rooted_*).
  */
 #include <limits.h>
 #include <stdint.h>

@@ -1,7 +1,8 @@
 /*
  * Internals shared by the collective files: gc_coll.c (helpers, barrier,
- * gather/scatter family), gc_coll_reduce.c (reductions and scans),
- * gc_coll_alltoall.c and coll/ (one algorithm per file).  Layer-wide
+ * the issue-3 fallbacks of the gather family), gc_coll_reduce.c (the
+ * reduction entry points and fallbacks), gc_coll_alltoall.c and coll/
+ * (one algorithm per file).  Layer-wide
  * collectives are in gc_mpi.h.
  */
 #ifndef GC_COLL_H

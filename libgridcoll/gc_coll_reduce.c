@@ -1,8 +1,10 @@
 /*
- * Reductions and scans on grid communicators (see gc_coll.c for the
- * scheme and the WAN message counts).  Ops are applied with
- * PMPI_Reduce_local on typed temporaries, so every built-in op and
- * datatype and user-defined ops work; a non-commutative op always
+ * Reductions and scans on grid communicators: the entry points, the
+ * helpers the reduction algorithms share, and the issue-3 fallbacks
+ * reduce_bcast, reduce_scatterv and gather_scatter (gc_coll.c has their
+ * WAN message counts; the other algorithms are in coll/).  Ops are
+ * applied with PMPI_Reduce_local on typed temporaries, so every built-in
+ * op and datatype and user-defined ops work; a non-commutative op always
  * combines in comm-rank order, whatever the site layout.
  */
 #include <limits.h>

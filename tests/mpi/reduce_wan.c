@@ -4,7 +4,7 @@
  * contiguous rank ranges), every algorithm of each table in turn
  * (GridColl_Algorithm_name, GridColl_Set_algorithm).
  *
- *   gridrun --site-sizes 3,5 -- reduce_wan [PREFIX...]
+ *   gridrun --site-sizes 3,5 -- reduce_wan [--time ITERS] [PREFIX...]
  *
  * With arguments, only the cases whose names start with one of them run.
  * Rank 0 prints "OK <case>" once every rank has passed a case (a barrier,
@@ -32,6 +32,12 @@
  *   reduce_A_matrix             5000 matrices, the last rank as root
  * Every byte of every result is checked, plus a guard past its end; send
  * buffers must be unchanged; Exscan's buffer on rank 0 must be untouched.
+ *
+ * --time ITERS: afterwards, for every algorithm, ITERS back-to-back
+ * MPI_Reduce_scatter_block and MPI_Scan calls of MPI_SUM on doubles (after
+ * one untimed call and a barrier) per size: 8 B to 1 MiB per member's
+ * block, 8 B to 4 MiB of scan vector; rank 0 prints "TIME <collective>
+ * <algorithm> <bytes> <usec per call>" from the slowest rank's loop time.
  */
 #include <gridcoll.h>
 #include <mpi.h>
@@ -409,6 +415,63 @@ static void run_reduce(const char *algo)
     }
 }
 
+/* ---- timing -------------------------------------------------------------- */
+
+static const size_t timed_sizes[] = {8, 1024, 64 * 1024, 1024 * 1024,
+                                     4 * 1024 * 1024};
+#define TIMED_COUNT (sizeof timed_sizes / sizeof *timed_sizes)
+
+static int timed_iters;
+
+static void timed_call(int scan, double *sbuf, double *rbuf, int count)
+{
+    if (scan)
+        MPI_CHECK(
+            MPI_Scan(sbuf, rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    else
+        MPI_CHECK(MPI_Reduce_scatter_block(sbuf, rbuf, count, MPI_DOUBLE,
+                                           MPI_SUM, MPI_COMM_WORLD));
+}
+
+/* Reduce_scatter_block blocks up to 1 MiB, scan vectors up to 4 MiB. */
+static void time_algorithm(int scan, const char *algo)
+{
+    for (size_t s = 0; s < TIMED_COUNT; s++) {
+        size_t bytes = timed_sizes[s];
+        if (!scan && bytes > 1024 * 1024)
+            continue;
+        int count = (int)(bytes / sizeof(double));
+        size_t elements = scan ? (size_t)count : (size_t)count * (size_t)size;
+        double *sbuf = xmalloc(elements * sizeof *sbuf);
+        double *rbuf = xmalloc(elements * sizeof *rbuf);
+        for (size_t i = 0; i < elements; i++)
+            sbuf[i] = contribution(rank, i);
+        timed_call(scan, sbuf, rbuf, count);
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double start = MPI_Wtime();
+        for (int i = 0; i < timed_iters; i++)
+            timed_call(scan, sbuf, rbuf, count);
+        double mine = MPI_Wtime() - start, slowest;
+        MPI_CHECK(MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0,
+                             MPI_COMM_WORLD));
+        if (rank == 0)
+            printf("TIME %s %s %zu %.1f\n", scan ? "scan" : "reduce_scatter",
+                   algo, bytes, slowest / timed_iters * 1e6);
+        free(sbuf);
+        free(rbuf);
+    }
+}
+
+static void time_reduce_scatter(const char *algo)
+{
+    time_algorithm(0, algo);
+}
+
+static void time_scan(const char *algo)
+{
+    time_algorithm(1, algo);
+}
+
 static void set_algorithm(const char *collective, const char *algorithm)
 {
     if (GridColl_Set_algorithm(collective, algorithm) != MPI_SUCCESS)
@@ -436,6 +499,11 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     selected_count = argc - 1;
     selected = argv + 1;
+    if (argc > 2 && strcmp(argv[1], "--time") == 0) {
+        timed_iters = atoi(argv[2]);
+        selected_count -= 2;
+        selected += 2;
+    }
     MPI_CHECK(MPI_Type_contiguous(4, MPI_UNSIGNED, &matrix_type));
     MPI_CHECK(MPI_Type_commit(&matrix_type));
     MPI_CHECK(MPI_Op_create(matrix_product, 0, &matrix_op));
@@ -443,6 +511,10 @@ int main(int argc, char **argv)
     for_each_algorithm("reduce_scatter", run_reduce_scatter);
     for_each_algorithm("scan", run_scan);
     for_each_algorithm("reduce", run_reduce);
+    if (timed_iters > 0) {
+        for_each_algorithm("reduce_scatter", time_reduce_scatter);
+        for_each_algorithm("scan", time_scan);
+    }
 
     MPI_CHECK(MPI_Op_free(&matrix_op));
     MPI_CHECK(MPI_Type_free(&matrix_type));
