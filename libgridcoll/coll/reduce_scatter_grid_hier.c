@@ -138,8 +138,9 @@ static void remote_spans(const struct gc_comm *c, const int *displ, int s,
 }
 
 /*
- * The pieces of my block that member j of the site at fold position u
- * sends me: its share meets my block at [lo, hi) of that site's E.
+ * My receives: from every other site, grouped by fold position, the
+ * pieces of my block its members' shares hold (my block is a range of
+ * that site's E, the members' shares in order).
  */
 static void plan_receives(const struct gc_comm *c, struct plan *p, int seg)
 {
