@@ -174,6 +174,8 @@ static int reduce_leader(struct gc_comm *c, const void *sbuf, int count,
         goto cleanup;
     }
     status = coll_pack(c, t.base, count, type, bytes, len);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
     for (int lo = 0; lo < count && status == MPI_SUCCESS; lo += seg) {
         int hi = count - lo > seg ? lo + seg : count;
         status = coll_isend(c, root, TAG_REDUCE, bytes + (size_t)lo * esize,

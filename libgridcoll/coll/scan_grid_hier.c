@@ -66,7 +66,7 @@ int scan_grid_hier(const struct coll_args *a)
     struct gc_comm *c = a->comm;
     struct gc_xfer *reqs[GC_MAX_SITES];
     int leader_at[GC_MAX_SITES], last_of[GC_MAX_SITES];
-    int n = 0, sites = 0, me = 0;
+    int n = 0, sites = 0, me = 0, xfer_status = MPI_SUCCESS;
     unsigned char *totals = NULL, *total = NULL;
     struct coll_temp input = {0}, prefix = {0};
     size_t len;
@@ -89,9 +89,9 @@ int scan_grid_hier(const struct coll_args *a)
         status = coll_no_mem(c);
         goto cleanup;
     }
-    for (int u = 0; receives && u < me && status == MPI_SUCCESS; u++)
-        status = coll_irecv(c, last_of[c->site[leader_at[u]]], TAG_SCAN,
-                            totals + (size_t)u * len, len, reqs, &n);
+    for (int u = 0; receives && u < me && xfer_status == MPI_SUCCESS; u++)
+        xfer_status = coll_irecv(c, last_of[c->site[leader_at[u]]], TAG_SCAN,
+                                 totals + (size_t)u * len, len, reqs, &n);
     /* Exscan overwrites an in-place input, which the site total needs. */
     if (status == MPI_SUCCESS && sends && r->exclusive)
         status = coll_pack(c, own, r->count, r->type, total, len);
@@ -113,12 +113,17 @@ int scan_grid_hier(const struct coll_args *a)
         if (status == MPI_SUCCESS)
             status = coll_pack(c, input.base, r->count, r->type, total, len);
     }
-    for (int u = me + 1; sends && u < sites && status == MPI_SUCCESS; u++)
-        status = coll_isend(c, leader_at[u], TAG_SCAN, total, len, reqs, &n);
+    for (int u = me + 1; sends && u < sites && status == MPI_SUCCESS &&
+                         xfer_status == MPI_SUCCESS;
+         u++)
+        xfer_status =
+            coll_isend(c, leader_at[u], TAG_SCAN, total, len, reqs, &n);
     /* Sends finish before the local bcast below, where the sites after
      * this one would otherwise wait for this site's prefix too. */
     if (sends || receives)
-        status = coll_wait(c, n, reqs, status);
+        xfer_status = coll_wait(c, n, reqs, xfer_status);
+    if (status == MPI_SUCCESS)
+        status = xfer_status;
     if (status != MPI_SUCCESS || me == 0)
         goto cleanup;
     void *p = r->exclusive && leader ? r->rbuf : NULL;
