@@ -874,7 +874,10 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
         if (op == NULL)
             continue;
         /* Only the relay can finish these: sleep in poll() on its socket
-         * rather than spin against local ranks for the CPU. */
+         * rather than spin against local ranks for the CPU.  Look before
+         * sleeping: a send the relay client wrote out at once finishes
+         * without anything arriving to wake the poll. */
+        gc_progress(0);
         while (!op->done)
             gc_progress(10);
         if (op->error != MPI_SUCCESS && status == MPI_SUCCESS)
