@@ -61,7 +61,7 @@ trap 'rm -rf "$tmp"' EXIT
 # go to stdout, prefixed with the round.
 measure() { # round lib test bytes iters warmup
     local round=$1 lib=$2 test=$3 bytes=$4 iters=$5 warmup=$6
-    local args=(--site-sizes 2,2 --wan "$wan" --timeout 240)
+    local args=(--site-sizes "2,2" --wan "$wan" --timeout 240)
     local prog=$bin/gridcoll-mpibench
     if [ "$lib" = native ]; then
         args+=(--native)
