@@ -39,9 +39,10 @@
  * block, 8 B to 4 MiB of scan vector; rank 0 prints "TIME <collective>
  * <algorithm> <bytes> <usec per call>" from the slowest rank's loop time.
  */
+#include "check_util.h"
+
 #include <gridcoll.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,67 +54,6 @@ static const size_t sizes[] = {0, 8, 1000, 65536, 1048576};
 #define SIZE_COUNT (sizeof sizes / sizeof *sizes)
 
 static int rank, size;
-static char current[96] = "setup";
-
-__attribute__((format(printf, 1, 2), noreturn)) static void
-fail(const char *format, ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current, rank, message);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void mpi_check(int rc, const char *call)
-{
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        fail("%s returned %d: %s", call, rc, text);
-    }
-}
-#define MPI_CHECK(call) mpi_check((call), #call)
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes > 0 ? bytes : 1);
-    if (p == NULL)
-        fail("out of memory (%zu bytes)", bytes);
-    return p;
-}
-
-/* Case-name prefixes from the command line; none: every case runs. */
-static int selected_count;
-static char **selected;
-
-/* Name the next case; 1 when it is to run. */
-__attribute__((format(printf, 1, 2))) static int begin(const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(current, sizeof current, format, args);
-    va_end(args);
-    for (int i = 0; i < selected_count; i++)
-        if (strncmp(current, selected[i], strlen(selected[i])) == 0)
-            return 1;
-    return selected_count == 0;
-}
-
-static void passed(void)
-{
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    if (rank == 0) {
-        printf("OK %s\n", current);
-        fflush(stdout);
-    }
-}
-
 static void expect_guard(const void *buf, size_t from)
 {
     const unsigned char *p = buf;
@@ -497,13 +437,14 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    selected_count = argc - 1;
-    selected = argv + 1;
+    int selected_count = argc - 1;
+    char **selected = argv + 1;
     if (argc > 2 && strcmp(argv[1], "--time") == 0) {
         timed_iters = atoi(argv[2]);
         selected_count -= 2;
         selected += 2;
     }
+    check_setup(rank, selected_count, selected);
     MPI_CHECK(MPI_Type_contiguous(4, MPI_UNSIGNED, &matrix_type));
     MPI_CHECK(MPI_Type_commit(&matrix_type));
     MPI_CHECK(MPI_Op_create(matrix_product, 0, &matrix_op));
