@@ -59,12 +59,13 @@
 #else
 #include <gridcoll.h>
 #endif
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "bench_mpi.h"
 
 #define PROG     "gridcoll-mpibench"
 #define MAX_LIST 32
@@ -104,31 +105,6 @@ struct result {
     long bad; /* words that differ from what was expected, this rank */
 };
 
-static void mpi_check(int rc, const char *call)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
-        snprintf(text, sizeof text, "error code %d", rc);
-    fprintf(stderr, PROG ": rank %d: %s failed: %s\n", rank, call, text);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL) {
-        fprintf(stderr, PROG ": rank %d: out of memory (%zu bytes)\n", rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-        exit(2);
-    }
-    return p;
-}
-
 /* ---- options ---------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -146,55 +122,10 @@ static void usage(FILE *out)
             "  --csv          print a CSV header and one row per size\n");
 }
 
-static int parse_u64(const char *s, int suffix_ok, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return -1;
-    unsigned shift = 0;
-    if (suffix_ok && *end != '\0' && end[1] == '\0') {
-        switch (*end) {
-        case 'k':
-        case 'K': shift = 10; break;
-        case 'm':
-        case 'M': shift = 20; break;
-        case 'g':
-        case 'G': shift = 30; break;
-        default: return -1;
-        }
-        end++;
-    }
-    if (*end != '\0' || v > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-/* A comma-separated list of numbers; 0 on success. */
-static int parse_list(const char *text, int suffix_ok, uint64_t *out, size_t *n)
-{
-    char copy[1024];
-    if (snprintf(copy, sizeof copy, "%s", text) >= (int)sizeof copy)
-        return -1;
-    *n = 0;
-    char *save = NULL;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL;
-         item = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_LIST || parse_u64(item, suffix_ok, &out[*n]) != 0)
-            return -1;
-        (*n)++;
-    }
-    return *n > 0 ? 0 : -1;
-}
-
 static int parse_counts(const char *text, long *out, size_t *n)
 {
     uint64_t v[MAX_LIST];
-    if (parse_list(text, 0, v, n) != 0)
+    if (bench_parse_list(text, 0, v, MAX_LIST, n) != 0)
         return -1;
     for (size_t i = 0; i < *n; i++) {
         if (v[i] > INT32_MAX)
@@ -245,7 +176,8 @@ static int parse_options(int argc, char **argv, struct options *o)
                 usage(stdout);
             return 1;
         } else if (strcmp(a, "--bytes") == 0 && has_value) {
-            if (parse_list(argv[++i], 1, o->bytes, &o->nbytes) != 0) {
+            if (bench_parse_list(argv[++i], 1, o->bytes, MAX_LIST,
+                                 &o->nbytes) != 0) {
                 err = "bad --bytes";
                 goto bad;
             }
@@ -261,7 +193,7 @@ static int parse_options(int argc, char **argv, struct options *o)
             }
         } else if (strcmp(a, "--peer") == 0 && has_value) {
             uint64_t v;
-            if (parse_u64(argv[++i], 0, &v) != 0 || v == 0 ||
+            if (bench_parse_u64(argv[++i], 0, &v) != 0 || v == 0 ||
                 v >= (uint64_t)size) {
                 err = "--peer must be a rank other than 0";
                 goto bad;
@@ -311,45 +243,11 @@ bad:
 
 /* ---- data ------------------------------------------------------------- */
 
-/* A word of the test pattern: depends on who made it, for whom, and when. */
-static uint32_t pattern(uint32_t a, uint32_t b, uint32_t i)
-{
-    uint32_t x = a * 0x9e3779b9u ^ b * 0x85ebca6bu ^ i * 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x * 0x7feb352du;
-}
-
-static void fill(uint32_t *buf, size_t words, uint32_t a, uint32_t b)
-{
-    for (size_t i = 0; i < words; i++)
-        buf[i] = pattern(a, b, (uint32_t)i);
-}
-
-static long count_bad(const uint32_t *buf, size_t words, uint32_t a, uint32_t b)
-{
-    long bad = 0;
-    for (size_t i = 0; i < words; i++)
-        bad += buf[i] != pattern(a, b, (uint32_t)i);
-    return bad;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* The slowest rank's value, at rank 0. */
 static double max_at_root(double value)
 {
     double out = value;
-    mpi_check(
+    bench_mpi_check(
         MPI_Reduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
         "MPI_Reduce");
     return out;
@@ -379,25 +277,25 @@ static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
 {
     struct result res = {0};
     long count = (long)(bytes / 8);
-    int64_t *in = xmalloc(bytes), *out = xmalloc(bytes);
-    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
+    int64_t *in = bench_malloc(bytes), *out = bench_malloc(bytes);
+    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         allreduce_fill(in, count, w);
         memset(out, 0, bytes);
-        mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
-                                MPI_COMM_WORLD),
-                  "MPI_Allreduce");
+        bench_mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
+                                      MPI_COMM_WORLD),
+                        "MPI_Allreduce");
         res.bad += allreduce_check(out, count, w);
     }
     allreduce_fill(in, count, -1);
     memset(out, 0, bytes);
-    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
     double start = MPI_Wtime(), prev = start;
     for (long i = 0; i < iters; i++) {
-        mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
-                                MPI_COMM_WORLD),
-                  "MPI_Allreduce");
+        bench_mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
+                                      MPI_COMM_WORLD),
+                        "MPI_Allreduce");
         if ((i + 1) % block == 0 || i + 1 == iters) {
             double now = MPI_Wtime();
             t[nt++] = (now - prev) / (double)(i % block + 1);
@@ -407,7 +305,7 @@ static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
     double elapsed = prev - start;
     res.bad += allreduce_check(out, count, -1);
     res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = median(t, nt) * 1e6;
+    res.usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(in);
     free(out);
     free(t);
@@ -420,16 +318,17 @@ static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
 static void alltoall_fill(uint32_t *send, size_t words, long round)
 {
     for (int d = 0; d < size; d++)
-        fill(send + (size_t)d * words, words,
-             (uint32_t)(rank + (round + 1) * size), (uint32_t)d);
+        bench_fill(send + (size_t)d * words, words,
+                   (uint32_t)(rank + (round + 1) * size), (uint32_t)d);
 }
 
 static long alltoall_check(const uint32_t *recv, size_t words, long round)
 {
     long bad = 0;
     for (int s = 0; s < size; s++)
-        bad += count_bad(recv + (size_t)s * words, words,
-                         (uint32_t)(s + (round + 1) * size), (uint32_t)rank);
+        bad +=
+            bench_count_bad(recv + (size_t)s * words, words,
+                            (uint32_t)(s + (round + 1) * size), (uint32_t)rank);
     return bad;
 }
 
@@ -437,25 +336,25 @@ static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
 {
     struct result res = {0};
     size_t words = (size_t)(bytes / 4), total = (size_t)bytes * (size_t)size;
-    uint32_t *send = xmalloc(total), *recv = xmalloc(total);
-    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
+    uint32_t *send = bench_malloc(total), *recv = bench_malloc(total);
+    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         alltoall_fill(send, words, w);
         memset(recv, 0, total);
-        mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
-                               MPI_UINT32_T, MPI_COMM_WORLD),
-                  "MPI_Alltoall");
+        bench_mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv,
+                                     (int)words, MPI_UINT32_T, MPI_COMM_WORLD),
+                        "MPI_Alltoall");
         res.bad += alltoall_check(recv, words, w);
     }
     alltoall_fill(send, words, -1);
     memset(recv, 0, total);
-    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
     double start = MPI_Wtime(), prev = start;
     for (long i = 0; i < iters; i++) {
-        mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
-                               MPI_UINT32_T, MPI_COMM_WORLD),
-                  "MPI_Alltoall");
+        bench_mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv,
+                                     (int)words, MPI_UINT32_T, MPI_COMM_WORLD),
+                        "MPI_Alltoall");
         if ((i + 1) % block == 0 || i + 1 == iters) {
             double now = MPI_Wtime();
             t[nt++] = (now - prev) / (double)(i % block + 1);
@@ -465,7 +364,7 @@ static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
     double elapsed = prev - start;
     res.bad += alltoall_check(recv, words, -1);
     res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = median(t, nt) * 1e6;
+    res.usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(send);
     free(recv);
     free(t);
@@ -479,10 +378,11 @@ static void idle_until_done(void)
 {
     int done = 0, dummy = 0;
     MPI_Request req;
-    mpi_check(MPI_Irecv(&dummy, 1, MPI_INT, 0, TAG_DONE, MPI_COMM_WORLD, &req),
-              "MPI_Irecv");
+    bench_mpi_check(
+        MPI_Irecv(&dummy, 1, MPI_INT, 0, TAG_DONE, MPI_COMM_WORLD, &req),
+        "MPI_Irecv");
     while (!done) {
-        mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        bench_mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
         if (!done) {
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
@@ -495,8 +395,9 @@ static void release_idle(int peer)
     int dummy = 0;
     for (int r = 1; r < size; r++)
         if (r != peer)
-            mpi_check(MPI_Send(&dummy, 1, MPI_INT, r, TAG_DONE, MPI_COMM_WORLD),
-                      "MPI_Send");
+            bench_mpi_check(
+                MPI_Send(&dummy, 1, MPI_INT, r, TAG_DONE, MPI_COMM_WORLD),
+                "MPI_Send");
 }
 
 /* One round trip: rank 0 sends `send` and receives into `recv`; the peer
@@ -504,17 +405,17 @@ static void release_idle(int peer)
 static void round_trip(void *send, void *recv, int count, int peer)
 {
     if (rank == 0) {
-        mpi_check(
+        bench_mpi_check(
             MPI_Send(send, count, MPI_UINT32_T, peer, TAG_PING, MPI_COMM_WORLD),
             "MPI_Send");
-        mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, peer, TAG_PONG,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
+        bench_mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, peer, TAG_PONG,
+                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
     } else {
-        mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, 0, TAG_PING,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "MPI_Recv");
-        mpi_check(
+        bench_mpi_check(MPI_Recv(recv, count, MPI_UINT32_T, 0, TAG_PING,
+                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
+        bench_mpi_check(
             MPI_Send(recv, count, MPI_UINT32_T, 0, TAG_PONG, MPI_COMM_WORLD),
             "MPI_Send");
     }
@@ -531,18 +432,18 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
         return res;
     }
     /* Warm-up round w carries pattern(0xb0, w); the timed loop 0xb1. */
-    uint32_t *send = rank == 0 ? xmalloc(bytes) : NULL;
-    uint32_t *recv = xmalloc(bytes);
-    double *t = xmalloc(MAX_SAMPLES * sizeof *t);
+    uint32_t *send = rank == 0 ? bench_malloc(bytes) : NULL;
+    uint32_t *recv = bench_malloc(bytes);
+    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
     for (long w = 0; w < warmup; w++) {
         if (send != NULL)
-            fill(send, words, 0xb0, (uint32_t)w);
+            bench_fill(send, words, 0xb0, (uint32_t)w);
         memset(recv, 0, bytes);
         round_trip(send, recv, (int)words, peer);
-        res.bad += count_bad(recv, words, 0xb0, (uint32_t)w);
+        res.bad += bench_count_bad(recv, words, 0xb0, (uint32_t)w);
     }
     if (send != NULL)
-        fill(send, words, 0xb1, 0);
+        bench_fill(send, words, 0xb1, 0);
     memset(recv, 0, bytes);
     /* The pair's barrier: an empty round trip. */
     round_trip(NULL, NULL, 0, peer);
@@ -557,11 +458,11 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
         }
     }
     double elapsed = prev - start;
-    res.bad += count_bad(recv, words, 0xb1, 0);
+    res.bad += bench_count_bad(recv, words, 0xb1, 0);
     if (rank == 0) {
         release_idle(peer);
         res.usec_per_op = elapsed / (double)iters / 2 * 1e6;
-        res.usec_median = median(t, nt) / 2 * 1e6;
+        res.usec_median = bench_quantile(t, nt, 0.5) / 2 * 1e6;
     }
     free(send);
     free(recv);
@@ -577,8 +478,8 @@ static int world_sites(void)
     return 1;
 #else
     int n = 1;
-    mpi_check(GridColl_Comm_site_count(MPI_COMM_WORLD, &n),
-              "GridColl_Comm_site_count");
+    bench_mpi_check(GridColl_Comm_site_count(MPI_COMM_WORLD, &n),
+                    "GridColl_Comm_site_count");
     return n;
 #endif
 }
@@ -590,26 +491,27 @@ static const char *pair_kind(int peer)
     return "same";
 #else
     int a = 0, b = 0;
-    mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, 0, &a),
-              "GridColl_Comm_site_of");
-    mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, peer, &b),
-              "GridColl_Comm_site_of");
+    bench_mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, 0, &a),
+                    "GridColl_Comm_site_of");
+    bench_mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, peer, &b),
+                    "GridColl_Comm_site_of");
     return a == b ? "same" : "cross";
 #endif
 }
 
 int main(int argc, char **argv)
 {
-    mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
-    mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-              "MPI_Comm_set_errhandler");
-    mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-    mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    bench_set_program(PROG);
+    bench_mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
+    bench_mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                    "MPI_Comm_set_errhandler");
+    bench_mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    bench_mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
 
     struct options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) {
-        mpi_check(MPI_Finalize(), "MPI_Finalize");
+        bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
         return parsed == 1 ? 0 : 2;
     }
     int sites = world_sites();
@@ -644,7 +546,7 @@ int main(int argc, char **argv)
                          "what was sent\n",
                     rank, o.test_name, (unsigned long long)bytes, r.bad);
         int mine = r.bad != 0;
-        mpi_check(
+        bench_mpi_check(
             MPI_Allreduce(&mine, &failed, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
             "MPI_Allreduce");
         if (rank != 0)
@@ -673,6 +575,6 @@ int main(int argc, char **argv)
                    mbps);
         fflush(stdout);
     }
-    mpi_check(MPI_Finalize(), "MPI_Finalize");
+    bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
     return failed ? 1 : 0;
 }

@@ -4,7 +4,8 @@
 #   bin/      gridrun, gridrelay, gridrelay-bench, gridcoll-info, gridwan
 #   lib/      libgridcoll.so, libgridcoll.a and the static libraries
 #             libgridcoll.a needs (libgridcoll_client.a, libgridcoll_sched.a,
-#             libgridcoll_common.a)
+#             libgridcoll_common.a); libgridrun-native.so where UCX's
+#             headers were found (gridrun --native)
 #   include/  gridcoll.h
 #   lib/pkgconfig/gridcoll.pc
 #   lib/cmake/GridColl/  GridCollConfig.cmake, GridCollConfigVersion.cmake,
@@ -45,6 +46,10 @@ install(FILES ${_gc_lib_binary_dir}/include/gridcoll.h
 
 install(TARGETS gridrun gridrelay gridrelay-bench gridcoll-info gridwan
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `gridrun --native` looks for it in ../lib too.
+if(TARGET gridrun-native)
+  install(TARGETS gridrun-native LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # pkg-config.  The file finds the prefix from its own location (pcfiledir)
 # when the directories are relative, so `cmake --install --prefix P` into

@@ -3,7 +3,10 @@
  *
  * Local mode simulates N sites on this machine: one gridrelay per site on
  * loopback, then one MPICH `mpiexec` per site whose ranks get the
- * environment libgridcoll reads.  gridrun forwards their output line by
+ * environment libgridcoll reads.  With --wan every site's relay and ranks
+ * run in a network namespace of their own, joined by gridwan, an emulated
+ * WAN; --native then runs the baseline instead, one plain MPICH job across
+ * those namespaces.  gridrun forwards their output line by
  * line, propagates the first failure as its exit status, and on any failure,
  * signal or timeout tears down every process it started.
  *
@@ -13,6 +16,7 @@
  * behind is re-parented to gridrun, where a /proc scan finds and kills it.
  */
 #include "gridrun_job.h"
+#include "netns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,9 +48,34 @@ enum {
     OPT_PLAINTEXT_WAN,
     OPT_JOB_DIR,
     OPT_FATTREE,
+    OPT_WAN,
+    OPT_NATIVE,
 };
 
 #define MAX_RSH_WORDS 64
+
+/* The relays' WAN port with --wan: every site has a namespace of its own
+ * that nothing else uses, so any fixed port is free there. */
+#define NS_WAN_PORT 7100
+
+/* --wan KEY=VALUE items and the gridwan options they become. */
+static const struct {
+    const char *key;
+    const char *option;
+} wan_keys[] = {
+    {"delay", "--delay"}, {"jitter", "--jitter"}, {"rate", "--rate"},
+    {"loss", "--loss"},   {"queue", "--queue"},   {"queue-ms", "--queue-ms"},
+    {"mtu", "--mtu"},     {"seed", "--seed"},     {"rt", "--rt-priority"},
+};
+#define WAN_KEYS (sizeof wan_keys / sizeof wan_keys[0])
+
+/* --wan, before it becomes gridwan's command line. */
+struct wan_opts {
+    const char *spec; /* NULL = no emulated WAN */
+    char *buf;        /* spec, cut into keys and values */
+    char ns_list[GR_MAX_SITES * WAN_NS_NAME_MAX];
+    char *argv[3 + 2 * WAN_KEYS + 1];
+};
 
 /* Machine-file mode's options, before they become the job. */
 struct mf_opts {
@@ -90,6 +119,15 @@ static void usage(FILE *out)
         "                       agree with them when they are given)\n"
         "  --fattree M1,...,ML  every site's network is the fat tree\n"
         "                       FT(L; M1..ML) (GRIDCOLL_FATTREE of the ranks)\n"
+        "  --wan KEY=VALUE,...  every site (relay and ranks) in a network\n"
+        "                       namespace of its own, the sites joined by\n"
+        "                       gridwan, an emulated WAN; keys: delay,\n"
+        "                       jitter, rate, loss, queue, queue-ms, mtu,\n"
+        "                       seed, rt (gridwan's --rt-priority), e.g.\n"
+        "                       delay=20ms,rate=1gbit,loss=0.1%%; needs root\n"
+        "  --native             with --wan: run PROGRAM as one plain MPICH\n"
+        "                       job across the namespace sites, without\n"
+        "                       relays and without GridColl (the baseline)\n"
         "\n"
         "machine-file mode:\n"
         "  -f MACHINEFILE       sites, hosts, slots and relays; NP ranks fill\n"
@@ -134,6 +172,7 @@ static void usage(FILE *out)
         "gridrun's own environment:\n"
         "  GRIDCOLL_RELAY_BIN   gridrelay to run (default: next to gridrun)\n"
         "  GRIDCOLL_MPIEXEC     mpiexec to run (default: mpiexec from PATH)\n"
+        "  GRIDCOLL_WAN_BIN     gridwan to run (default: next to gridrun)\n"
         "  TMPDIR               where the job directory is made (default "
         "/tmp)\n"
         "\n"
@@ -141,8 +180,10 @@ static void usage(FILE *out)
         "  0        every mpiexec exited with 0\n"
         "  N        a site's mpiexec exited with N (the first failure)\n"
         "  128+S    a site's mpiexec was killed by signal S\n"
-        "  1        a relay failed to start or died, or another error\n"
-        "  2        usage error, or a bad machine file or placement\n"
+        "  1        a relay or gridwan failed to start or died, or another\n"
+        "           error\n"
+        "  2        usage error, a bad machine file or placement, or --wan\n"
+        "           without root\n"
         "  124      --timeout expired\n"
         "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
         GR_MAX_SITES);
@@ -208,7 +249,7 @@ static int parse_site_sizes(const char *list, struct gr_job *job)
 }
 
 static int parse_args(int argc, char **argv, struct gr_job *job,
-                      struct mf_opts *mo)
+                      struct mf_opts *mo, struct wan_opts *wo)
 {
     static const struct option longopts[] = {
         {"sites", required_argument, NULL, OPT_SITES},
@@ -224,6 +265,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"plaintext-wan", no_argument, NULL, OPT_PLAINTEXT_WAN},
         {"job-dir", required_argument, NULL, OPT_JOB_DIR},
         {"fattree", required_argument, NULL, OPT_FATTREE},
+        {"wan", required_argument, NULL, OPT_WAN},
+        {"native", no_argument, NULL, OPT_NATIVE},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -248,6 +291,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case 'f': mo->path = optarg; break;
         case OPT_RSH: mo->rsh = optarg; break;
         case OPT_TLS_DIR: mo->tls_dir = optarg; break;
+        case OPT_WAN: wo->spec = optarg; break;
+        case OPT_NATIVE: job->native = true; break;
         case OPT_PLAINTEXT_WAN: mo->plaintext_wan = true; break;
         case OPT_JOB_DIR:
             if (*optarg == '\0')
@@ -294,6 +339,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (fattree[0] != '\0')
             return usage_error("%s", "--fattree is for local mode; with -f "
                                      "write fattree= in the machine file");
+        if (wo->spec != NULL || job->native)
+            return usage_error("%s", "--wan and --native are for local mode");
         if (np == 0)
             return usage_error("%s", "-n NP is required with -f");
         if (mo->tls_dir != NULL && mo->plaintext_wan)
@@ -309,6 +356,12 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     if (mo->rsh != NULL || mo->tls_dir != NULL || mo->plaintext_wan)
         return usage_error("%s", "--rsh, --tls-dir and --plaintext-wan are "
                                  "only valid with -f MACHINEFILE");
+    if (job->native && wo->spec == NULL)
+        return usage_error("%s", "--native needs --wan: the baseline runs "
+                                 "over the emulated WAN");
+    if (job->native && (job->preload || fattree[0] != '\0'))
+        return usage_error("%s", "--native runs PROGRAM without GridColl: "
+                                 "--preload and --fattree do not apply");
     if (sizes != NULL) {
         int rc = parse_site_sizes(sizes, job);
         if (rc != 0)
@@ -341,6 +394,70 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         offset += job->sites[i].count;
     }
     return -1; /* parsed: go on */
+}
+
+/* Turn --wan into gridwan's command line, checked with gridwan's own
+ * parser, and give every site its namespace and its WAN address there:
+ * gridwan's address of the site (wan_site_addr) and NS_WAN_PORT.
+ * Returns -1 to go on, else gridrun's exit status. */
+static int setup_wan(struct gr_job *job, struct wan_opts *wo)
+{
+    if (job->site_count < 2)
+        return usage_error("%s", "--wan needs at least two sites");
+    size_t off = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        /* gridrun's pid keeps the names of parallel runs apart. */
+        snprintf(s->netns, sizeof s->netns, "gr%ld-%s", (long)getpid(),
+                 s->name);
+        off += (size_t)snprintf(wo->ns_list + off, sizeof wo->ns_list - off,
+                                "%s%s", i ? "," : "", s->netns);
+    }
+    wo->buf = strdup(wo->spec);
+    if (wo->buf == NULL) {
+        fprintf(stderr, "gridrun: out of memory\n");
+        return 1;
+    }
+    int argc = 0;
+    wo->argv[argc++] = "gridwan";
+    wo->argv[argc++] = "--ns";
+    wo->argv[argc++] = wo->ns_list;
+    bool seen[WAN_KEYS] = {false};
+    char *save = NULL;
+    for (char *item = strtok_r(wo->buf, ",", &save); item != NULL;
+         item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq == NULL || eq[1] == '\0')
+            return usage_error("--wan: '%s' is not KEY=VALUE", item);
+        *eq = '\0';
+        size_t k = 0;
+        while (k < WAN_KEYS && strcmp(item, wan_keys[k].key) != 0)
+            k++;
+        if (k == WAN_KEYS)
+            return usage_error("--wan: unknown key '%s' (want delay, jitter, "
+                               "rate, loss, queue, queue-ms, mtu, seed or "
+                               "rt)",
+                               item);
+        if (seen[k])
+            return usage_error("--wan: '%s' is given twice", item);
+        seen[k] = true;
+        wo->argv[argc++] = (char *)wan_keys[k].option;
+        wo->argv[argc++] = eq + 1;
+    }
+    wo->argv[argc] = NULL;
+    struct wan_options o;
+    char err[256];
+    if (wan_options_parse(argc, wo->argv, &o, err, sizeof err) !=
+        WAN_OPTIONS_RUN)
+        return usage_error("--wan: %s", err);
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        uint32_t a = wan_site_addr(&o, i);
+        snprintf(job->sites[i].wan, sizeof job->sites[i].wan, "%u.%u.%u.%u:%d",
+                 a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255,
+                 NS_WAN_PORT);
+    }
+    job->wan_argv = wo->argv;
+    return -1;
 }
 
 /* Split --rsh on spaces into mo->rsh_words. */
@@ -572,6 +689,34 @@ static int resolve_programs(struct gr_job *job)
                 job->relay_bin, strerror(errno));
         return -1;
     }
+    if (job->wan_argv != NULL) {
+        const char *wan = getenv("GRIDCOLL_WAN_BIN");
+        if (wan != NULL && *wan != '\0')
+            snprintf(job->wan_bin, sizeof(job->wan_bin), "%s", wan);
+        else if (snprintf(job->wan_bin, sizeof(job->wan_bin), "%s/gridwan",
+                          dir) >= (int)sizeof(job->wan_bin))
+            return -1;
+        if (access(job->wan_bin, X_OK) != 0) {
+            fprintf(stderr,
+                    "gridrun: gridwan %s is not executable (%s); set "
+                    "GRIDCOLL_WAN_BIN\n",
+                    job->wan_bin, strerror(errno));
+            return -1;
+        }
+        /* The sites' processes enter their namespaces through ip, the
+         * native ranks their IPC namespaces through unshare. */
+        const char *tools[][2] = {{"ip", "iproute2"},
+                                  {"unshare", "util-linux"}};
+        for (size_t i = 0; i < (job->native ? 2u : 1u); i++) {
+            if (find_in_path(tools[i][0]) != 0) {
+                fprintf(stderr,
+                        "gridrun: --wan needs %s (Debian package %s) in "
+                        "PATH\n",
+                        tools[i][0], tools[i][1]);
+                return -1;
+            }
+        }
+    }
     const char *mpiexec = getenv("GRIDCOLL_MPIEXEC");
     snprintf(job->mpiexec, sizeof(job->mpiexec), "%s",
              mpiexec != NULL && *mpiexec != '\0' ? mpiexec : "mpiexec");
@@ -582,11 +727,17 @@ static int resolve_programs(struct gr_job *job)
                 job->mpiexec);
         return -1;
     }
-    if (job->preload) {
-        char lib[PATH_MAX + 32];
-        snprintf(lib, sizeof(lib), "%s/../lib/libgridcoll.so", dir);
-        if (realpath(lib, job->preload_lib) == NULL) {
-            fprintf(stderr, "gridrun: --preload: %s: %s\n", lib,
+    /* Preloaded into the ranks: libgridcoll (--preload), or the baseline's
+     * MPI_Finalize fix (--native, launcher/native_finalize.c). */
+    const char *lib = job->preload  ? "libgridcoll.so"
+                      : job->native ? "libgridrun-native.so"
+                                    : NULL;
+    if (lib != NULL) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof(path), "%s/../lib/%s", dir, lib);
+        if (realpath(path, job->preload_lib) == NULL) {
+            fprintf(stderr, "gridrun: %s: %s: %s\n",
+                    job->preload ? "--preload" : "--native", path,
                     strerror(errno));
             return -1;
         }
@@ -598,11 +749,31 @@ int main(int argc, char **argv)
 {
     static struct gr_job job;
     static struct mf_opts mo;
+    static struct wan_opts wo;
     int status = 1;
 
-    int rc = parse_args(argc, argv, &job, &mo);
+    int rc = parse_args(argc, argv, &job, &mo, &wo);
     if (rc >= 0)
         return rc;
+    if (wo.spec != NULL) {
+        rc = setup_wan(&job, &wo);
+        if (rc >= 0) {
+            status = rc;
+            goto cleanup;
+        }
+        /* Like a usage error, found before anything starts. */
+        status = 2;
+        if (netns_check_privileges("gridrun: --wan") != 0)
+            goto cleanup;
+        if (access("/dev/net/tun", R_OK | W_OK) != 0) {
+            fprintf(stderr,
+                    "gridrun: --wan: /dev/net/tun: %s (no TUN/TAP "
+                    "support)\n",
+                    strerror(errno));
+            goto cleanup;
+        }
+        status = 1;
+    }
     if (mo.path != NULL) {
         rc = setup_machinefile(&job, &mo);
         if (rc >= 0) {
@@ -620,5 +791,6 @@ cleanup:
     if (mo.mf_loaded)
         machinefile_free(&mo.mf);
     free(mo.rsh_buf);
+    free(wo.buf);
     return status;
 }

@@ -1,6 +1,6 @@
 /*
- * Running one gridrun job: job directory, relays, mpiexecs, output
- * forwarding, failure detection and teardown.
+ * Running one gridrun job: job directory, the emulated WAN (--wan),
+ * relays, mpiexecs, output forwarding, failure detection and teardown.
  *
  * Everything happens in one poll() loop (pump()): output pipes, a
  * self-pipe the signal handlers write to, and a timeout.  Children are
@@ -8,6 +8,7 @@
  * us as child subreaper.
  */
 #include "gridrun_job.h"
+#include "netns.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,7 +40,13 @@
 #define KILL_WAIT_MS        2000
 #define RELAY_GRACE_MS      5000
 #define DRAIN_MS            3000
-#define UNIX_PATH_MAX       (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#define WAN_READY_MS        20000
+#define WAN_GRACE_MS        5000
+/* --native: System V and POSIX shared memory inside a site (each site's
+ * IPC namespace keeps them there), TCP between sites.  Not "sm": its cma
+ * transport reaches every process of the PID namespace, other sites too. */
+#define NATIVE_UCX_TLS "self,sysv,posix,tcp"
+#define UNIX_PATH_MAX  (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 const char *const gr_site_names[GR_MAX_SITES] = {
     "alpha", "beta",  "gamma",  "delta", "epsilon", "zeta", "eta",     "theta",
@@ -59,6 +67,7 @@ enum end_reason {
     END_SUCCESS,
     END_MPI_FAILED,
     END_RELAY_DIED,
+    END_WAN_DIED,
     END_SIGNAL,
     END_TIMEOUT,
     END_ERROR,
@@ -301,6 +310,24 @@ static void put_shell_quoted(FILE *f, const char *word)
     fputc('\'', f);
 }
 
+/* A new executable script JOBDIR/NAME for hydra's -launcher-exec, its
+ * path in job->rsh_exec: the stream to write it to, or NULL. */
+static FILE *create_launcher_script(struct gr_job *job, const char *name)
+{
+    if (snprintf(job->rsh_exec, sizeof(job->rsh_exec), "%s/%s", job->dir,
+                 name) >= (int)sizeof(job->rsh_exec)) {
+        errno = ENAMETOOLONG;
+        return NULL;
+    }
+    int fd = open(job->rsh_exec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL)
+        close(fd);
+    return f;
+}
+
 /* Hydra's -launcher-exec takes one executable: --rsh "ssh -o X" becomes a
  * script in the job directory that runs the whole command. */
 static int write_rsh_wrapper(struct gr_job *job)
@@ -309,17 +336,9 @@ static int write_rsh_wrapper(struct gr_job *job)
         snprintf(job->rsh_exec, sizeof(job->rsh_exec), "%s", job->rsh_argv[0]);
         return 0;
     }
-    if (snprintf(job->rsh_exec, sizeof(job->rsh_exec), "%s/rsh.sh", job->dir) >=
-        (int)sizeof(job->rsh_exec))
+    FILE *f = create_launcher_script(job, "rsh.sh");
+    if (f == NULL)
         return -1;
-    int fd = open(job->rsh_exec, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
-    if (fd < 0)
-        return -1;
-    FILE *f = fdopen(fd, "w");
-    if (f == NULL) {
-        close(fd);
-        return -1;
-    }
     fprintf(f, "#!/bin/sh\n# --rsh of gridrun, for hydra's -launcher-exec.\n"
                "exec");
     for (char **w = job->rsh_argv; *w != NULL; w++) {
@@ -327,6 +346,31 @@ static int write_rsh_wrapper(struct gr_job *job)
         put_shell_quoted(f, *w);
     }
     fprintf(f, " \"$@\"\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* --native: hydra starts its proxy for "host" NS (a site's namespace) as
+ * "SCRIPT -x NS COMMAND", which this script runs inside NS, as ssh would
+ * run it on a host.  A private IPC namespace per site keeps UCX's
+ * shared-memory transports from reaching the ranks of another site: they
+ * would bypass the emulated WAN. */
+static int write_netns_launcher(struct gr_job *job)
+{
+    FILE *f = create_launcher_script(job, "netns-exec.sh");
+    if (f == NULL)
+        return -1;
+    fprintf(f, "#!/bin/sh\n"
+               "# gridrun --native: hydra's -launcher-exec, "
+               "\"netns-exec.sh [-x] NS COMMAND...\"\n"
+               "while [ $# -gt 0 ]; do\n"
+               "    case $1 in\n"
+               "    -*) shift ;;\n"
+               "    *) break ;;\n"
+               "    esac\n"
+               "done\n"
+               "ns=$1\n"
+               "shift\n"
+               "exec ip netns exec \"$ns\" unshare --ipc sh -c \"$*\"\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -378,6 +422,8 @@ static int make_job_dir(struct gr_job *job)
             snprintf(s->sock, sizeof(s->sock), "%s/%s.sock", job->dir,
                      s->name) >= (int)sizeof(s->sock))
             goto too_long;
+        if (job->native)
+            continue; /* no relay */
         if (s->local[0] == '\0' && strlen(s->sock) > UNIX_PATH_MAX) {
             fprintf(stderr,
                     "gridrun: socket path %s is too long for a Unix socket; "
@@ -386,17 +432,22 @@ static int make_job_dir(struct gr_job *job)
             return -1;
         }
     }
-    for (uint32_t i = 0; i < job->site_count; i++) {
+    for (uint32_t i = 0; i < job->site_count && !job->native; i++) {
         if (write_relay_config(job, &job->sites[i]) != 0) {
             fprintf(stderr, "gridrun: %s: %s\n", job->sites[i].conf,
                     strerror(errno));
             return -1;
         }
     }
-    if (job->rsh_argv != NULL && write_rsh_wrapper(job) != 0) {
+    if ((job->rsh_argv != NULL && write_rsh_wrapper(job) != 0) ||
+        (job->native && write_netns_launcher(job) != 0)) {
         fprintf(stderr, "gridrun: %s: %s\n", job->rsh_exec, strerror(errno));
         return -1;
     }
+    if (job->wan_argv != NULL &&
+        snprintf(job->wan_log, sizeof(job->wan_log), "%s/wan.log", job->dir) >=
+            (int)sizeof(job->wan_log))
+        goto too_long;
     vlog(job, "job directory %s (job id %u)", job->dir, job->job_id);
     return 0;
 too_long:
@@ -417,7 +468,8 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 /* ---- processes ---------------------------------------------------------- */
 
 /* In the child: default signal state, own process group, then exec. */
-static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
+static void child_exec(char **argv, pid_t parent, int in_fd, int out_fd,
+                       int err_fd)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -425,6 +477,12 @@ static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
         signal(sig, SIG_DFL);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setpgid(0, 0);
+    /* Should gridrun die without tearing down (SIGKILL), its children are
+     * asked to stop all the same: relays drain, mpiexec ends its ranks,
+     * gridwan removes its namespaces.  Checking the parent closes the race
+     * with a gridrun that died before the request. */
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 || getppid() != parent)
+        _exit(127);
     if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0)
         _exit(127);
     execvp(argv[0], argv);
@@ -434,12 +492,28 @@ static void child_exec(char **argv, int in_fd, int out_fd, int err_fd)
 
 static pid_t spawn(char **argv, int in_fd, int out_fd, int err_fd)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(argv, in_fd, out_fd, err_fd);
+        child_exec(argv, parent, in_fd, out_fd, err_fd);
     if (pid > 0)
         setpgid(pid, pid); /* also here: no race with our kill(-pid) */
     return pid;
+}
+
+/* With --wan, the words that run a command inside site s's namespace,
+ * put at argv; returns how many (0 without --wan).  ip netns exec rather
+ * than setns in the child: it also mounts the namespace's own /sys, where
+ * UCX looks for the network devices of the ranks' namespace. */
+static size_t netns_prefix(const struct gr_site *s, char **argv)
+{
+    if (s->netns[0] == '\0')
+        return 0;
+    argv[0] = "ip";
+    argv[1] = "netns";
+    argv[2] = "exec";
+    argv[3] = (char *)s->netns;
+    return 4;
 }
 
 static int start_relays(struct gr_job *job)
@@ -460,8 +534,8 @@ static int start_relays(struct gr_job *job)
             break;
         }
         /* Through --rsh: RSH... RELAYHOST GRIDRELAY -c CONF. */
-        char *argv[64 + 5];
-        size_t a = 0;
+        char *argv[64 + 9];
+        size_t a = netns_prefix(s, argv);
         if (job->rsh_argv != NULL) {
             for (char **w = job->rsh_argv; *w != NULL && a < 64; w++)
                 argv[a++] = *w;
@@ -505,6 +579,10 @@ static void reap(struct runner *r)
     int st;
     pid_t pid;
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+        if (pid == job->wan_pid && job->wan_running) {
+            job->wan_running = false;
+            job->wan_status = st;
+        }
         for (uint32_t i = 0; i < job->site_count; i++) {
             struct gr_site *s = &job->sites[i];
             if (pid == s->relay_pid && s->relay_running) {
@@ -562,7 +640,15 @@ static void emit_line(struct runner *r, struct outsrc *o, char *line,
         }
     }
     int hl;
-    if (end != NULL)
+    if (end != NULL && r->job->native) {
+        /* One MPICH job for every site: its ranks are grid ranks. */
+        const struct gr_site *s = o->site;
+        for (uint32_t i = 0; i < r->job->site_count; i++)
+            if (rank >= r->job->sites[i].offset &&
+                rank - r->job->sites[i].offset < r->job->sites[i].count)
+                s = &r->job->sites[i];
+        hl = snprintf(head, sizeof(head), "[%s/%lu] ", s->name, rank);
+    } else if (end != NULL)
         hl = snprintf(head, sizeof(head), "[%s/%lu] ", o->site->name,
                       (unsigned long)o->site->offset + rank);
     else
@@ -682,23 +768,49 @@ static void pump(struct runner *r, int timeout_ms)
 /* ---- relay readiness ------------------------------------------------------
  */
 
-/* Connect to host:port, host as in a relay config ([v6] in brackets). */
-static int http_connect(const char *host, int port)
+/* A socket in site s's namespace with --wan (a socket stays in the
+ * namespace it was made in, so gridrun can reach a relay that listens on
+ * the loopback of its namespace), else in ours. */
+static int site_socket(const struct gr_job *job, const struct gr_site *s,
+                       const struct addrinfo *ai)
 {
+    int type = ai->ai_socktype | SOCK_CLOEXEC;
+    if (s->netns_fd < 0)
+        return socket(ai->ai_family, type, ai->ai_protocol);
+    if (setns(s->netns_fd, CLONE_NEWNET) == -1)
+        return -1;
+    int fd = socket(ai->ai_family, type, ai->ai_protocol);
+    int saved = errno;
+    if (setns(job->home_netns, CLONE_NEWNET) == -1) {
+        /* Whatever gridrun started next would run in the site's
+         * namespace; its children stop with it (PR_SET_PDEATHSIG). */
+        fprintf(stderr,
+                "gridrun: cannot return to its own network namespace: %s\n",
+                strerror(errno));
+        abort();
+    }
+    errno = saved;
+    return fd;
+}
+
+/* Connect to site s's HTTP endpoint, its host as in a relay config ([v6]
+ * in brackets). */
+static int http_connect(const struct gr_job *job, const struct gr_site *s)
+{
+    const char *host = s->http_host[0] != '\0' ? s->http_host : "127.0.0.1";
     char name[MF_HOST_MAX + 1], service[16];
     size_t n = strlen(host);
     if (n >= 2 && host[0] == '[' && host[n - 1] == ']')
         snprintf(name, sizeof(name), "%.*s", (int)(n - 2), host + 1);
     else
         snprintf(name, sizeof(name), "%s", host);
-    snprintf(service, sizeof(service), "%d", port);
+    snprintf(service, sizeof(service), "%d", s->http_port);
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
     if (getaddrinfo(name, service, &hints, &res) != 0)
         return -1;
     int fd = -1;
     for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
-                    ai->ai_protocol);
+        fd = site_socket(job, s, ai);
         if (fd < 0)
             continue;
         /* A relay that accepts but never answers must not stall the
@@ -716,12 +828,11 @@ static int http_connect(const char *host, int port)
 }
 
 /* GET /status from a relay; returns the body (malloc'd) or NULL. */
-static char *http_status(const struct gr_site *s)
+static char *http_status(const struct gr_job *job, const struct gr_site *s)
 {
     char *buf = NULL;
     size_t len = 0, cap = 0;
-    int fd = http_connect(s->http_host[0] != '\0' ? s->http_host : "127.0.0.1",
-                          s->http_port);
+    int fd = http_connect(job, s);
     if (fd < 0)
         return NULL;
     static const char req[] = "GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
@@ -810,7 +921,7 @@ static int wait_relays_up(struct runner *r)
                 return -1;
             }
             if (!s->relay_up) {
-                char *body = http_status(s);
+                char *body = http_status(job, s);
                 s->relay_up =
                     body != NULL && links_up(body, job->site_count - 1);
                 free(body);
@@ -841,6 +952,178 @@ static int wait_relays_up(struct runner *r)
     }
 }
 
+/* ---- the emulated WAN (--wan) -------------------------------------------- */
+
+static int start_wan(struct gr_job *job)
+{
+    /* gridwan keeps a namespace that exists already: a leftover of a run
+     * killed with SIGKILL under the same pid would outlive this one too. */
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const char *ns = job->sites[i].netns;
+        int exists = netns_exists(ns);
+        if (exists != 0) {
+            if (exists == 1)
+                fprintf(stderr,
+                        "gridrun: network namespace %s exists already (left "
+                        "by a killed run?); remove it with 'ip netns delete "
+                        "%s'\n",
+                        ns, ns);
+            else
+                fprintf(stderr, "gridrun: namespace %s: %s\n", ns,
+                        strerror(errno));
+            return -1;
+        }
+    }
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0)
+        return -1;
+    int log_fd =
+        open(job->wan_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+        fprintf(stderr, "gridrun: %s: %s\n", job->wan_log, strerror(errno));
+        close(null_fd);
+        return -1;
+    }
+    job->wan_argv[0] = job->wan_bin;
+    job->wan_pid = spawn(job->wan_argv, null_fd, log_fd, log_fd);
+    close(log_fd);
+    close(null_fd);
+    if (job->wan_pid < 0) {
+        fprintf(stderr, "gridrun: fork: %s\n", strerror(errno));
+        job->wan_pid = 0;
+        return -1;
+    }
+    job->wan_running = true;
+    vlog(job, "gridwan: pid %ld, log %s", (long)job->wan_pid, job->wan_log);
+    return 0;
+}
+
+/* Whether gridwan's log holds its whole ready line; if so, its device name
+ * (dev=) goes to job->wan_dev. */
+static bool wan_ready(struct gr_job *job)
+{
+    static const char tag[] = "gridwan: ready ";
+    char buf[16384];
+    int fd = open(job->wan_log, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *line = buf;
+    while (strncmp(line, tag, sizeof(tag) - 1) != 0) {
+        line = strchr(line, '\n');
+        if (line == NULL)
+            return false;
+        line++;
+    }
+    char *end = strchr(line, '\n');
+    if (end == NULL)
+        return false;
+    *end = '\0';
+    vlog(job, "%s", line);
+    const char *dev = strstr(line, " dev=");
+    if (dev == NULL)
+        return false;
+    dev += 5;
+    snprintf(job->wan_dev, sizeof(job->wan_dev), "%.*s", (int)strcspn(dev, " "),
+             dev);
+    return true;
+}
+
+/* Wait for gridwan's ready line, then open every site's namespace. */
+static int wait_wan_ready(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    int64_t deadline = now_ms() + WAN_READY_MS;
+    while (!wan_ready(job)) {
+        if (!job->wan_running) {
+            char what[64];
+            describe_status(job->wan_status, what, sizeof(what));
+            fprintf(stderr, "gridrun: gridwan %s while starting; see %s\n",
+                    what, job->wan_log);
+            r->reason = END_ERROR;
+            return -1;
+        }
+        if (now_ms() >= deadline) {
+            fprintf(stderr, "gridrun: gridwan not ready after %d s; see %s\n",
+                    WAN_READY_MS / 1000, job->wan_log);
+            r->reason = END_ERROR;
+            return -1;
+        }
+        pump(r, 50);
+        if (r->reason != END_NONE)
+            return -1;
+    }
+    job->home_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (job->home_netns < 0) {
+        fprintf(stderr, "gridrun: /proc/self/ns/net: %s\n", strerror(errno));
+        r->reason = END_ERROR;
+        return -1;
+    }
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        char path[PATH_MAX];
+        if (netns_path(s->netns, path, sizeof(path)) != 0 ||
+            (s->netns_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+            fprintf(stderr, "gridrun: namespace %s: %s\n", s->netns,
+                    strerror(errno));
+            r->reason = END_ERROR;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Stop gridwan, which removes the namespaces it made; remove them here if
+ * it could not. */
+static void stop_wan(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    if (job->wan_running) {
+        kill(-job->wan_pid, SIGTERM);
+        int64_t deadline = now_ms() + WAN_GRACE_MS;
+        while (job->wan_running && now_ms() < deadline)
+            pump(r, 50);
+    }
+    if (job->wan_running) {
+        fprintf(stderr, "gridrun: gridwan did not stop in %d s; killing it\n",
+                WAN_GRACE_MS / 1000);
+        kill(-job->wan_pid, SIGKILL);
+        if (waitpid(job->wan_pid, &job->wan_status, 0) == job->wan_pid)
+            job->wan_running = false;
+    }
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        if (s->netns_fd >= 0)
+            close(s->netns_fd);
+        s->netns_fd = -1;
+    }
+    if (job->home_netns >= 0)
+        close(job->home_netns);
+    job->home_netns = -1;
+    if (job->wan_pid == 0 ||
+        (WIFEXITED(job->wan_status) && WEXITSTATUS(job->wan_status) == 0))
+        return;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const char *ns = job->sites[i].netns;
+        if (netns_exists(ns) != 1)
+            continue;
+        if (netns_delete(ns) == 0)
+            fprintf(stderr,
+                    "gridrun: removed network namespace %s, which gridwan "
+                    "left behind\n",
+                    ns);
+        else
+            fprintf(stderr,
+                    "gridrun: cannot remove network namespace %s; remove it "
+                    "with 'ip netns delete %s'\n",
+                    ns, ns);
+    }
+}
+
 /* ---- mpiexec ------------------------------------------------------------- */
 
 static int start_mpiexecs(struct runner *r)
@@ -857,12 +1140,20 @@ static int start_mpiexecs(struct runner *r)
     char job_id[16], world[16];
     snprintf(job_id, sizeof(job_id), "%u", job->job_id);
     snprintf(world, sizeof(world), "%u", job->world_size);
+    /* --native: every site's namespace is one "host" of hydra, which
+     * fills them in order, so MPICH ranks are grid ranks. */
+    char native_hosts[GR_MAX_SITES * (WAN_NS_NAME_MAX + 12)];
+    off = 0;
+    for (uint32_t i = 0; i < job->site_count && job->native; i++)
+        off += (size_t)snprintf(native_hosts + off, sizeof(native_hosts) - off,
+                                "%s%s:%u", i ? "," : "", job->sites[i].netns,
+                                job->sites[i].count);
 
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0)
         return -1;
     int status = 0;
-    size_t max_args = (size_t)job->prog_argc + 48;
+    size_t max_args = (size_t)job->prog_argc + 56;
     char **argv = calloc(max_args, sizeof(*argv));
     if (argv == NULL) {
         close(null_fd);
@@ -888,7 +1179,7 @@ static int start_mpiexecs(struct runner *r)
             {"GRIDCOLL_FATTREE", s->fattree},
             {"LD_PRELOAD", job->preload_lib},
         };
-        size_t a = 0;
+        size_t a = netns_prefix(s, argv);
         argv[a++] = job->mpiexec;
         if (job->prefix)
             argv[a++] = "-l";
@@ -896,15 +1187,39 @@ static int start_mpiexecs(struct runner *r)
             argv[a++] = "-hosts";
             argv[a++] = s->mpi_hosts;
         }
-        if (job->rsh_argv != NULL) {
+        if (job->rsh_exec[0] != '\0') {
             argv[a++] = "-launcher";
             argv[a++] = "ssh";
             argv[a++] = "-launcher-exec";
             argv[a++] = job->rsh_exec;
         }
-        argv[a++] = "-n";
-        argv[a++] = count;
-        for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
+        if (job->native) {
+            /* mpiexec runs in the first site's namespace: the proxies of
+             * the others reach it, and the ranks each other, over
+             * gridwan's device. */
+            const char *native_env[][2] = {
+                {"UCX_TLS", NATIVE_UCX_TLS},
+                {"UCX_NET_DEVICES", job->wan_dev},
+                {"LD_PRELOAD", job->preload_lib},
+            };
+            argv[a++] = "-iface";
+            argv[a++] = job->wan_dev;
+            argv[a++] = "-hosts";
+            argv[a++] = native_hosts;
+            argv[a++] = "-n";
+            argv[a++] = world;
+            for (size_t k = 0; k < sizeof(native_env) / sizeof(native_env[0]);
+                 k++) {
+                argv[a++] = "-genv";
+                argv[a++] = (char *)native_env[k][0];
+                argv[a++] = (char *)native_env[k][1];
+            }
+        } else {
+            argv[a++] = "-n";
+            argv[a++] = count;
+        }
+        for (size_t k = 0; k < sizeof(env) / sizeof(env[0]) && !job->native;
+             k++) {
             /* Not set by us (no fat tree, no --preload): what gridrun's
              * environment has reaches the ranks through hydra. */
             if (env[k][1][0] == '\0')
@@ -945,6 +1260,8 @@ static int start_mpiexecs(struct runner *r)
         }
         s->mpi_running = true;
         vlog(job, "site %s: mpiexec pid %ld", s->name, (long)s->mpi_pid);
+        if (job->native)
+            break; /* one mpiexec for every site */
     }
     if (status != 0) {
         fprintf(stderr, "gridrun: cannot start mpiexec: %s\n", strerror(errno));
@@ -978,11 +1295,15 @@ static void watch(struct runner *r)
              i++) {
             /* After every rank is done a relay is no longer needed, so only
              * a death while ranks may use it fails the job. */
-            if (!job->sites[i].relay_running && !all_done) {
+            if (job->sites[i].relay_pid > 0 && !job->sites[i].relay_running &&
+                !all_done) {
                 r->reason = END_RELAY_DIED;
                 r->failed_site = &job->sites[i];
             }
         }
+        if (r->reason == END_NONE && job->wan_pid > 0 && !job->wan_running &&
+            !all_done)
+            r->reason = END_WAN_DIED;
         if (all_done && r->reason == END_NONE)
             r->reason = END_SUCCESS;
     }
@@ -990,18 +1311,23 @@ static void watch(struct runner *r)
 
 /* ---- teardown ------------------------------------------------------------ */
 
-static bool is_relay(const struct gr_job *job, pid_t pid)
+/* Processes (with their children) that signal_descendants() leaves
+ * alone: gridwan always, since stop_wan() stops it after everything that
+ * uses its WAN, and the relays unless with_relays. */
+static bool is_spared(const struct gr_job *job, pid_t pid, bool with_relays)
 {
-    for (uint32_t i = 0; i < job->site_count; i++)
+    if (job->wan_pid > 0 && pid == job->wan_pid)
+        return true;
+    for (uint32_t i = 0; i < job->site_count && !with_relays; i++)
         if (job->sites[i].relay_pid == pid)
             return true;
     return false;
 }
 
-/* Signal every live process below us except the relays: hydra's proxies
- * and ranks setsid() away from mpiexec's group, and orphans re-parented to
- * us (subreaper) sit in groups we never made.  Returns how many there
- * were. */
+/* Signal every live process below us except the relays (unless
+ * with_relays) and gridwan: hydra's proxies and ranks setsid() away from
+ * mpiexec's group, and orphans re-parented to us (subreaper) sit in groups
+ * we never made.  Returns how many there were. */
 static int signal_descendants(const struct gr_job *job, int sig,
                               bool with_relays)
 {
@@ -1039,14 +1365,14 @@ static int signal_descendants(const struct gr_job *job, int sig,
     closedir(d);
     pid_t self = getpid();
     for (int i = 0; i < n; i++) {
-        if (!with_relays && is_relay(job, pids[i]))
+        if (is_spared(job, pids[i], with_relays))
             continue;
         /* Walk up the parent chain; bounded in case pids were reused
          * while we read /proc.  A relay's own children (the relay behind
          * an --rsh command) are left to stop_relays(). */
         pid_t p = ppids[i];
         for (int depth = 0; depth < 64 && p > 1 && p != self; depth++) {
-            if (!with_relays && is_relay(job, p)) {
+            if (is_spared(job, p, with_relays)) {
                 p = 0;
                 break;
             }
@@ -1173,18 +1499,27 @@ static int final_status(struct runner *r)
     case END_SUCCESS: return 0;
     case END_MPI_FAILED: {
         struct gr_site *s = r->failed_site;
+        /* --native has one mpiexec for every site. */
+        char site[MF_NAME_MAX + 8] = "";
+        if (!job->native)
+            snprintf(site, sizeof(site), "site %s: ", s->name);
         describe_status(s->mpi_status, what, sizeof(what));
         if (s->exit_string[0] != '\0')
-            fprintf(stderr, "gridrun: site %s: mpiexec %s (hydra: %s)\n",
-                    s->name, what, s->exit_string);
+            fprintf(stderr, "gridrun: %smpiexec %s (hydra: %s)\n", site, what,
+                    s->exit_string);
         else
-            fprintf(stderr, "gridrun: site %s: mpiexec %s\n", s->name, what);
+            fprintf(stderr, "gridrun: %smpiexec %s\n", site, what);
         if (WIFSIGNALED(s->mpi_status))
             return 128 + WTERMSIG(s->mpi_status);
         return WEXITSTATUS(s->mpi_status);
     }
     case END_RELAY_DIED:
         relay_died_message(job, r->failed_site, "while ranks ran");
+        return 1;
+    case END_WAN_DIED:
+        describe_status(job->wan_status, what, sizeof(what));
+        fprintf(stderr, "gridrun: gridwan died while ranks ran (%s); see %s\n",
+                what, job->wan_log);
         return 1;
     case END_SIGNAL:
         fprintf(stderr, "gridrun: interrupted\n");
@@ -1203,6 +1538,9 @@ int gr_job_run(struct gr_job *job)
     struct runner r = {.job = job};
     int status = 1;
 
+    job->home_netns = -1;
+    for (uint32_t i = 0; i < job->site_count; i++)
+        job->sites[i].netns_fd = -1;
     if (job->timeout_s > 0)
         r.deadline_ms = now_ms() + (int64_t)job->timeout_s * 1000;
     /* Orphaned proxies and ranks come to us, so teardown can find them. */
@@ -1216,21 +1554,41 @@ int gr_job_run(struct gr_job *job)
         r.reason = END_ERROR;
         goto teardown;
     }
-    if (start_relays(job) != 0) {
-        r.reason = END_ERROR;
-        goto teardown;
+    if (job->wan_argv != NULL) {
+        if (start_wan(job) != 0) {
+            r.reason = END_ERROR;
+            goto teardown;
+        }
+        if (wait_wan_ready(&r) != 0)
+            goto teardown;
     }
-    if (wait_relays_up(&r) != 0)
-        goto teardown;
+    if (!job->native) {
+        if (start_relays(job) != 0) {
+            r.reason = END_ERROR;
+            goto teardown;
+        }
+        if (wait_relays_up(&r) != 0)
+            goto teardown;
+    }
     if (start_mpiexecs(&r) != 0)
         goto teardown;
     watch(&r);
 
 teardown:
     stop_ranks(&r);
-    /* Judge now: relays stopped on purpose below must not count. */
+    /* Judge now: relays and gridwan stopped on purpose below must not
+     * count. */
     status = final_status(&r);
     stop_relays(&r);
+    stop_wan(&r);
+    if (job->wan_pid > 0 && r.reason == END_SUCCESS &&
+        !(WIFEXITED(job->wan_status) && WEXITSTATUS(job->wan_status) == 0)) {
+        char what[64];
+        describe_status(job->wan_status, what, sizeof(what));
+        fprintf(stderr, "gridrun: warning: gridwan %s on shutdown; see %s\n",
+                what, job->wan_log);
+        job->keep_job_dir = true;
+    }
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *s = &job->sites[i];
         /* Through --rsh, the SIGTERM ends the rsh command itself (ssh,

@@ -6,11 +6,13 @@
 #define GRIDRUN_JOB_H
 
 #include <limits.h>
+#include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "machinefile.h"
+#include "wan_options.h"
 
 #define GR_MAX_SITES 16
 
@@ -35,6 +37,10 @@ struct gr_site {
     /* GRIDCOLL_FATTREE for the ranks, M1,...,ML; "" = not set by gridrun,
      * so whatever gridrun's own environment has reaches them. */
     char fattree[GC_SCHED_FATTREE_TEXT_MAX];
+    /* --wan: the network namespace the site's relay and ranks run in, and
+     * a descriptor of it once gridwan made it (-1 before and without). */
+    char netns[WAN_NS_NAME_MAX];
+    int netns_fd;
 
     int http_port;
     char conf[PATH_MAX];
@@ -66,16 +72,32 @@ struct gr_job {
     int prog_argc;
     char relay_bin[PATH_MAX];
     char mpiexec[PATH_MAX];
+    /* LD_PRELOAD of the ranks: libgridcoll.so (--preload) or
+     * libgridrun-native.so (--native); "" = none. */
     char preload_lib[PATH_MAX];
     const char *job_dir_base; /* --job-dir; NULL = $TMPDIR or /tmp */
     char **rsh_argv;          /* --rsh split into words; NULL = none */
     char tls_dir[PATH_MAX];   /* --tls-dir, absolute; "" = plaintext WAN */
+    /* --wan: gridwan's command line, argv[0] to be replaced by wan_bin;
+     * NULL = every site on loopback in gridrun's own namespace. */
+    char **wan_argv;
+    char wan_bin[PATH_MAX];
+    /* --native: one plain MPICH job across the namespace sites, no relays
+     * and no GridColl environment (the baseline). */
+    bool native;
 
     /* State. */
     char dir[PATH_MAX];
     char token_file[PATH_MAX];
-    char rsh_exec[PATH_MAX]; /* hydra's -launcher-exec (with --rsh) */
+    char rsh_exec[PATH_MAX]; /* hydra's -launcher-exec (--rsh, --native);
+                                "" = its default launcher */
     uint32_t job_id;
+    char wan_log[PATH_MAX];
+    char wan_dev[IF_NAMESIZE]; /* gridwan's device in every namespace */
+    pid_t wan_pid;             /* 0 = not started */
+    bool wan_running;
+    int wan_status;
+    int home_netns; /* gridrun's own network namespace (--wan), else -1 */
 };
 
 /* Whether site s opens the WAN link to `peer` (else peer dials s):

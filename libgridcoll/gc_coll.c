@@ -8,21 +8,20 @@
  * phase back.  Only packed bytes cross sites, so derived datatypes never
  * need to be contiguous; all sites share one architecture.
  *
- * WAN messages per call, S = sites with members, N = members, n_s = the
- * members on site s:
+ * WAN messages per call of what is here and in gc_coll_reduce.c, S =
+ * sites with members:
  *   Barrier, gc_coll_allgather_bytes      S(S-1), one round between leaders
- *   Gather(v), Scatter(v)                 S-1 (root <-> other leaders)
- *   Reduce                                S-1 (leaders' partial results,
- *                                         or their sites' contributions)
- *   Allreduce, Reduce_scatter(_block),
- *   Scan, Exscan, Allgather(v)            2(S-1) (to a root and back;
- *                                         Allreduce's and Allgather(v)'s
- *                                         way back, coll_bcast, sends S-1
- *                                         per 256 KiB segment)
- * These are the fixed fallbacks and the first table entries; the
- * literature's algorithms are in coll/ (docs/algorithms.md).  Reductions
- * and scans are in gc_coll_reduce.c, Bcast (and coll_bcast) in
- * coll/bcast_grid_*.c, the all-to-alls in coll/alltoall_grid_*.c.
+ *   Allreduce reduce_bcast, Reduce_scatter
+ *   reduce_scatterv, Scan gather_scatter,
+ *   Allgather(v) gather_bcast             to a root and back: two WAN
+ *                                         latencies, S-1 messages each way
+ *                                         (per segment on the legs through
+ *                                         coll_reduce and coll_bcast)
+ * These are the issue-3 fallbacks, the first entries of their tables; the
+ * literature's algorithms are in coll/, one per file (docs/algorithms.md),
+ * among them the MagPIe Gather(v), Scatter(v) and Reduce (coll_gatherv,
+ * coll_scatterv, coll_reduce) the fallbacks are built on.  The helpers
+ * hier Gatherv and Scatterv share stay here (coll_rooted_*).
  */
 #include <limits.h>
 #include <stdint.h>
@@ -457,20 +456,7 @@ static int local_layout(const struct gc_comm *c, const int *counts,
     return MPI_SUCCESS;
 }
 
-/*
- * The root's side of a Gatherv or Scatterv: its site map, the local
- * layout, and for every other site a buffer for that site's packed parts
- * (bytes[s], from counts[] of type).
- */
-struct rooted {
-    struct site_map map;
-    int *lcounts, *ldispls;
-    unsigned char *blocks[GC_MAX_SITES];
-    size_t bytes[GC_MAX_SITES];
-    MPI_Aint extent;
-};
-
-static void rooted_free(struct rooted *x)
+void coll_rooted_free(struct coll_rooted *x)
 {
     for (int s = 0; s < GC_MAX_SITES; s++)
         free(x->blocks[s]);
@@ -479,8 +465,9 @@ static void rooted_free(struct rooted *x)
     site_map_free(&x->map);
 }
 
-static int rooted_make(const struct gc_comm *c, const int *counts,
-                       const int *displs, MPI_Datatype type, struct rooted *x)
+int coll_rooted_make(const struct gc_comm *c, const int *counts,
+                     const int *displs, MPI_Datatype type,
+                     struct coll_rooted *x)
 {
     MPI_Aint lb;
     int status = PMPI_Type_get_extent(type, &lb, &x->extent);
@@ -499,13 +486,9 @@ static int rooted_make(const struct gc_comm *c, const int *counts,
     return status;
 }
 
-/*
- * Pack (or unpack) every member's part of a site block, in site-rank
- * order, from (into) buf + displs[r] extents, counts[r] of type.
- */
-static int rooted_copy(const struct gc_comm *c, const struct rooted *x, int s,
-                       const int *counts, const int *displs, MPI_Datatype type,
-                       void *buf, int unpack)
+int coll_rooted_copy(const struct gc_comm *c, const struct coll_rooted *x,
+                     int s, const int *counts, const int *displs,
+                     MPI_Datatype type, void *buf, int unpack)
 {
     size_t pos = 0;
     for (int i = x->map.first[s]; i < x->map.first[s] + x->map.count[s]; i++) {
@@ -528,73 +511,8 @@ static int rooted_copy(const struct gc_comm *c, const struct rooted *x, int s,
     return MPI_SUCCESS;
 }
 
-/* The root's part of Gatherv; see coll_gatherv. */
-static int gather_root(struct gc_comm *c, const void *sbuf, int scount,
-                       MPI_Datatype stype, void *rbuf, const int *rcounts,
-                       const int *rdispls, MPI_Datatype rtype)
-{
-    struct rooted x = {0};
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, local_status = MPI_SUCCESS;
-    int status = rooted_make(c, rcounts, rdispls, rtype, &x);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    /* Receives first, so leaders' blocks land during the local phase. */
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = coll_irecv(c, c->leader[s], TAG_GATHER, x.blocks[s],
-                                x.bytes[s], reqs, &n);
-    if (status == MPI_SUCCESS)
-        local_status = PMPI_Gatherv(sbuf, scount, stype, rbuf, x.lcounts,
-                                    x.ldispls, rtype, c->local_rank, c->local);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = rooted_copy(c, &x, s, rcounts, rdispls, rtype, rbuf, 1);
-cleanup:
-    rooted_free(&x);
-    return status;
-}
-
-/* The root's part of Scatterv; see coll_scatterv. */
-static int scatter_root(struct gc_comm *c, const void *sbuf, const int *scounts,
-                        const int *sdispls, MPI_Datatype stype, void *rbuf,
-                        int rcount, MPI_Datatype rtype)
-{
-    struct rooted x = {0};
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, local_status = MPI_SUCCESS;
-    int status = rooted_make(c, scounts, sdispls, stype, &x);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status =
-                rooted_copy(c, &x, s, scounts, sdispls, stype, (void *)sbuf, 0);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = coll_isend(c, c->leader[s], TAG_SCATTER, x.blocks[s],
-                                x.bytes[s], reqs, &n);
-    if (status == MPI_SUCCESS)
-        local_status = PMPI_Scatterv(sbuf, x.lcounts, x.ldispls, stype, rbuf,
-                                     rcount, rtype, c->local_rank, c->local);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-cleanup:
-    rooted_free(&x);
-    return status;
-}
-
-/*
- * A member of a site without the root: its part of Gatherv (`gather`,
- * sending count x type from buf) or Scatterv (receiving it into buf).
- * The bytes pass through the site's leader in one WAN message.
- */
-static int rooted_remote(struct gc_comm *c, void *buf, int count,
-                         MPI_Datatype type, int root, int uniform, int gather)
+int coll_rooted_remote(struct gc_comm *c, void *buf, int count,
+                       MPI_Datatype type, int root, int uniform, int gather)
 {
     unsigned char *mine = NULL, *block = NULL;
     int *lens = NULL, *displs = NULL;
@@ -636,42 +554,6 @@ cleanup:
     free(lens);
     free(displs);
     return status;
-}
-
-/*
- * Gatherv: the root's site gathers locally straight into the root's
- * buffer with the user's types; every other site packs, gathers the bytes
- * at its leader, and the leader sends them to the root in one message.
- */
-int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
-                 MPI_Datatype stype, void *rbuf, const int *rcounts,
-                 const int *rdispls, MPI_Datatype rtype, int root, int uniform)
-{
-    if (c->site[c->rank] != c->site[root])
-        return rooted_remote(c, (void *)sbuf, scount, stype, root, uniform, 1);
-    if (c->rank == root)
-        return gather_root(c, sbuf, scount, stype, rbuf, rcounts, rdispls,
-                           rtype);
-    return PMPI_Gatherv(sbuf, scount, stype, rbuf, NULL, NULL, rtype,
-                        c->site_rank[root], c->local);
-}
-
-/*
- * Scatterv: the root packs each other site's parts into one message to
- * its leader, which scatters the bytes locally; the root's own site
- * scatters straight from the root's buffer with the user's types.
- */
-int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
-                  const int *sdispls, MPI_Datatype stype, void *rbuf,
-                  int rcount, MPI_Datatype rtype, int root, int uniform)
-{
-    if (c->site[c->rank] != c->site[root])
-        return rooted_remote(c, rbuf, rcount, rtype, root, uniform, 0);
-    if (c->rank == root)
-        return scatter_root(c, sbuf, scounts, sdispls, stype, rbuf, rcount,
-                            rtype);
-    return PMPI_Scatterv(sbuf, NULL, NULL, stype, rbuf, rcount, rtype,
-                         c->site_rank[root], c->local);
 }
 
 /*
@@ -754,22 +636,6 @@ static int check_rooted(const struct gc_comm *c, const char *fn, int root,
 int barrier_grid_hier(const struct coll_args *a)
 {
     return gc_coll_barrier(a->comm);
-}
-
-int gatherv_grid_hier(const struct coll_args *a)
-{
-    const struct coll_rooted_args *r = &a->u.rooted;
-    return coll_gatherv(a->comm, r->sbuf, r->block_count, r->block_type,
-                        r->rbuf, r->counts, r->displs, r->many_type, r->root,
-                        r->uniform);
-}
-
-int scatterv_grid_hier(const struct coll_args *a)
-{
-    const struct coll_rooted_args *r = &a->u.rooted;
-    return coll_scatterv(a->comm, r->sbuf, r->counts, r->displs, r->many_type,
-                         r->rbuf, r->block_count, r->block_type, r->root,
-                         r->uniform);
 }
 
 int allgatherv_grid_gather_bcast(const struct coll_args *a)

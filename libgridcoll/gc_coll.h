@@ -1,7 +1,8 @@
 /*
  * Internals shared by the collective files: gc_coll.c (helpers, barrier,
- * gather/scatter family), gc_coll_reduce.c (reductions and scans),
- * gc_coll_alltoall.c and coll/ (one algorithm per file).  Layer-wide
+ * the issue-3 fallbacks of the gather family), gc_coll_reduce.c (the
+ * reduction entry points and fallbacks), gc_coll_alltoall.c and coll/
+ * (one algorithm per file).  Layer-wide
  * collectives are in gc_mpi.h.
  */
 #ifndef GC_COLL_H
@@ -29,6 +30,8 @@ enum coll_tag {
     TAG_ALLREDUCE,       /* leader -> leaders: a site's partial result */
     TAG_ALLREDUCE_SLICE, /* rank -> its counterparts: part of a slice */
     TAG_BCAST_LANE,      /* the second stream of a two-lane bcast */
+    TAG_REDUCE_SCATTER,  /* rank -> owner: part of a site's partial result */
+    TAG_SCAN,            /* last member -> leaders: a site's total */
     TAG_NODE_BCAST,      /* site source -> node leaders (local_p2p) */
 };
 
@@ -128,9 +131,12 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
 int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
 
 /*
- * Grid algorithms behind the entry points, arguments already checked.
- * coll_bcast is the hier bcast (coll/bcast_grid_hier.c) with the default
- * segment size, for collectives built on a bcast.
+ * Grid algorithms behind the entry points, arguments already checked,
+ * for collectives built on them: coll_bcast is the hier bcast
+ * (coll/bcast_grid_hier.c) and coll_reduce the hier reduce
+ * (coll/reduce_grid_hier.c), both with the default segment size;
+ * coll_gatherv and coll_scatterv are the hier Gatherv and Scatterv
+ * (coll/gather_grid_hier.c, coll/scatter_grid_hier.c).
  */
 int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
                int root);
@@ -149,6 +155,41 @@ int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
                 MPI_Datatype type, MPI_Op op, int root);
 
 /*
+ * Shared by the hier Gatherv and Scatterv (coll/gather_grid_hier.c,
+ * coll/scatter_grid_hier.c).  The root's side: its site map, counts[] and
+ * displs[] re-indexed by local rank for its local phase, and for every
+ * other site a buffer for that site's packed parts (bytes[s], from
+ * counts[] of type).  Free with coll_rooted_free, also after a failure.
+ */
+struct coll_rooted {
+    struct site_map map;
+    int *lcounts, *ldispls;
+    unsigned char *blocks[GC_MAX_SITES];
+    size_t bytes[GC_MAX_SITES];
+    MPI_Aint extent;
+};
+int coll_rooted_make(const struct gc_comm *c, const int *counts,
+                     const int *displs, MPI_Datatype type,
+                     struct coll_rooted *x);
+void coll_rooted_free(struct coll_rooted *x);
+/*
+ * Pack (or unpack) every member's part of site s's block, in site-rank
+ * order, from (into) buf + displs[r] extents, counts[r] of type.
+ */
+int coll_rooted_copy(const struct gc_comm *c, const struct coll_rooted *x,
+                     int s, const int *counts, const int *displs,
+                     MPI_Datatype type, void *buf, int unpack);
+/*
+ * A member of a site without the root: its part of Gatherv (`gather`,
+ * sending count x type from buf) or Scatterv (receiving it into buf).
+ * The bytes pass through the site's leader in one WAN message.
+ */
+int coll_rooted_remote(struct gc_comm *c, void *buf, int count,
+                       MPI_Datatype type, int root, int uniform, int gather);
+
+/* 1 when every site's members are one contiguous range of comm ranks. */
+int coll_sites_contiguous(const struct gc_comm *c);
+/*
  * *in_order = 1 when combining every site's partial result in the order
  * of the sites' first members gives MPI's rank-order result for `op`: a
  * commutative op, or every site's members one contiguous range of ranks.
@@ -162,5 +203,13 @@ int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order);
 int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
                  size_t stride, size_t len, void *rbuf, int count,
                  MPI_Datatype type, MPI_Op op);
+/*
+ * Every member's input (sbuf, or rbuf for MPI_IN_PLACE) packed into
+ * *mine, one block of `len` bytes, described by b; with `layout` also
+ * the block layout for a root.  Free *mine and b, also after a failure.
+ */
+int coll_pack_input(const struct gc_comm *c, const void *sbuf, const void *rbuf,
+                    int count, MPI_Datatype type, size_t len, int layout,
+                    unsigned char **mine, struct coll_blocks *b);
 
 #endif

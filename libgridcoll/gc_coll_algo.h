@@ -174,6 +174,10 @@ const struct coll_table *coll_table_of(enum gc_coll_kind kind);
 /* Print every table (gridcoll-info --algorithms). */
 void coll_print_algorithms(FILE *out);
 
+/* The same as CSV, one row per table and algorithm: coll, algo,
+ * description, restrictions (gridcoll-info --algorithms --csv). */
+void coll_print_algorithms_csv(FILE *out);
+
 /* ---- the algorithms, by collective (one file each) ---------------------- */
 
 coll_algo_fn barrier_grid_hier;
@@ -188,9 +192,11 @@ coll_algo_fn allreduce_grid_reduce_bcast;
 coll_algo_fn allreduce_grid_hier;
 coll_algo_fn allreduce_grid_multileader;
 coll_algo_fn reduce_scatter_grid_reduce_scatterv;
+coll_algo_fn reduce_scatter_grid_hier;
 coll_algo_fn scan_grid_gather_scatter;
-coll_algo_fn gatherv_grid_hier;
-coll_algo_fn scatterv_grid_hier;
+coll_algo_fn scan_grid_hier;
+coll_algo_fn gather_grid_hier;
+coll_algo_fn scatter_grid_hier;
 coll_algo_fn allgatherv_grid_gather_bcast;
 coll_algo_fn allgather_grid_hier;
 coll_algo_fn alltoall_grid_direct;

@@ -1,8 +1,10 @@
 /*
- * Reductions and scans on grid communicators (see gc_coll.c for the
- * scheme and the WAN message counts).  Ops are applied with
- * PMPI_Reduce_local on typed temporaries, so every built-in op and
- * datatype and user-defined ops work; a non-commutative op always
+ * Reductions and scans on grid communicators: the entry points, the
+ * helpers the reduction algorithms share, and the issue-3 fallbacks
+ * reduce_bcast, reduce_scatterv and gather_scatter (gc_coll.c has their
+ * WAN message counts; the other algorithms are in coll/).  Ops are
+ * applied with PMPI_Reduce_local on typed temporaries, so every built-in
+ * op and datatype and user-defined ops work; a non-commutative op always
  * combines in comm-rank order, whatever the site layout.
  */
 #include <limits.h>
@@ -12,17 +14,22 @@
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
+int coll_sites_contiguous(const struct gc_comm *c)
+{
+    /* Contiguous: the site changes exactly site_count - 1 times. */
+    int runs = 1;
+    for (int r = 1; r < c->size; r++)
+        runs += c->site[r] != c->site[r - 1];
+    return runs == c->site_count;
+}
+
 int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order)
 {
     int commutative;
     int status = PMPI_Op_commutative(op, &commutative);
     if (status != MPI_SUCCESS)
         return status;
-    /* Contiguous: the site changes exactly site_count - 1 times. */
-    int runs = 1;
-    for (int r = 1; r < c->size; r++)
-        runs += c->site[r] != c->site[r - 1];
-    *in_order = commutative || runs == c->site_count;
+    *in_order = commutative || coll_sites_contiguous(c);
     return MPI_SUCCESS;
 }
 
@@ -49,14 +56,9 @@ cleanup:
     return status;
 }
 
-/*
- * Every member's input (sbuf, or rbuf for MPI_IN_PLACE) packed, as one
- * block of `len` bytes; with `layout` the block layout for the root.
- */
-static int pack_input(const struct gc_comm *c, const void *sbuf,
-                      const void *rbuf, int count, MPI_Datatype type,
-                      size_t len, int layout, unsigned char **mine,
-                      struct coll_blocks *b)
+int coll_pack_input(const struct gc_comm *c, const void *sbuf, const void *rbuf,
+                    int count, MPI_Datatype type, size_t len, int layout,
+                    unsigned char **mine, struct coll_blocks *b)
 {
     int status = coll_blocks_make(c, (MPI_Count)len, MPI_BYTE, layout, b);
     if (status != MPI_SUCCESS)
@@ -65,131 +67,6 @@ static int pack_input(const struct gc_comm *c, const void *sbuf,
         return coll_no_mem(c);
     return coll_pack(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, type, *mine,
                      len);
-}
-
-/*
- * Reduce of a non-commutative op over sites that interleave in rank
- * order: no site's partial result is a contiguous piece of the answer,
- * so every contribution goes to the root (Gather), which combines them.
- */
-static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
-                           int count, MPI_Datatype type, MPI_Op op, int root,
-                           size_t len)
-{
-    unsigned char *mine = NULL, *all = NULL;
-    struct coll_blocks b = COLL_BLOCKS_INIT;
-    int status =
-        pack_input(c, sbuf, rbuf, count, type, len, c->rank == root, &mine, &b);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    if (c->rank == root && (all = coll_alloc(len * (size_t)c->size)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
-                          b.type, root, 1);
-    if (status == MPI_SUCCESS && c->rank == root)
-        status = coll_combine(c, all, c->size, len, len, rbuf, count, type, op);
-cleanup:
-    free(mine);
-    free(all);
-    coll_blocks_free(&b);
-    return status;
-}
-
-/* The root of Reduce: its site's partial and the leaders', combined. */
-static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
-                       int count, MPI_Datatype type, MPI_Op op, size_t len)
-{
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, k = 0, slot = 0, local_status = MPI_SUCCESS;
-    int status = MPI_SUCCESS;
-    unsigned char *partials = coll_alloc(len * (size_t)c->site_count);
-    if (partials == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    /* Partials in the order of the sites' rank ranges (first members). */
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++) {
-        int s = c->site[r];
-        if (c->leader[s] != r)
-            continue;
-        if (s == c->site[c->rank])
-            slot = k;
-        else
-            status = coll_irecv(c, r, TAG_REDUCE, partials + (size_t)k * len,
-                                len, reqs, &n);
-        k++;
-    }
-    if (status == MPI_SUCCESS)
-        local_status =
-            PMPI_Reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
-    if (status == MPI_SUCCESS && local_status == MPI_SUCCESS)
-        local_status =
-            coll_pack(c, rbuf, count, type, partials + (size_t)slot * len, len);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    if (status == MPI_SUCCESS)
-        status = coll_combine(c, partials, k, len, len, rbuf, count, type, op);
-cleanup:
-    free(partials);
-    return status;
-}
-
-/* The leader of a site without the root: its site's partial result. */
-static int reduce_leader(struct gc_comm *c, const void *sbuf, int count,
-                         MPI_Datatype type, MPI_Op op, int root, size_t len)
-{
-    struct coll_temp t = {0};
-    unsigned char *bytes = NULL;
-    int status = coll_temp_alloc(c, count, type, 1, &t);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = PMPI_Reduce(sbuf, t.base, count, type, op, 0, c->local);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    if ((bytes = coll_alloc(len)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    status = coll_pack(c, t.base, count, type, bytes, len);
-    if (status == MPI_SUCCESS)
-        status = coll_send(c, root, TAG_REDUCE, bytes, len);
-cleanup:
-    free(bytes);
-    free(t.mem);
-    return status;
-}
-
-/*
- * Reduce: a local reduce on each site, to the root on the root's site and
- * to the leader elsewhere; the leaders send their partial results to the
- * root, which combines them in rank order.  Valid for commutative ops,
- * and for any op when sites are contiguous rank ranges (MPICH's local
- * reduce keeps local-rank order, which is comm-rank order); otherwise
- * reduce_gathered.
- */
-int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                MPI_Datatype type, MPI_Op op, int root)
-{
-    int in_order;
-    size_t len;
-    int status = coll_site_partials_ok(c, op, &in_order);
-    if (status == MPI_SUCCESS)
-        status = coll_packed_size(c, count, type, &len);
-    if (status != MPI_SUCCESS)
-        return status;
-    if (!in_order)
-        return reduce_gathered(c, sbuf, rbuf, count, type, op, root, len);
-    if (c->rank == root)
-        return reduce_root(c, sbuf, rbuf, count, type, op, len);
-    if (c->site[c->rank] == c->site[root])
-        return PMPI_Reduce(sbuf, NULL, count, type, op, c->site_rank[root],
-                           c->local);
-    if (c->local_rank != 0)
-        return PMPI_Reduce(sbuf, NULL, count, type, op, 0, c->local);
-    return reduce_leader(c, sbuf, count, type, op, root, len);
 }
 
 /*
@@ -207,7 +84,8 @@ static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
     size_t len;
     int status = coll_packed_size(c, count, type, &len);
     if (status == MPI_SUCCESS)
-        status = pack_input(c, sbuf, rbuf, count, type, len, root, &mine, &b);
+        status =
+            coll_pack_input(c, sbuf, rbuf, count, type, len, root, &mine, &b);
     if (status == MPI_SUCCESS && root)
         status = coll_temp_alloc(c, count, type, c->size, &t);
     if (status == MPI_SUCCESS && root &&
@@ -284,13 +162,6 @@ cleanup:
     free(t.mem);
     free(displs);
     return status;
-}
-
-int reduce_grid_hier(const struct coll_args *a)
-{
-    const struct coll_reduce_args *r = &a->u.reduce;
-    return coll_reduce(a->comm, r->sbuf, r->rbuf, r->count, r->type, r->op,
-                       r->root);
 }
 
 /* Allreduce: Reduce to rank 0, then Bcast from it. */

@@ -66,18 +66,34 @@ static const struct coll_rule bcast_rules[] = {
 static const struct coll_algo reduce_algos[] = {
     {"hier",
      "MagPIe: local reduce on every site, leaders send partial "
-     "results to the root, combined in rank order",
+     "results to the root in segments, folded in rank order as they "
+     "arrive (non-commutative op on interleaved sites: every "
+     "contribution to the root)",
      "", NULL, reduce_grid_hier},
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
 /* Site-ordered folding of partial results is rank order for this op. */
-static int partials_in_order(const struct coll_args *a)
+static int op_partials_in_order(const struct coll_args *a, MPI_Op op)
 {
     int in_order = 0;
-    return coll_site_partials_ok(a->comm, a->u.reduce.op, &in_order) ==
-               MPI_SUCCESS &&
+    return coll_site_partials_ok(a->comm, op, &in_order) == MPI_SUCCESS &&
            in_order;
+}
+
+static int partials_in_order(const struct coll_args *a)
+{
+    return op_partials_in_order(a, a->u.reduce.op);
+}
+
+static int scatter_partials_in_order(const struct coll_args *a)
+{
+    return op_partials_in_order(a, a->u.reduce_scatter.op);
+}
+
+static int sites_contiguous(const struct coll_args *a)
+{
+    return coll_sites_contiguous(a->comm);
 }
 
 #define SITE_ORDER_RESTRICTION                                                 \
@@ -112,25 +128,44 @@ static const struct coll_rule allreduce_rules[] = {
 static const struct coll_algo reduce_scatter_algos[] = {
     {"reduce_scatterv",
      "hierarchical Reduce of the whole vector to rank 0, "
-     "then hierarchical Scatterv of the pieces",
+     "then hierarchical Scatterv of the pieces (two WAN latencies)",
      "", NULL, reduce_scatter_grid_reduce_scatterv},
+    {"hier",
+     "local reduce-scatter over every member of a site, each member sends "
+     "the pieces of its slice straight to their owners on other sites "
+     "(segmented, one WAN latency), owners fold in site order",
+     SITE_ORDER_RESTRICTION, scatter_partials_in_order,
+     reduce_scatter_grid_hier},
 };
+/* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule reduce_scatter_rules[] = {
-    {0, 0, 0, "reduce_scatterv"}};
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "reduce_scatterv"},
+};
 
 static const struct coll_algo scan_algos[] = {
     {"gather_scatter",
      "every contribution to rank 0 (Gather), prefixes in "
-     "rank order there, Scatter back",
+     "rank order there, Scatter back (two WAN latencies)",
      "", NULL, scan_grid_gather_scatter},
+    {"hier",
+     "local scan, each site's last member sends the site total to the "
+     "leaders of the sites after it (one WAN latency), leaders fold the "
+     "prefix and broadcast it locally, members apply it",
+     "every site's members one contiguous range of ranks, for any op",
+     sites_contiguous, scan_grid_hier},
 };
-static const struct coll_rule scan_rules[] = {{0, 0, 0, "gather_scatter"}};
+/* hier whenever it can run the call; the rank-order fallback else. */
+static const struct coll_rule scan_rules[] = {
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "gather_scatter"},
+};
 
 static const struct coll_algo gather_algos[] = {
     {"hier",
      "MagPIe: local gather to each site leader, leaders send their "
      "site's packed blocks to the root",
-     "", NULL, gatherv_grid_hier},
+     "", NULL, gather_grid_hier},
 };
 static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -138,7 +173,7 @@ static const struct coll_algo scatter_algos[] = {
     {"hier",
      "MagPIe: the root sends each site leader its site's packed "
      "blocks, local scatter",
-     "", NULL, scatterv_grid_hier},
+     "", NULL, scatter_grid_hier},
 };
 static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
 
@@ -179,11 +214,12 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
                          0},
     [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
                        256 * 1024},
-    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules), 0},
+    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules),
+                        256 * 1024},
     [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
                            ALGOS(allreduce_rules), 256 * 1024},
     [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
-                                ALGOS(reduce_scatter_rules), 0},
+                                ALGOS(reduce_scatter_rules), 256 * 1024},
     [GC_COLL_SCAN] = {"scan", ALGOS(scan_algos), ALGOS(scan_rules), 0},
     [GC_COLL_GATHER] = {"gather", ALGOS(gather_algos), ALGOS(gather_rules), 0},
     [GC_COLL_GATHERV] = {"gatherv", ALGOS(gather_algos), ALGOS(gather_rules),
@@ -365,6 +401,17 @@ const char *GridColl_Algorithm_name(const char *collective, int index)
     return t->algos[index].name;
 }
 
+/* The algorithm each collective's last call ran; NULL: none yet. */
+static const struct coll_algo *last_run[GC_COLL_KINDS];
+
+const char *GridColl_Algorithm_used(const char *collective)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL || last_run[t - tables] == NULL)
+        return NULL;
+    return last_run[t - tables]->name;
+}
+
 int GridColl_Set_algorithm(const char *collective, const char *algorithm)
 {
     const struct coll_table *t = table_named(collective);
@@ -414,6 +461,7 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
     struct coll_stats *outer = current;
     current = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
     current->calls++;
+    last_run[kind] = &t->algos[index];
     a->comm->coll_seq++;
     status = t->algos[index].run(a);
     current = outer;
@@ -520,4 +568,34 @@ void coll_print_algorithms(FILE *out)
     }
     alltoall_local_print(out);
     coll_node_print(out);
+}
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
+static void print_csv_field(FILE *out, const char *text)
+{
+    if (strpbrk(text, ",\"\n") == NULL) {
+        fputs(text, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+void coll_print_algorithms_csv(FILE *out)
+{
+    fprintf(out, "coll,algo,description,restrictions\n");
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        for (int i = 0; i < tables[k].algo_count; i++) {
+            const struct coll_algo *algo = &tables[k].algos[i];
+            fprintf(out, "%s,%s,", tables[k].name, algo->name);
+            print_csv_field(out, algo->description);
+            fputc(',', out);
+            print_csv_field(out, algo->restrictions);
+            fputc('\n', out);
+        }
 }

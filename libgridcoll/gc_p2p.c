@@ -423,8 +423,11 @@ static void progress_local_receives(void)
     }
 }
 
-static void progress_sends(void)
+/* Completes the sends that are on the wire (and acknowledged, when
+ * synchronous); returns how many. */
+static int progress_sends(void)
 {
+    int completed = 0;
     struct op *next;
     for (struct op *op = engine.sends; op != NULL; op = next) {
         next = op->next;
@@ -432,8 +435,10 @@ static void progress_sends(void)
             gc_rc_send_free(op->wire);
             op->wire = NULL;
             complete_op(op);
+            completed++;
         }
     }
+    return completed;
 }
 
 void gc_progress(int timeout_ms)
@@ -443,6 +448,12 @@ void gc_progress(int timeout_ms)
     if (engine.in_progress || !gc_world.active)
         return;
     engine.in_progress = 1;
+    /* A send the relay client wrote at once (gc_rc_isend) is done now;
+     * waiting in poll() first would hold its caller until something
+     * else arrives or the timeout ends (a whole timeout when the peer
+     * has already answered, as in a barrier). */
+    if (progress_sends() > 0)
+        timeout_ms = 0;
     if (gc_rc_progress(gc_world.rc, timeout_ms) < 0)
         gc_fatal_relay("relay session");
     progress_local_receives();
@@ -863,7 +874,10 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
         if (op == NULL)
             continue;
         /* Only the relay can finish these: sleep in poll() on its socket
-         * rather than spin against local ranks for the CPU. */
+         * rather than spin against local ranks for the CPU.  Look before
+         * sleeping: a send the relay client wrote out at once finishes
+         * without anything arriving to wake the poll. */
+        gc_progress(0);
         while (!op->done)
             gc_progress(10);
         if (op->error != MPI_SUCCESS && status == MPI_SUCCESS)

@@ -1,8 +1,9 @@
 /*
  * gridcoll-info: what this libgridcoll build offers.  `--algorithms` lists
  * every collective's algorithms with description and restrictions, the
- * environment variables that force them, and the default rules; no MPI
- * job is needed.
+ * environment variables that force them, and the default rules;
+ * `--algorithms --csv` the algorithms as CSV for scripts and tests.  No
+ * MPI job is needed.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,10 +15,12 @@ static void usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: gridcoll-info [--algorithms | --version | --help]\n"
+        "usage: gridcoll-info [--algorithms [--csv] | --version | --help]\n"
         "  --algorithms  every collective algorithm on grid communicators,\n"
         "                with restrictions, the variable forcing it and\n"
         "                the default choice\n"
+        "  --csv         with --algorithms: one CSV row per collective\n"
+        "                and algorithm: coll,algo,description,restrictions\n"
         "  --version     the libgridcoll version\n");
 }
 
@@ -25,6 +28,11 @@ int main(int argc, char **argv)
 {
     if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) {
         coll_print_algorithms(stdout);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--algorithms") == 0 &&
+        strcmp(argv[2], "--csv") == 0) {
+        coll_print_algorithms_csv(stdout);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <inttypes.h>
-#include <linux/capability.h>
 /* The kernel's struct sched_attr; glibc's <sched.h> would clash with it
  * and has no sched_setattr. */
 #include <linux/sched.h>
@@ -33,6 +32,7 @@
 #include "fdb.h"
 #include "gc_log.h"
 #include "gc_util.h"
+#include "netns.h"
 #include "tap.h"
 #include "wan_options.h"
 
@@ -211,44 +211,6 @@ static void on_end(evutil_socket_t fd, short what, void *arg)
     (void)what;
     gc_log_info("--duration is over: stopping");
     stop(arg, 0);
-}
-
-/* 1 when the effective set holds `cap`, 0 when not, -1 on error. */
-static int has_capability(unsigned cap)
-{
-    struct __user_cap_header_struct header = {
-        .version = _LINUX_CAPABILITY_VERSION_3,
-        .pid = 0,
-    };
-    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-    if (syscall(SYS_capget, &header, data) == -1)
-        return -1;
-    return (int)((data[cap / 32].effective >> (cap % 32)) & 1);
-}
-
-static int check_privileges(void)
-{
-    static const struct {
-        unsigned cap;
-        const char *name;
-        const char *why;
-    } needed[] = {
-        {CAP_NET_ADMIN, "CAP_NET_ADMIN", "TAP devices"},
-        {CAP_SYS_ADMIN, "CAP_SYS_ADMIN", "network namespaces"},
-    };
-    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
-        int has = has_capability(needed[i].cap);
-        if (has == -1) {
-            fprintf(stderr, "gridwan: capget: %s\n", strerror(errno));
-            return -1;
-        }
-        if (!has) {
-            fprintf(stderr, "gridwan: needs %s for its %s: run it as root\n",
-                    needed[i].name, needed[i].why);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /*
@@ -541,7 +503,7 @@ int main(int argc, char **argv)
     case WAN_OPTIONS_HELP: wan_options_usage(stdout); return 0;
     case WAN_OPTIONS_ERROR: fprintf(stderr, "gridwan: %s\n", err); return 2;
     }
-    if (check_privileges() != 0)
+    if (netns_check_privileges("gridwan") != 0)
         return 1;
 
     /* Stop signals wait until the loop handles them, so one that comes

@@ -1,5 +1,7 @@
 #include "tap.h"
 
+#include "netns.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,21 +10,13 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#define NETNS_DIR "/run/netns"
-
-extern char **environ;
 
 __attribute__((format(printf, 3, 4))) static void
 set_err(char *err, size_t err_len, const char *fmt, ...)
@@ -31,59 +25,6 @@ set_err(char *err, size_t err_len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, err_len, fmt, ap);
     va_end(ap);
-}
-
-int netns_exists(const char *name)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, NETNS_DIR "/%s", name);
-    struct stat st;
-    if (stat(path, &st) == 0)
-        return 1;
-    return errno == ENOENT ? 0 : -1;
-}
-
-/* Run `ip ARGS...` and wait for it; 0 when it exits with status 0. */
-static int run_ip(const char *const args[])
-{
-    /* The caller blocks its stop signals while it sets up and tears down,
-     * and ignores SIGPIPE; ip must inherit neither. */
-    posix_spawnattr_t attr;
-    sigset_t none, pipe;
-    sigemptyset(&none);
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    if (posix_spawnattr_init(&attr) != 0)
-        return -1;
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &pipe);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int rc =
-        posix_spawnp(&pid, "ip", NULL, &attr, (char *const *)args, environ);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) {
-        fprintf(stderr, "gridwan: cannot run ip: %s\n", strerror(rc));
-        return -1;
-    }
-    int wstatus;
-    while (waitpid(pid, &wstatus, 0) == -1)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0 ? 0 : -1;
-}
-
-int netns_add(const char *name)
-{
-    const char *args[] = {"ip", "netns", "add", name, NULL};
-    return run_ip(args);
-}
-
-int netns_delete(const char *name)
-{
-    const char *args[] = {"ip", "netns", "delete", name, NULL};
-    return run_ip(args);
 }
 
 static int set_flag_up(int sock, const char *ifname)
@@ -167,7 +108,10 @@ int tap_open_in_ns(const struct tap_config *cfg, struct tap *tap, char *err,
         set_err(err, err_len, "/proc/self/ns/net: %s", strerror(errno));
         goto cleanup;
     }
-    snprintf(path, sizeof path, NETNS_DIR "/%s", cfg->ns);
+    if (netns_path(cfg->ns, path, sizeof path) != 0) {
+        set_err(err, err_len, "namespace name too long: %s", cfg->ns);
+        goto cleanup;
+    }
     target = open(path, O_RDONLY | O_CLOEXEC);
     if (target == -1) {
         set_err(err, err_len, "%s: %s", path, strerror(errno));

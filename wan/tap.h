@@ -1,19 +1,9 @@
-/*
- * Network namespaces by name, kept by `ip netns` under /run/netns, and TAP
- * devices inside them.
- */
+/* TAP devices inside network namespaces (netns.h). */
 #ifndef TAP_H
 #define TAP_H
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* 1 when namespace `name` exists, 0 when not, -1 on error (errno set). */
-int netns_exists(const char *name);
-/* `ip netns add NAME` and `ip netns delete NAME`: 0, or -1 (ip has said
- * why on stderr). */
-int netns_add(const char *name);
-int netns_delete(const char *name);
 
 struct tap_config {
     const char *ns;     /* existing namespace */

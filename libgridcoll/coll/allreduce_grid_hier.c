@@ -26,9 +26,9 @@
  * Restriction: a non-commutative op needs every site's members to be one
  * contiguous range of comm ranks, so that the site-ordered fold is the
  * rank-order result; otherwise this algorithm declines (its usable
- * predicate, coll_site_partials_ok) and selection moves on to the next
- * rule (reduce_bcast, which folds every contribution in rank order at
- * rank 0), also when it was forced.
+ * predicate, coll_site_partials_ok): the default rules move on to
+ * reduce_bcast, which folds every contribution in rank order at rank 0,
+ * and forcing it is an MPI error naming the restriction.
  *
  * Cost, M bytes of vector, L and B the WAN latency and bandwidth:
  *   T = T_reduce(n_s, M) + L + (S-1) M / B + (S-1) γ M + T_bcast(n_s, M)

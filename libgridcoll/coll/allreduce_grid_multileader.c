@@ -65,14 +65,7 @@
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "node_shm.h"
-
-/* One WAN message each way: elements lo..hi of the slice with `peer`,
- * from and to the site with fold position `site`. */
-struct piece {
-    int site;
-    int peer;
-    int lo, hi;
-};
+#include "reduce_common.h"
 
 struct plan {
     struct site_map map;
@@ -80,8 +73,9 @@ struct plan {
     int sites;
     int me;     /* my site's fold position */
     int lo, hi; /* my slice */
-    struct piece *pieces;
-    int npieces;
+    /* One WAN message each way: part of the slice with `peer`, from and
+     * to the site with fold position `source`. */
+    struct reduce_pieces pieces;
 };
 
 static int slice_start(int count, int members, int j)
@@ -92,7 +86,7 @@ static int slice_start(int count, int members, int j)
 static void plan_free(struct plan *p)
 {
     site_map_free(&p->map);
-    free(p->pieces);
+    reduce_pieces_free(&p->pieces);
 }
 
 /* Pieces grouped by fold position, each group in element order. */
@@ -110,68 +104,17 @@ static int plan_make(const struct gc_comm *c, int count, int seg,
         }
     p->lo = slice_start(count, c->local_size, c->local_rank);
     p->hi = slice_start(count, c->local_size, c->local_rank + 1);
-    for (int pass = 0; pass < 2; pass++) {
-        p->npieces = 0;
-        for (int u = 0; u < p->sites; u++) {
-            int s = p->order[u], n = p->map.count[s];
-            for (int i = 0; u != p->me && i < n; i++) {
-                int lo = slice_start(count, n, i),
-                    hi = slice_start(count, n, i + 1);
-                lo = lo > p->lo ? lo : p->lo;
-                hi = hi < p->hi ? hi : p->hi;
-                for (int e = lo; e < hi; e += seg, p->npieces++)
-                    if (pass == 1)
-                        p->pieces[p->npieces] = (struct piece){
-                            .site = u,
-                            .peer = p->map.member[p->map.first[s] + i],
-                            .lo = e,
-                            .hi = hi - e > seg ? e + seg : hi,
-                        };
-            }
+    for (int u = 0; u < p->sites; u++) {
+        int s = p->order[u], n = p->map.count[s];
+        for (int i = 0; u != p->me && i < n; i++) {
+            int lo = slice_start(count, n, i),
+                hi = slice_start(count, n, i + 1);
+            reduce_pieces_add(&p->pieces, u, p->map.member[p->map.first[s] + i],
+                              lo > p->lo ? lo : p->lo, hi < p->hi ? hi : p->hi,
+                              seg);
         }
-        if (pass == 0 &&
-            (p->pieces = malloc((size_t)(p->npieces > 0 ? p->npieces : 1) *
-                                sizeof *p->pieces)) == NULL)
-            return coll_no_mem(c);
     }
-    return MPI_SUCCESS;
-}
-
-/*
- * Fold the slice as its pieces arrive: from `at`, the next stretch ends
- * where the first of the current pieces (one per other site) ends.
- * Transfer failures return in *xfer_status, everything else as the result.
- */
-static int fold_slice(struct gc_comm *c, const struct coll_reduce_args *r,
-                      const struct plan *p, const unsigned char *partials,
-                      size_t stride, size_t esize, MPI_Aint extent,
-                      struct gc_xfer **recvs, int *xfer_status)
-{
-    int next[GC_MAX_SITES] = {0};
-    for (int k = p->npieces - 1; k >= 0; k--)
-        next[p->pieces[k].site] = k;
-    int status = MPI_SUCCESS;
-    for (int at = p->lo; at < p->hi && status == MPI_SUCCESS;) {
-        int end = p->hi;
-        for (int u = 0; u < p->sites && *xfer_status == MPI_SUCCESS; u++) {
-            if (u == p->me)
-                continue;
-            *xfer_status = gc_xfer_waitall(1, &recvs[next[u]]);
-            if (p->pieces[next[u]].hi < end)
-                end = p->pieces[next[u]].hi;
-        }
-        if (*xfer_status != MPI_SUCCESS)
-            break;
-        size_t offset = (size_t)(at - p->lo) * esize;
-        status = coll_combine(
-            c, partials + offset, p->sites, stride, (size_t)(end - at) * esize,
-            (char *)r->rbuf + (MPI_Aint)at * extent, end - at, r->type, r->op);
-        for (int u = 0; u < p->sites; u++)
-            if (u != p->me && p->pieces[next[u]].hi == end)
-                next[u]++;
-        at = end;
-    }
-    return status;
+    return p->pieces.no_mem ? coll_no_mem(c) : MPI_SUCCESS;
 }
 
 /*
@@ -224,14 +167,12 @@ int allreduce_grid_multileader(const struct coll_args *a)
     status = PMPI_Type_get_extent(r->type, &lb, &extent);
     if (status != MPI_SUCCESS)
         return status;
-    size_t seg = a->segsize / esize > 0 ? a->segsize / esize : 1;
-    status = plan_make(c, r->count,
-                       seg < (size_t)r->count ? (int)seg : r->count, &p);
+    status = plan_make(c, r->count, reduce_segment(a->segsize, esize), &p);
     if (status != MPI_SUCCESS)
         goto cleanup;
     size_t stride = (size_t)(p.hi - p.lo) * esize;
     counts = malloc((size_t)c->local_size * sizeof *counts);
-    reqs = malloc((size_t)(2 * p.npieces + 1) * sizeof *reqs);
+    reqs = malloc((size_t)(2 * p.pieces.count + 1) * sizeof *reqs);
     partials = coll_alloc(stride * (size_t)p.sites);
     if (counts == NULL || reqs == NULL || partials == NULL) {
         status = coll_no_mem(c);
@@ -240,10 +181,10 @@ int allreduce_grid_multileader(const struct coll_args *a)
     for (int j = 0; j < c->local_size; j++)
         counts[j] = slice_start(r->count, c->local_size, j + 1) -
                     slice_start(r->count, c->local_size, j);
-    for (int k = 0; k < p.npieces && xfer_status == MPI_SUCCESS; k++) {
-        const struct piece *x = &p.pieces[k];
+    for (int k = 0; k < p.pieces.count && xfer_status == MPI_SUCCESS; k++) {
+        const struct reduce_piece *x = &p.pieces.at[k];
         xfer_status = coll_irecv(c, x->peer, TAG_ALLREDUCE_SLICE,
-                                 partials + (size_t)x->site * stride +
+                                 partials + (size_t)x->source * stride +
                                      (size_t)(x->lo - p.lo) * esize,
                                  (size_t)(x->hi - x->lo) * esize, reqs, &n);
     }
@@ -259,19 +200,31 @@ int allreduce_grid_multileader(const struct coll_args *a)
     unsigned char *mine = partials + (size_t)p.me * stride;
     if (status == MPI_SUCCESS)
         status = coll_pack(c, slice.base, p.hi - p.lo, r->type, mine, stride);
-    for (int k = 0;
-         k < p.npieces && status == MPI_SUCCESS && xfer_status == MPI_SUCCESS;
+    for (int k = 0; k < p.pieces.count && status == MPI_SUCCESS &&
+                    xfer_status == MPI_SUCCESS;
          k++) {
-        const struct piece *x = &p.pieces[k];
+        const struct reduce_piece *x = &p.pieces.at[k];
         xfer_status = coll_isend(c, x->peer, TAG_ALLREDUCE_SLICE,
                                  mine + (size_t)(x->lo - p.lo) * esize,
                                  (size_t)(x->hi - x->lo) * esize, reqs, &n);
     }
     /* Receives were posted first, one per piece: reqs[k] is piece k's,
      * unless posting stopped early (then nothing is folded). */
+    struct reduce_fold f = {
+        .partials = partials,
+        .stride = stride,
+        .esize = esize,
+        .sources = p.sites,
+        .lo = p.lo,
+        .hi = p.hi,
+        .rbuf = (char *)r->rbuf + (MPI_Aint)p.lo * extent,
+        .extent = extent,
+        .type = r->type,
+        .op = r->op,
+    };
     if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status = fold_slice(c, r, &p, partials, stride, esize, extent, reqs,
-                            &xfer_status);
+        status = reduce_fold_run(c, &f, p.pieces.at, p.pieces.count, reqs,
+                                 &xfer_status);
     xfer_status = coll_wait(c, n, reqs, xfer_status);
     if (status == MPI_SUCCESS)
         status = xfer_status;

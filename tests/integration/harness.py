@@ -293,6 +293,22 @@ def finish(proc, timeout=120, expect_ok=True):
     return out
 
 
+def gridrun(layout, program, env=None, timeout=90):
+    """Run `gridrun --timeout T LAYOUT -- PROGRAM...`; (rc, stdout, stderr).
+    gridrun's own --timeout tears the job down cleanly (killing gridrun from
+    here would orphan its relays and ranks).  The directory gridrun keeps
+    after a failed job is removed: callers check failures themselves."""
+    r = subprocess.run([os.path.join(BIN, "gridrun"), "--timeout",
+                        str(timeout)] + layout + ["--"] + program,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout + 30,
+                       env=None if env is None else dict(os.environ, **env))
+    for line in r.stderr.splitlines():
+        if line.startswith("gridrun: job directory kept: "):
+            shutil.rmtree(line.split(": ", 2)[2], ignore_errors=True)
+    return r.returncode, r.stdout, r.stderr
+
+
 def main(tests):
     """Run (name, function) pairs; print a summary line CTest can read."""
     passed = failed = skipped = 0

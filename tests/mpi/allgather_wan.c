@@ -32,9 +32,10 @@
  * Every byte of every receive buffer is checked, plus a guard past its
  * end; send buffers must be unchanged.
  */
+#include "check_util.h"
+
 #include <gridcoll.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,67 +47,6 @@ static const size_t sizes[] = {0, 8, 1000, 65536, 1048576};
 #define SIZE_COUNT (sizeof sizes / sizeof *sizes)
 
 static int rank, size;
-static char current[96] = "setup";
-
-__attribute__((format(printf, 1, 2), noreturn)) static void
-fail(const char *format, ...)
-{
-    char message[512];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current, rank, message);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void mpi_check(int rc, const char *call)
-{
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        fail("%s returned %d: %s", call, rc, text);
-    }
-}
-#define MPI_CHECK(call) mpi_check((call), #call)
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes > 0 ? bytes : 1);
-    if (p == NULL)
-        fail("out of memory (%zu bytes)", bytes);
-    return p;
-}
-
-/* Case-name prefixes from the command line; none: every case runs. */
-static int selected_count;
-static char **selected;
-
-/* Name the next case; 1 when it is to run. */
-__attribute__((format(printf, 1, 2))) static int begin(const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    vsnprintf(current, sizeof current, format, args);
-    va_end(args);
-    for (int i = 0; i < selected_count; i++)
-        if (strncmp(current, selected[i], strlen(selected[i])) == 0)
-            return 1;
-    return selected_count == 0;
-}
-
-static void passed(void)
-{
-    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    if (rank == 0) {
-        printf("OK %s\n", current);
-        fflush(stdout);
-    }
-}
-
 /* Byte j of rank r's data: unrelated values for neighbouring (r, j). */
 static unsigned char pattern(int r, size_t j)
 {
@@ -350,8 +290,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    selected_count = argc - 1;
-    selected = argv + 1;
+    check_setup(rank, argc - 1, argv + 1);
 
     const char *algo;
     for (int a = 0; (algo = GridColl_Algorithm_name("allgather", a)); a++) {

@@ -22,6 +22,8 @@
  * int: the receive must get exactly that message, so no point-to-point
  * step of the collective may match it.
  */
+#include "check_util.h"
+
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +51,9 @@ static int wanted(int argc, char **argv, const char *name)
 static void run_case(const char *name, size_t m, int rank, int size, int report)
 {
     size_t total = m * (size_t)size;
-    unsigned char *sbuf = malloc(total > 0 ? total : 1);
-    unsigned char *rbuf = malloc(total > 0 ? total : 1);
-    if (sbuf == NULL || rbuf == NULL) {
-        printf("FAIL %s: rank %d: out of memory\n", name, rank);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    begin("%s", name);
+    unsigned char *sbuf = xmalloc(total);
+    unsigned char *rbuf = xmalloc(total);
     for (int d = 0; d < size; d++)
         for (size_t i = 0; i < m; i++)
             sbuf[(size_t)d * m + i] = pattern(rank, d, i);
@@ -105,13 +104,8 @@ static void run_wildcard(int rank, int size)
         int done = 0;
         while (rank % 2 == 1 && !done && MPI_Wtime() - start < 0.005)
             MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-        if (done) {
-            printf("FAIL wildcard: rank %d: the wildcard receive completed "
-                   "during the all-to-alls\n",
-                   rank);
-            fflush(stdout);
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+        if (done)
+            fail("the wildcard receive completed during the all-to-alls");
     }
     MPI_Send(&token, 1, MPI_INT, rank, 7, MPI_COMM_WORLD);
     MPI_Wait(&req, &st);
@@ -137,6 +131,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    check_setup(rank, 0, NULL);
     for (int k = 0; k < SIZE_COUNT; k++) {
         char name[32];
         snprintf(name, sizeof name, "m%zu", sizes[k]);

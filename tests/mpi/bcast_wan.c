@@ -26,6 +26,8 @@
  * application; a barrier per call would time mostly the barrier's skew
  * on an oversubscribed machine.
  */
+#include "check_util.h"
+
 #include <gridcoll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,91 +51,59 @@ static unsigned char pattern(size_t i, unsigned seed)
     return (unsigned char)((i * 131u + (i >> 8) * 7u + seed) & 0xff);
 }
 
-static void check_call(int rc, const char *what)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int len;
-    MPI_Error_string(rc, text, &len);
-    printf("FAIL %s: rank %d: %s\n", what, rank, text);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-}
-
 static void run_case(const char *algo, int bytes, int root, unsigned seed)
 {
-    char name[128];
-    snprintf(name, sizeof name, "%s/%d/root%d", algo, bytes, root);
-    unsigned char *buf = malloc((size_t)bytes + 1);
-    if (buf == NULL)
-        check_call(MPI_ERR_NO_MEM, name);
+    begin("%s/%d/root%d", algo, bytes, root);
+    unsigned char *buf = xmalloc((size_t)bytes + 1);
     for (int i = 0; i < bytes; i++)
         buf[i] = rank == root ? pattern((size_t)i, seed) : SENTINEL;
     buf[bytes] = GUARD;
     /* A pending wildcard receive must not take the bcast's messages. */
     int stray, taken;
     MPI_Request wildcard;
-    check_call(MPI_Irecv(&stray, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                         MPI_COMM_WORLD, &wildcard),
-               name);
+    MPI_CHECK(MPI_Irecv(&stray, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                        MPI_COMM_WORLD, &wildcard));
     if (bytes == sizes[SIZE_COUNT - 1] && rank == size - 1) {
         /* Arrive late, so segments wait unexpected when the call starts. */
         struct timespec pause = {0, 20 * 1000000L};
         nanosleep(&pause, NULL);
     }
-    check_call(MPI_Bcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD), name);
-    check_call(MPI_Test(&wildcard, &taken, MPI_STATUS_IGNORE), name);
-    if (taken) {
-        printf("FAIL %s: rank %d: a wildcard receive matched a message of "
-               "the bcast\n",
-               name, rank);
-        fflush(stdout);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    check_call(MPI_Cancel(&wildcard), name);
-    check_call(MPI_Wait(&wildcard, MPI_STATUS_IGNORE), name);
+    MPI_CHECK(MPI_Bcast(buf, bytes, MPI_BYTE, root, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Test(&wildcard, &taken, MPI_STATUS_IGNORE));
+    if (taken)
+        fail("a wildcard receive matched a message of the bcast");
+    MPI_CHECK(MPI_Cancel(&wildcard));
+    MPI_CHECK(MPI_Wait(&wildcard, MPI_STATUS_IGNORE));
     int bad = -1;
     for (int i = 0; i < bytes && bad < 0; i++)
         if (buf[i] != pattern((size_t)i, seed))
             bad = i;
-    if (bad >= 0 || buf[bytes] != GUARD) {
-        if (bad >= 0)
-            printf("FAIL %s: rank %d: byte %d is 0x%02x, want 0x%02x\n", name,
-                   rank, bad, buf[bad], pattern((size_t)bad, seed));
-        else
-            printf("FAIL %s: rank %d: guard byte past the end overwritten\n",
-                   name, rank);
-        fflush(stdout);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    if (bad >= 0)
+        fail("byte %d is 0x%02x, want 0x%02x", bad, buf[bad],
+             pattern((size_t)bad, seed));
+    if (buf[bytes] != GUARD)
+        fail("guard byte past the end overwritten");
     free(buf);
     /* A barrier, not a reduction: the only collectives the statistics
      * see besides the bcasts are these, and they move no data. */
-    check_call(MPI_Barrier(MPI_COMM_WORLD), name);
-    if (rank == 0) {
-        printf("OK %s\n", name);
-        fflush(stdout);
-    }
+    passed();
 }
 
 static void time_algorithm(const char *algo, int iters)
 {
+    begin("time/%s", algo);
     for (int s = 0; s < TIMED_COUNT; s++) {
         int bytes = timed_sizes[s];
-        unsigned char *buf = calloc((size_t)bytes, 1);
-        if (buf == NULL)
-            check_call(MPI_ERR_NO_MEM, "time");
-        check_call(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD), algo);
-        check_call(MPI_Barrier(MPI_COMM_WORLD), algo);
+        unsigned char *buf = xmalloc((size_t)bytes);
+        memset(buf, 0, (size_t)bytes);
+        MPI_CHECK(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         double start = MPI_Wtime();
         for (int i = 0; i < iters; i++)
-            check_call(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD),
-                       algo);
+            MPI_CHECK(MPI_Bcast(buf, bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
         double mine = MPI_Wtime() - start, slowest;
-        check_call(MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0,
-                              MPI_COMM_WORLD),
-                   algo);
+        MPI_CHECK(MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0,
+                             MPI_COMM_WORLD));
         if (rank == 0)
             printf("TIME %s %d %.1f %.1f\n", algo, bytes, slowest / iters * 1e6,
                    bytes * (double)iters / slowest / 1e6);
@@ -157,6 +127,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    check_setup(rank, 0, NULL);
     int iters = 0, first = 1;
     if (argc > 2 && strcmp(argv[1], "--time") == 0) {
         iters = atoi(argv[2]);
@@ -168,7 +139,8 @@ int main(int argc, char **argv)
     for (int a = 0; (algo = GridColl_Algorithm_name("bcast", a)) != NULL; a++) {
         if (!selected(algo, argc, argv, first))
             continue;
-        check_call(GridColl_Set_algorithm("bcast", algo), algo);
+        begin("%s", algo);
+        MPI_CHECK(GridColl_Set_algorithm("bcast", algo));
         for (int s = 0; s < SIZE_COUNT; s++)
             for (int r = 0; r < 3; r++) {
                 if ((r > 0 && roots[r] == roots[0]) ||

@@ -5,6 +5,7 @@
  * shift the expected line numbers.
  */
 #include "relay_config.h"
+#include "unit_check.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -12,21 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
 
 static const char *fixture_dir;
 static char fixture_real[PATH_MAX]; /* what relative paths resolve against */
@@ -661,6 +647,5 @@ int main(int argc, char **argv)
     test_no_such_file();
     test_reference();
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

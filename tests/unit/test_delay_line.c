@@ -6,27 +6,13 @@
  * outcome is deterministic, the margin only guards against a biased RNG.
  */
 #include "delay_line.h"
+#include "unit_check.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
 
 #define MS     1000000ull
 #define US     1000ull
@@ -329,6 +315,5 @@ int main(void)
     test_fifo_with_jitter();
     test_jitter_bounds();
     test_limits();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

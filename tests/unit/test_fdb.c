@@ -1,24 +1,10 @@
 /* gridwan's forwarding database: learning, moves, group addresses, and a
  * full table that floods instead of forgetting. */
 #include "fdb.h"
+#include "unit_check.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
 
 /* A locally administered unicast address numbered `n`. */
 static void mac_of(unsigned n, uint8_t mac[6])
@@ -75,6 +61,5 @@ int main(void)
         all_found &= fdb_lookup(&fdb, m) == (int)(i % 7);
     }
     CHECK(all_found, "a learnt address was lost");
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

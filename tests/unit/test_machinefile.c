@@ -6,6 +6,7 @@
  * bytes, thousands of hosts) are generated in a temporary directory.
  */
 #include "machinefile.h"
+#include "unit_check.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -13,21 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
 
 static const char *fixture_dir;
 static char tmp_dir[] = "/tmp/test_machinefile.XXXXXX";
@@ -785,6 +771,5 @@ int main(int argc, char **argv)
     test_generated();
     remove_tmp();
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

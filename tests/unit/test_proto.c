@@ -11,37 +11,16 @@
 #include "gc_proto.h"
 #include "gc_util.h"
 
+#define UNIT_CHECK_EXPR
+#include "unit_check.h"
+
 #include <arpa/inet.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/un.h>
 #include <zlib.h>
-
-static int passed;
-static int failed;
-
-static void check(int ok, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void check(int ok, int line, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL test_proto.c:%d: ", line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-#define CHECK(cond) check(!!(cond), __LINE__, "%s", #cond)
 
 /* ---- raw header access, offsets from docs/protocol.md ----------------- */
 
@@ -221,8 +200,8 @@ static void expect_bytes(const uint8_t *b, enum gc_decode_status want, int line,
                          const char *what)
 {
     enum gc_decode_status got = decode_bytes(b);
-    check(got == want, line, "%s: got '%s', want '%s'", what,
-          gc_decode_status_str(got), gc_decode_status_str(want));
+    CHECK_AT(got == want, line, "%s: got '%s', want '%s'", what,
+             gc_decode_status_str(got), gc_decode_status_str(want));
 }
 
 static void expect_header(const struct gc_frame_header *h,
@@ -243,10 +222,10 @@ static void roundtrip(const struct gc_frame_header *h, int line,
     memset(&out, 0xa5, sizeof out);
     gc_header_encode(h, b);
     enum gc_decode_status st = gc_header_decode(b, &out);
-    check(st == GC_DECODE_OK, line, "%s: decode '%s'", what,
-          gc_decode_status_str(st));
-    check(st != GC_DECODE_OK || gc_header_equal(h, &out), line,
-          "%s: decoded header differs", what);
+    CHECK_AT(st == GC_DECODE_OK, line, "%s: decode '%s'", what,
+             gc_decode_status_str(st));
+    CHECK_AT(st != GC_DECODE_OK || gc_header_equal(h, &out), line,
+             "%s: decoded header differs", what);
 
     int layout_ok =
         memcmp(b, "GCOL", 4) == 0 && rd32(b, O_MAGIC) == GC_PROTO_MAGIC &&
@@ -260,7 +239,7 @@ static void roundtrip(const struct gc_frame_header *h, int line,
         rd64(b, O_CHUNK_OFFSET) == h->chunk_offset &&
         rd64(b, O_LINK_SEQ) == h->link_seq && rd32(b, O_RESERVED) == 0 &&
         rd32(b, O_CHECKSUM) == (uint32_t)crc32(0L, b, 68);
-    check(layout_ok, line, "%s: byte layout differs from the spec", what);
+    CHECK_AT(layout_ok, line, "%s: byte layout differs from the spec", what);
 }
 
 #define ROUNDTRIP(h, what)    roundtrip(&(h), __LINE__, what)
@@ -467,8 +446,8 @@ static void test_bad_version(void)
         gc_header_encode(&h, b);
         b[O_VERSION] = (uint8_t)versions[i];
         reseal(b);
-        check(decode_bytes(b) == GC_DECODE_BAD_VERSION, __LINE__,
-              "version %u accepted", versions[i]);
+        CHECK_AT(decode_bytes(b) == GC_DECODE_BAD_VERSION, __LINE__,
+                 "version %u accepted", versions[i]);
     }
 }
 
@@ -481,8 +460,8 @@ static void test_bad_type(void)
         gc_header_encode(&h, b);
         b[O_TYPE] = (uint8_t)types[i];
         reseal(b);
-        check(decode_bytes(b) == GC_DECODE_BAD_TYPE, __LINE__,
-              "type %u accepted", types[i]);
+        CHECK_AT(decode_bytes(b) == GC_DECODE_BAD_TYPE, __LINE__,
+                 "type %u accepted", types[i]);
     }
     CHECK(strcmp(gc_frame_type_name(0), "UNKNOWN") == 0);
     CHECK(strcmp(gc_frame_type_name(GC_FRAME_TYPE_MAX + 1), "UNKNOWN") == 0);
@@ -506,8 +485,8 @@ static void test_bad_flags(void)
                         gc_frame_type_name(t), flag);
             }
         }
-        check(all_rejected, __LINE__, "%s: every disallowed flag rejected",
-              gc_frame_type_name(t));
+        CHECK_AT(all_rejected, __LINE__, "%s: every disallowed flag rejected",
+                 gc_frame_type_name(t));
     }
     struct gc_frame_header h = valid_header(GC_FRAME_ACK);
     h.flags = GC_FLAG_LAST_CHUNK;
@@ -528,8 +507,8 @@ static void test_bad_reserved(void)
         gc_header_encode(&h, b);
         b[O_RESERVED + i] = 0x01;
         reseal(b);
-        check(decode_bytes(b) == GC_DECODE_BAD_RESERVED, __LINE__,
-              "reserved byte %zu accepted", i);
+        CHECK_AT(decode_bytes(b) == GC_DECODE_BAD_RESERVED, __LINE__,
+                 "reserved byte %zu accepted", i);
     }
     uint8_t b[GC_HEADER_SIZE];
     struct gc_frame_header h = valid_header(GC_FRAME_BYE);
@@ -563,8 +542,8 @@ static void test_single_byte_corruption(void)
                     break;
                 }
             }
-            check(all_rejected, __LINE__, "%s: corruption of byte %zu",
-                  gc_frame_type_name(t), i);
+            CHECK_AT(all_rejected, __LINE__, "%s: corruption of byte %zu",
+                     gc_frame_type_name(t), i);
         }
     }
 }
@@ -791,8 +770,8 @@ static void test_names(void)
         "CREDIT", "PING",  "PONG", "ERROR",   "BYE",
     };
     for (unsigned t = 1; t <= GC_FRAME_TYPE_MAX; t++)
-        check(strcmp(gc_frame_type_name(t), types[t]) == 0, __LINE__,
-              "type %u name", t);
+        CHECK_AT(strcmp(gc_frame_type_name(t), types[t]) == 0, __LINE__,
+                 "type %u name", t);
 
     static const char *const codes[] = {
         "none",     "bad-frame",      "version",          "auth",
@@ -800,8 +779,8 @@ static void test_names(void)
         "protocol", "internal",
     };
     for (unsigned c = 0; c <= GC_ERR_MAX; c++)
-        check(strcmp(gc_error_code_name(c), codes[c]) == 0, __LINE__,
-              "error code %u name", c);
+        CHECK_AT(strcmp(gc_error_code_name(c), codes[c]) == 0, __LINE__,
+                 "error code %u name", c);
     CHECK(strcmp(gc_error_code_name(GC_ERR_MAX + 1), "unknown") == 0);
 }
 
@@ -891,8 +870,8 @@ static void test_hello(void)
     for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++) {
         memcpy(bad, buf, GC_HELLO_SIZE);
         wr32(bad, 8, roles[i]);
-        check(gc_hello_decode(bad, GC_HELLO_SIZE, &out) == -1, __LINE__,
-              "role %u accepted", roles[i]);
+        CHECK_AT(gc_hello_decode(bad, GC_HELLO_SIZE, &out) == -1, __LINE__,
+                 "role %u accepted", roles[i]);
     }
     memcpy(bad, buf, GC_HELLO_SIZE);
     wr32(bad, 8, GC_ROLE_RANK);
@@ -1060,9 +1039,9 @@ static void test_parse_size(void)
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         uint64_t v = 12345;
         int rc = gc_parse_size(good[i].text, &v);
-        check(rc == 0 && v == good[i].value, __LINE__,
-              "gc_parse_size(\"%s\") rc=%d value=%llu", good[i].text, rc,
-              (unsigned long long)v);
+        CHECK_AT(rc == 0 && v == good[i].value, __LINE__,
+                 "gc_parse_size(\"%s\") rc=%d value=%llu", good[i].text, rc,
+                 (unsigned long long)v);
     }
     static const char *const bad[] = {
         "",
@@ -1081,8 +1060,8 @@ static void test_parse_size(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 0;
-        check(gc_parse_size(bad[i], &v) == -1, __LINE__,
-              "gc_parse_size(\"%s\") accepted", bad[i]);
+        CHECK_AT(gc_parse_size(bad[i], &v) == -1, __LINE__,
+                 "gc_parse_size(\"%s\") accepted", bad[i]);
     }
     uint64_t v = 0;
     CHECK(gc_parse_size(NULL, &v) == -1);
@@ -1128,8 +1107,8 @@ static void test_endpoint(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
         int rc = gc_endpoint_parse(bad[i], &ep, err, sizeof err);
-        check(rc == -1 && err[0] != '\0', __LINE__,
-              "gc_endpoint_parse(\"%s\") rc=%d err='%s'", bad[i], rc, err);
+        CHECK_AT(rc == -1 && err[0] != '\0', __LINE__,
+                 "gc_endpoint_parse(\"%s\") rc=%d err='%s'", bad[i], rc, err);
     }
 
     /* A path that does not fit sun_path must be refused, not truncated. */
@@ -1165,6 +1144,5 @@ int main(void)
     test_parse_size();
     test_endpoint();
 
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

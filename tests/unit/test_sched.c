@@ -12,36 +12,14 @@
  * produces; the paper gives only the qualitative result (§4.5, Table 1:
  * kShift loses least with missing nodes), which the assertions state too.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gc_sched.h"
 
-static int passed;
-static int failed;
-
-static void check(int ok, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void check(int ok, int line, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL test_sched.c:%d: ", line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-#define CHECK(cond)       check(!!(cond), __LINE__, "%s", #cond)
-#define CHECKF(cond, ...) check(!!(cond), __LINE__, __VA_ARGS__)
+#define UNIT_CHECK_EXPR
+#include "unit_check.h"
 
 static struct gc_sched_fattree tree_of(const char *text)
 {
@@ -656,6 +634,5 @@ int main(void)
     test_allgather_delivery();
     test_lemmas();
     test_holes();
-    printf("test_sched: %d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("test_sched: ");
 }

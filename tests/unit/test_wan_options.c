@@ -2,6 +2,7 @@
  * gridwan's units (times, rates, percentages, subnets) and command line:
  * values, defaults, and the one-line errors that name the option.
  */
+#include "unit_check.h"
 #include "wan_options.h"
 
 #include <inttypes.h>
@@ -9,21 +10,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (cond) {                                                            \
-            passed++;                                                          \
-        } else {                                                               \
-            failed++;                                                          \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);  \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-        }                                                                      \
-    } while (0)
 
 static void time_ok(const char *text, uint64_t bare, uint64_t want)
 {
@@ -301,6 +287,5 @@ int main(void)
     test_format();
     test_command_line();
     test_errors();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed == 0 ? 0 : 1;
+    return unit_check_report("");
 }

@@ -12,7 +12,8 @@
  */
 #include <mpi.h>
 
-#include <stdarg.h>
+#include "unit_check.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -29,29 +30,6 @@ extern const size_t gc_generated_wrappers_count;
 extern const char *const gc_comm_functions_not_wrapped[];
 extern const size_t gc_comm_functions_not_wrapped_count;
 extern const size_t gc_comm_functions_seen;
-
-static int passed;
-static int failed;
-
-static void check(int ok, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void check(int ok, int line, const char *fmt, ...)
-{
-    if (ok) {
-        passed++;
-        return;
-    }
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL test_wrappers.c:%d: ", line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
 
 static int in_list(const char *const *list, size_t n, const char *name)
 {
@@ -83,14 +61,15 @@ static void reset(void)
 /* After it: exactly one gc_unsupported(comm, name), its code returned. */
 static void expect_refused(int line, int rc, const char *name, MPI_Comm comm)
 {
-    check(rc == MPI_ERR_UNSUPPORTED_OPERATION, line,
-          "%s: returned %d, expected MPI_ERR_UNSUPPORTED_OPERATION", name, rc);
-    check(wtd_unsupported_calls == 1, line,
-          "%s: gc_unsupported called %d times", name, wtd_unsupported_calls);
-    check(strcmp(wtd_last_function, name) == 0, line,
-          "%s: gc_unsupported got name '%s'", name, wtd_last_function);
-    check(wtd_last_comm == comm, line,
-          "%s: gc_unsupported got the wrong communicator", name);
+    CHECK_AT(rc == MPI_ERR_UNSUPPORTED_OPERATION, line,
+             "%s: returned %d, expected MPI_ERR_UNSUPPORTED_OPERATION", name,
+             rc);
+    CHECK_AT(wtd_unsupported_calls == 1, line,
+             "%s: gc_unsupported called %d times", name, wtd_unsupported_calls);
+    CHECK_AT(strcmp(wtd_last_function, name) == 0, line,
+             "%s: gc_unsupported got name '%s'", name, wtd_last_function);
+    CHECK_AT(wtd_last_comm == comm, line,
+             "%s: gc_unsupported got the wrong communicator", name);
 }
 
 #define REFUSED(call, name, comm)                                              \
@@ -103,25 +82,25 @@ static void expect_refused(int line, int rc, const char *name, MPI_Comm comm)
 static void test_lists(void)
 {
     for (size_t i = 1; i < gc_generated_wrappers_count; i++)
-        CHECK(strcmp(gc_generated_wrappers[i - 1], gc_generated_wrappers[i]) <
-                  0,
-              "wrapper list not sorted/unique at %s, %s",
-              gc_generated_wrappers[i - 1], gc_generated_wrappers[i]);
+        CHECKF(strcmp(gc_generated_wrappers[i - 1], gc_generated_wrappers[i]) <
+                   0,
+               "wrapper list not sorted/unique at %s, %s",
+               gc_generated_wrappers[i - 1], gc_generated_wrappers[i]);
     for (size_t i = 0; i < gc_comm_functions_not_wrapped_count; i++)
-        CHECK(!wrapped(gc_comm_functions_not_wrapped[i]),
-              "%s both wrapped and not wrapped",
-              gc_comm_functions_not_wrapped[i]);
+        CHECKF(!wrapped(gc_comm_functions_not_wrapped[i]),
+               "%s both wrapped and not wrapped",
+               gc_comm_functions_not_wrapped[i]);
 
     /* MPICH 4.0.2 declares 249 MPI_/MPIX_ functions with a by-value
      * MPI_Comm, plus MPI_Comm_free and MPI_Comm_disconnect (in-out);
      * far fewer means the generator stopped seeing prototypes. */
-    CHECK(gc_comm_functions_seen >= 240, "only %zu comm-taking functions seen",
-          gc_comm_functions_seen);
-    CHECK(gc_generated_wrappers_count + gc_comm_functions_not_wrapped_count ==
-              gc_comm_functions_seen,
-          "%zu wrapped + %zu not wrapped != %zu seen",
-          gc_generated_wrappers_count, gc_comm_functions_not_wrapped_count,
-          gc_comm_functions_seen);
+    CHECKF(gc_comm_functions_seen >= 240, "only %zu comm-taking functions seen",
+           gc_comm_functions_seen);
+    CHECKF(gc_generated_wrappers_count + gc_comm_functions_not_wrapped_count ==
+               gc_comm_functions_seen,
+           "%zu wrapped + %zu not wrapped != %zu seen",
+           gc_generated_wrappers_count, gc_comm_functions_not_wrapped_count,
+           gc_comm_functions_seen);
 
     static const char *const must_wrap[] = {
         "MPI_Send_c",
@@ -143,7 +122,7 @@ static void test_lists(void)
         "MPI_Psend_init",
     };
     for (size_t i = 0; i < sizeof(must_wrap) / sizeof(must_wrap[0]); i++)
-        CHECK(wrapped(must_wrap[i]), "%s not wrapped", must_wrap[i]);
+        CHECKF(wrapped(must_wrap[i]), "%s not wrapped", must_wrap[i]);
 
     /* Hand-written, pass-through (grid_functions.txt) and skipped. */
     static const char *const must_not_wrap[] = {
@@ -156,14 +135,14 @@ static void test_lists(void)
     };
     for (size_t i = 0; i < sizeof(must_not_wrap) / sizeof(must_not_wrap[0]);
          i++) {
-        CHECK(!wrapped(must_not_wrap[i]), "%s wrapped", must_not_wrap[i]);
-        CHECK(not_wrapped(must_not_wrap[i]), "%s not in the not-wrapped list",
-              must_not_wrap[i]);
+        CHECKF(!wrapped(must_not_wrap[i]), "%s wrapped", must_not_wrap[i]);
+        CHECKF(not_wrapped(must_not_wrap[i]), "%s not in the not-wrapped list",
+               must_not_wrap[i]);
     }
     /* No communicator: never generated. */
-    CHECK(!wrapped("MPI_Init") && !wrapped("MPI_Wtime") &&
-              !wrapped("MPI_Comm_get_parent") && !wrapped("MPI_Comm_join"),
-          "a function without a by-value MPI_Comm was wrapped");
+    CHECKF(!wrapped("MPI_Init") && !wrapped("MPI_Wtime") &&
+               !wrapped("MPI_Comm_get_parent") && !wrapped("MPI_Comm_join"),
+           "a function without a by-value MPI_Comm was wrapped");
 }
 
 static void test_refused_on_grid(MPI_Comm g)
@@ -178,7 +157,7 @@ static void test_refused_on_grid(MPI_Comm g)
 
     REFUSED(MPI_Send_c(buf, 1, MPI_INT, 0, 0, g), "MPI_Send_c", g);
     REFUSED(MPI_Isend_c(buf, 1, MPI_INT, 0, 0, g, &req), "MPI_Isend_c", g);
-    CHECK(req == MPI_REQUEST_NULL, "MPI_Isend_c touched the request");
+    CHECKF(req == MPI_REQUEST_NULL, "MPI_Isend_c touched the request");
     REFUSED(MPI_Recv_c(out, 1, MPI_INT, 0, 0, g, MPI_STATUS_IGNORE),
             "MPI_Recv_c", g);
     REFUSED(MPI_Ibcast(buf, 4, MPI_INT, 0, g, &req), "MPI_Ibcast", g);
@@ -189,10 +168,10 @@ static void test_refused_on_grid(MPI_Comm g)
             "MPI_Allreduce_init", g);
     REFUSED(MPI_Ibarrier(g, &req), "MPI_Ibarrier", g);
     REFUSED(MPI_Comm_idup(g, &newcomm, &req), "MPI_Comm_idup", g);
-    CHECK(newcomm == MPI_COMM_NULL, "MPI_Comm_idup created a communicator");
+    CHECKF(newcomm == MPI_COMM_NULL, "MPI_Comm_idup created a communicator");
     REFUSED(MPI_Win_create(buf, sizeof(buf), 1, MPI_INFO_NULL, g, &win),
             "MPI_Win_create", g);
-    CHECK(win == MPI_WIN_NULL, "MPI_Win_create created a window");
+    CHECKF(win == MPI_WIN_NULL, "MPI_Win_create created a window");
     REFUSED(MPI_File_open(g, "/nonexistent/gridcoll", MPI_MODE_RDONLY,
                           MPI_INFO_NULL, &fh),
             "MPI_File_open", g);
@@ -209,14 +188,14 @@ static void test_refused_on_grid(MPI_Comm g)
      * behind the runtime's back is refused too. */
     MPI_Comm g_copy = g;
     REFUSED(MPI_Comm_disconnect(&g_copy), "MPI_Comm_disconnect", g);
-    CHECK(g_copy == g, "refused MPI_Comm_disconnect changed the handle");
+    CHECKF(g_copy == g, "refused MPI_Comm_disconnect changed the handle");
 
     /* Several communicator arguments: each is checked. */
     REFUSED(MPI_Intercomm_create(MPI_COMM_SELF, 0, g, 0, 7, &newcomm),
             "MPI_Intercomm_create", g);
     REFUSED(MPI_Intercomm_create(g, 0, MPI_COMM_SELF, 0, 7, &newcomm),
             "MPI_Intercomm_create", g);
-    CHECK(newcomm == MPI_COMM_NULL, "a refused call created a communicator");
+    CHECKF(newcomm == MPI_COMM_NULL, "a refused call created a communicator");
 }
 
 static void test_not_refused_on_grid(MPI_Comm g)
@@ -227,21 +206,21 @@ static void test_not_refused_on_grid(MPI_Comm g)
     /* Pass-through (grid_functions.txt) and hand-written (here: MPICH's own,
      * as the runtime is not linked) functions reach MPICH. */
     reset();
-    CHECK(MPI_Comm_set_name(g, "grid-double") == MPI_SUCCESS,
-          "MPI_Comm_set_name on the grid comm failed");
-    CHECK(MPI_Comm_get_name(g, name, &len) == MPI_SUCCESS &&
-              strcmp(name, "grid-double") == 0,
-          "MPI_Comm_get_name on the grid comm: '%s'", name);
-    CHECK(MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN) == MPI_SUCCESS,
-          "MPI_Comm_set_errhandler on the grid comm failed");
-    CHECK(MPI_Pack_size(3, MPI_INT, g, &size) == MPI_SUCCESS &&
-              size >= 3 * (int)sizeof(int),
-          "MPI_Pack_size on the grid comm: %d", size);
-    CHECK(MPI_Comm_rank(g, &rank) == MPI_SUCCESS && rank == 0,
-          "MPI_Comm_rank on the grid comm");
-    CHECK(wtd_unsupported_calls == 0,
-          "a pass-through/hand-written call was refused (%s)",
-          wtd_last_function);
+    CHECKF(MPI_Comm_set_name(g, "grid-double") == MPI_SUCCESS,
+           "MPI_Comm_set_name on the grid comm failed");
+    CHECKF(MPI_Comm_get_name(g, name, &len) == MPI_SUCCESS &&
+               strcmp(name, "grid-double") == 0,
+           "MPI_Comm_get_name on the grid comm: '%s'", name);
+    CHECKF(MPI_Comm_set_errhandler(g, MPI_ERRORS_RETURN) == MPI_SUCCESS,
+           "MPI_Comm_set_errhandler on the grid comm failed");
+    CHECKF(MPI_Pack_size(3, MPI_INT, g, &size) == MPI_SUCCESS &&
+               size >= 3 * (int)sizeof(int),
+           "MPI_Pack_size on the grid comm: %d", size);
+    CHECKF(MPI_Comm_rank(g, &rank) == MPI_SUCCESS && rank == 0,
+           "MPI_Comm_rank on the grid comm");
+    CHECKF(wtd_unsupported_calls == 0,
+           "a pass-through/hand-written call was refused (%s)",
+           wtd_last_function);
 }
 
 static void test_pass_through_on_world(void)
@@ -252,32 +231,32 @@ static void test_pass_through_on_world(void)
     reset();
     int before = wtd_is_grid_calls;
     MPI_Request req = MPI_REQUEST_NULL;
-    CHECK(MPI_Ireduce(&in, &out, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD,
-                      &req) == MPI_SUCCESS &&
-              MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS && out == 5,
-          "MPI_Ireduce on MPI_COMM_WORLD: %d", out);
-    CHECK(wtd_is_grid_calls == before + 1,
-          "MPI_Ireduce did not go through the generated wrapper");
-    CHECK(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
-                  MPI_SUCCESS &&
-              out == 5,
-          "MPI_Allreduce on MPI_COMM_WORLD: %d", out);
-    CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS &&
-              dup != MPI_COMM_NULL,
-          "MPI_Comm_dup of MPI_COMM_WORLD failed");
+    CHECKF(MPI_Ireduce(&in, &out, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD,
+                       &req) == MPI_SUCCESS &&
+               MPI_Wait(&req, MPI_STATUS_IGNORE) == MPI_SUCCESS && out == 5,
+           "MPI_Ireduce on MPI_COMM_WORLD: %d", out);
+    CHECKF(wtd_is_grid_calls == before + 1,
+           "MPI_Ireduce did not go through the generated wrapper");
+    CHECKF(MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) ==
+                   MPI_SUCCESS &&
+               out == 5,
+           "MPI_Allreduce on MPI_COMM_WORLD: %d", out);
+    CHECKF(MPI_Comm_dup(MPI_COMM_WORLD, &dup) == MPI_SUCCESS &&
+               dup != MPI_COMM_NULL,
+           "MPI_Comm_dup of MPI_COMM_WORLD failed");
     out = 0;
-    CHECK(MPI_Sendrecv(&in, 1, MPI_INT, 0, 3, &out, 1, MPI_INT, 0, 3, dup,
-                       MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-              out == 5,
-          "MPI_Sendrecv to self: %d", out);
-    CHECK(MPI_Comm_free(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL,
-          "MPI_Comm_free failed");
+    CHECKF(MPI_Sendrecv(&in, 1, MPI_INT, 0, 3, &out, 1, MPI_INT, 0, 3, dup,
+                        MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+               out == 5,
+           "MPI_Sendrecv to self: %d", out);
+    CHECKF(MPI_Comm_free(&dup) == MPI_SUCCESS && dup == MPI_COMM_NULL,
+           "MPI_Comm_free failed");
     before = wtd_is_grid_calls;
     int rank = -1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    CHECK(wtd_is_grid_calls == before,
-          "MPI_Comm_rank went through a generated wrapper");
-    CHECK(wtd_unsupported_calls == 0, "a call on MPI_COMM_WORLD was refused");
+    CHECKF(wtd_is_grid_calls == before,
+           "MPI_Comm_rank went through a generated wrapper");
+    CHECKF(wtd_unsupported_calls == 0, "a call on MPI_COMM_WORLD was refused");
 }
 
 int main(int argc, char **argv)
@@ -301,6 +280,5 @@ int main(int argc, char **argv)
     wtd_grid_comm = MPI_COMM_NULL;
     MPI_Comm_free(&g);
     MPI_Finalize();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return unit_check_report("");
 }

@@ -1,0 +1,699 @@
+/*
+ * gridcoll-bench: times every algorithm of one collective on
+ * MPI_COMM_WORLD in turn, and the automatic choice, per message size
+ * (issue 4; docs/performance.md).  An ordinary MPI program linked with
+ * libgridcoll, run with gridrun:
+ *
+ *   gridrun --site-sizes 2,2 -- gridcoll-bench bcast --sizes 8,1k,1m --csv
+ *
+ * usage() lists the options and what "bytes" means per collective.  The
+ * algorithms come from libgridcoll's tables (GridColl_Algorithm_name), so
+ * the bench needs no change when an algorithm is added.
+ *
+ * Per size, the algorithms take turns (size-major order), so a change of
+ * the machine's load during a run spreads over all of them; the turn
+ * order rotates by one from size to size, so no algorithm always runs
+ * first on fresh buffers or last.  For one algorithm and size:
+ *   - send buffers get a pattern that depends on sender, receiver and
+ *     offset, receive buffers a sentinel;
+ *   - warm-up and timed calls, each preceded by an MPI_Barrier and timed
+ *     alone with MPI_Wtime on every rank;
+ *   - the result of the first call is checked byte for byte on every rank;
+ *   - one MPI_Allreduce (MPI_MAX) gives, per timed call, the slowest
+ *     rank's time, and whether any rank saw a wrong result; rank 0 prints
+ *     the median, 10th and 90th percentiles over the timed calls.
+ * The algorithm is forced (GridColl_Set_algorithm) around the measured
+ * call only: the barrier and the bench's own MPI_Allreduce run under the
+ * automatic choice, which matters when the collective measured is a
+ * barrier or an allreduce.
+ *
+ * A forced algorithm that cannot run the call (its restrictions) either
+ * fails before any communication with MPI_ERR_ARG, or the library runs
+ * another algorithm (GridColl_Algorithm_used tells), on every rank alike
+ * (selection only looks at what all members agree on); its row shows n/a
+ * rather than another algorithm's time.  A wrong result: a FAIL line on stdout,
+ * the first wrong byte per rank on stderr, exit status 1 (the remaining
+ * measurements are skipped: a broken algorithm may leave messages behind).
+ * Usage errors: status 2.  MPI errors: message and MPI_Abort (status 2).
+ */
+#include <gridcoll.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_mpi.h"
+
+#define PROG      "gridcoll-bench"
+#define ROOT      0
+#define MAX_SIZES 32
+#define AUTO      "auto"
+#define SENTINEL  0xee
+#define MAX_ITERS 1000000
+
+enum coll {
+    ALLTOALL,
+    ALLTOALLV,
+    BCAST,
+    ALLGATHER,
+    ALLREDUCE,
+    REDUCE,
+    BARRIER,
+    GATHER,
+    SCATTER,
+    COLL_COUNT
+};
+
+/* As libgridcoll's tables name them (GridColl_Set_algorithm). */
+static const char *const coll_names[COLL_COUNT] = {
+    "alltoall", "alltoallv", "bcast",  "allgather", "allreduce",
+    "reduce",   "barrier",   "gather", "scatter",
+};
+
+static const char *const call_names[COLL_COUNT] = {
+    "MPI_Alltoall",  "MPI_Alltoallv", "MPI_Bcast",
+    "MPI_Allgather", "MPI_Allreduce", "MPI_Reduce",
+    "MPI_Barrier",   "MPI_Gather",    "MPI_Scatter",
+};
+
+static int rank, size;
+
+struct options {
+    enum coll coll;
+    uint64_t sizes[MAX_SIZES];
+    size_t nsizes;
+    long iters;
+    long warmup;
+    /* Library algorithm names (GridColl_Algorithm_name's strings) or AUTO. */
+    const char **algos;
+    int nalgos;
+    int csv;
+};
+
+/* ---- options ------------------------------------------------------------ */
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: " PROG " COLL [--sizes LIST] [--iters N] [--warmup N]\n"
+        "       [--algos LIST] [--csv]\n"
+        "Times every algorithm of collective COLL on MPI_COMM_WORLD, forced\n"
+        "in turn, and the automatic choice (\"auto\"), for every size.\n"
+        "  COLL          alltoall alltoallv bcast allgather allreduce reduce\n"
+        "                barrier gather scatter\n"
+        "  --sizes LIST  message sizes in bytes, comma-separated, with an\n"
+        "                optional K, M or G (binary) [8,1k,64k,1m]; bytes is\n"
+        "                  alltoall, alltoallv: the block of one pair of\n"
+        "                    ranks (every rank sends ranks x bytes);\n"
+        "                  allgather, gather, scatter: the block of one\n"
+        "                    rank;\n"
+        "                  bcast, allreduce, reduce: the whole buffer\n"
+        "                    (reductions: MPI_SUM of MPI_DOUBLE, so a\n"
+        "                    multiple of 8);\n"
+        "                  barrier: ignored, one row with bytes 0\n"
+        "  --iters N     timed calls per algorithm and size [20]\n"
+        "  --warmup N    untimed calls before them [2]\n"
+        "  --algos LIST  only these algorithms, comma-separated; \"auto\" is\n"
+        "                the choice without GridColl_Set_algorithm:\n"
+        "                GRIDCOLL_<COLL> if set, else the default rules\n"
+        "                [every algorithm, then auto]\n"
+        "  --csv         CSV instead of an aligned table\n"
+        "  --help        this text\n"
+        "Root 0 for bcast, reduce, gather and scatter.  Every call follows\n"
+        "an MPI_Barrier; its time is the slowest rank's; median_us, p10_us\n"
+        "and p90_us are over the timed calls, in microseconds.  The first\n"
+        "call of every algorithm and size is checked byte for byte: a wrong\n"
+        "result prints a FAIL line and exits with status 1.  n/a: the\n"
+        "algorithm cannot run this call (see its restrictions in\n"
+        "gridcoll-info --algorithms).  On a single site every call passes\n"
+        "through to MPICH whatever the algorithm.\n"
+        "Columns: coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us\n"
+        "Exit status: 0; 1 wrong result; 2 usage or MPI error.\n");
+}
+
+static int algo_count(enum coll c)
+{
+    int n = 0;
+    while (GridColl_Algorithm_name(coll_names[c], n) != NULL)
+        n++;
+    return n;
+}
+
+/* The library's spelling of `name` for collective c, AUTO, or NULL. */
+static const char *algo_named(enum coll c, const char *name)
+{
+    if (strcmp(name, AUTO) == 0)
+        return AUTO;
+    for (int i = 0; GridColl_Algorithm_name(coll_names[c], i) != NULL; i++)
+        if (strcmp(GridColl_Algorithm_name(coll_names[c], i), name) == 0)
+            return GridColl_Algorithm_name(coll_names[c], i);
+    return NULL;
+}
+
+static void print_valid_algos(FILE *out, enum coll c)
+{
+    for (int i = 0; i < algo_count(c); i++)
+        fprintf(out, "%s, ", GridColl_Algorithm_name(coll_names[c], i));
+    fputs(AUTO, out);
+}
+
+/* --algos; on errors, rank 0 says why. */
+static int parse_algos(const char *text, struct options *o)
+{
+    char copy[1024];
+    if (snprintf(copy, sizeof copy, "%s", text) >= (int)sizeof copy) {
+        if (rank == 0)
+            fprintf(stderr, PROG ": --algos: list too long\n");
+        return -1;
+    }
+    int max = 1;
+    for (const char *p = text; *p != '\0'; p++)
+        max += *p == ',';
+    free(o->algos);
+    o->algos = bench_malloc((size_t)max * sizeof *o->algos);
+    o->nalgos = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item != NULL;
+         item = strtok_r(NULL, ",", &save)) {
+        const char *name = algo_named(o->coll, item);
+        if (name == NULL) {
+            if (rank == 0) {
+                fprintf(stderr, PROG ": %s has no algorithm '%s' (valid: ",
+                        coll_names[o->coll], item);
+                print_valid_algos(stderr, o->coll);
+                fprintf(stderr, ")\n");
+            }
+            return -1;
+        }
+        o->algos[o->nalgos++] = name;
+    }
+    if (o->nalgos == 0 && rank == 0)
+        fprintf(stderr, PROG ": --algos: no algorithm named\n");
+    return o->nalgos > 0 ? 0 : -1;
+}
+
+static void default_algos(struct options *o)
+{
+    int n = algo_count(o->coll);
+    o->algos = bench_malloc((size_t)(n + 1) * sizeof *o->algos);
+    for (int i = 0; i < n; i++)
+        o->algos[i] = GridColl_Algorithm_name(coll_names[o->coll], i);
+    o->algos[n] = AUTO;
+    o->nalgos = n + 1;
+}
+
+static int parse_count(const char *text, long min, long *out)
+{
+    uint64_t v;
+    if (bench_parse_u64(text, 0, &v) != 0 || v < (uint64_t)min || v > MAX_ITERS)
+        return -1;
+    *out = (long)v;
+    return 0;
+}
+
+/* Bytes of the largest buffer one rank needs for a size. */
+static uint64_t buffer_bytes(enum coll c, uint64_t bytes)
+{
+    switch (c) {
+    case ALLTOALL:
+    case ALLTOALLV:
+    case ALLGATHER:
+    case GATHER:
+    case SCATTER: return bytes * (uint64_t)size;
+    default: return bytes;
+    }
+}
+
+static int check_sizes(const struct options *o)
+{
+    for (size_t i = 0; i < o->nsizes; i++) {
+        uint64_t b = o->sizes[i];
+        if ((o->coll == ALLREDUCE || o->coll == REDUCE) && b % 8 != 0) {
+            if (rank == 0)
+                fprintf(stderr,
+                        PROG ": --sizes: %s sums doubles: %llu is not a "
+                             "multiple of 8\n",
+                        coll_names[o->coll], (unsigned long long)b);
+            return -1;
+        }
+        /* Counts, and libgridcoll's displacements, are ints. */
+        if (b > INT_MAX || buffer_bytes(o->coll, b) > INT_MAX) {
+            if (rank == 0)
+                fprintf(stderr,
+                        PROG ": --sizes: %llu bytes of %s need buffers of "
+                             "2 GiB or more per rank\n",
+                        (unsigned long long)b, coll_names[o->coll]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* 0: run; 1: --help; 2: usage error (rank 0 printed why). */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+    const char *err = NULL;
+    memset(o, 0, sizeof *o);
+    o->iters = 20;
+    o->warmup = 2;
+    if (argc >= 2 &&
+        (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (rank == 0)
+            usage(stdout);
+        return 1;
+    }
+    if (argc < 2) {
+        err = "no collective given";
+        goto bad;
+    }
+    o->coll = COLL_COUNT;
+    for (int c = 0; c < COLL_COUNT; c++)
+        if (strcmp(argv[1], coll_names[c]) == 0)
+            o->coll = (enum coll)c;
+    if (o->coll == COLL_COUNT) {
+        err = "unknown collective";
+        goto bad;
+    }
+    if (bench_parse_list("8,1k,64k,1m", 1, o->sizes, MAX_SIZES, &o->nsizes) !=
+        0) {
+        err = "bad default sizes";
+        goto bad;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(a, "--csv") == 0) {
+            o->csv = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            if (rank == 0)
+                usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--sizes") == 0 && has_value) {
+            if (bench_parse_list(argv[++i], 1, o->sizes, MAX_SIZES,
+                                 &o->nsizes) != 0) {
+                err = "bad --sizes";
+                goto bad;
+            }
+        } else if (strcmp(a, "--iters") == 0 && has_value) {
+            if (parse_count(argv[++i], 1, &o->iters) != 0) {
+                err = "--iters: a number from 1 to 1000000";
+                goto bad;
+            }
+        } else if (strcmp(a, "--warmup") == 0 && has_value) {
+            if (parse_count(argv[++i], 0, &o->warmup) != 0) {
+                err = "--warmup: a number from 0 to 1000000";
+                goto bad;
+            }
+        } else if (strcmp(a, "--algos") == 0 && has_value) {
+            if (parse_algos(argv[++i], o) != 0)
+                return 2;
+        } else {
+            err = "unknown option or missing value";
+            goto bad;
+        }
+    }
+    if (o->coll == BARRIER) {
+        o->sizes[0] = 0;
+        o->nsizes = 1;
+    }
+    if (check_sizes(o) != 0)
+        return 2;
+    if (o->algos == NULL)
+        default_algos(o);
+    return 0;
+bad:
+    if (rank == 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        usage(stderr);
+    }
+    return 2;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+/* What one call moves, and where. */
+struct run {
+    enum coll coll;
+    const char *algo;
+    size_t bytes;
+    /* Bcast has one buffer: recv (the root sends from it). */
+    unsigned char *send, *recv;
+    size_t send_len, recv_len;
+    int *counts, *displs; /* alltoallv: one block of `bytes` per rank */
+};
+
+static void buffers_make(struct run *r)
+{
+    size_t all = r->bytes * (size_t)size;
+    switch (r->coll) {
+    case ALLTOALL:
+    case ALLTOALLV: r->send_len = r->recv_len = all; break;
+    case ALLGATHER:
+        r->send_len = r->bytes;
+        r->recv_len = all;
+        break;
+    case GATHER:
+        r->send_len = r->bytes;
+        r->recv_len = rank == ROOT ? all : 0;
+        break;
+    case SCATTER:
+        r->send_len = rank == ROOT ? all : 0;
+        r->recv_len = r->bytes;
+        break;
+    case BCAST: r->recv_len = r->bytes; break;
+    case ALLREDUCE:
+    case REDUCE: r->send_len = r->recv_len = r->bytes; break;
+    default: break;
+    }
+    r->send = bench_malloc(r->send_len);
+    r->recv = bench_malloc(r->recv_len);
+    if (r->coll == ALLTOALLV) {
+        r->counts = bench_malloc((size_t)size * sizeof *r->counts);
+        r->displs = bench_malloc((size_t)size * sizeof *r->displs);
+        for (int i = 0; i < size; i++) {
+            r->counts[i] = (int)r->bytes;
+            r->displs[i] = i * (int)r->bytes;
+        }
+    }
+}
+
+static void buffers_free(struct run *r)
+{
+    free(r->send);
+    free(r->recv);
+    free(r->counts);
+    free(r->displs);
+}
+
+/* Byte i of the block rank a makes for rank b. */
+static unsigned char pattern_byte(uint32_t a, uint32_t b, size_t i)
+{
+    return (unsigned char)(bench_pattern(a, b, (uint32_t)(i / 4)) >>
+                           (i % 4 * 8));
+}
+
+static void fill_block(unsigned char *p, size_t n, uint32_t a, uint32_t b)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = pattern_byte(a, b, i);
+}
+
+/* Rank r's element i of a reduction: small integers, so every order of
+ * summation gives the same, exact double. */
+static double contribution(int r, size_t i)
+{
+    return (double)((r + 1) * 1024 + (int)(i % 1000));
+}
+
+static void prepare(const struct run *r)
+{
+    size_t n = r->bytes;
+    memset(r->recv, SENTINEL, r->recv_len);
+    switch (r->coll) {
+    case ALLTOALL:
+    case ALLTOALLV:
+        for (int d = 0; d < size; d++)
+            fill_block(r->send + (size_t)d * n, n, (uint32_t)rank, (uint32_t)d);
+        break;
+    case ALLGATHER:
+    case GATHER: fill_block(r->send, n, (uint32_t)rank, 0); break;
+    case SCATTER:
+        for (int d = 0; d < size && rank == ROOT; d++)
+            fill_block(r->send + (size_t)d * n, n, ROOT, (uint32_t)d);
+        break;
+    case BCAST:
+        if (rank == ROOT)
+            fill_block(r->recv, n, ROOT, 0);
+        break;
+    case ALLREDUCE:
+    case REDUCE:
+        for (size_t i = 0; i < n / 8; i++)
+            ((double *)r->send)[i] = contribution(rank, i);
+        break;
+    default: break;
+    }
+}
+
+/* 0 when `got` holds block (a, b); else 1 and the first wrong byte. */
+static int check_block(const struct run *r, const unsigned char *got,
+                       uint32_t a, uint32_t b, int from)
+{
+    for (size_t i = 0; i < r->bytes; i++) {
+        unsigned char want = pattern_byte(a, b, i);
+        if (got[i] != want) {
+            fprintf(stderr,
+                    PROG ": rank %d: %s algo=%s bytes=%zu: byte %zu of the "
+                         "block from rank %d is 0x%02x, expected 0x%02x\n",
+                    rank, coll_names[r->coll], r->algo, r->bytes, i, from,
+                    got[i], want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int check_sum(const struct run *r)
+{
+    for (size_t i = 0; i < r->bytes / 8; i++) {
+        double want = 0, got;
+        for (int s = 0; s < size; s++)
+            want += contribution(s, i);
+        memcpy(&got, r->recv + i * 8, sizeof got);
+        if (memcmp(&got, &want, sizeof got) != 0) {
+            fprintf(stderr,
+                    PROG ": rank %d: %s algo=%s bytes=%zu: element %zu is "
+                         "%.17g, expected %.17g\n",
+                    rank, coll_names[r->coll], r->algo, r->bytes, i, got, want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* 1 when this rank's result of the first call is wrong (and says where). */
+static int result_wrong(const struct run *r)
+{
+    size_t n = r->bytes;
+    switch (r->coll) {
+    case ALLTOALL:
+    case ALLTOALLV:
+        for (int s = 0; s < size; s++)
+            if (check_block(r, r->recv + (size_t)s * n, (uint32_t)s,
+                            (uint32_t)rank, s))
+                return 1;
+        return 0;
+    case ALLGATHER:
+    case GATHER:
+        for (int s = 0; s < size && (r->coll == ALLGATHER || rank == ROOT); s++)
+            if (check_block(r, r->recv + (size_t)s * n, (uint32_t)s, 0, s))
+                return 1;
+        return 0;
+    case SCATTER: return check_block(r, r->recv, ROOT, (uint32_t)rank, ROOT);
+    case BCAST: return check_block(r, r->recv, ROOT, 0, ROOT);
+    case ALLREDUCE: return check_sum(r);
+    case REDUCE: return rank == ROOT ? check_sum(r) : 0;
+    default: return 0;
+    }
+}
+
+/* ---- measurement -------------------------------------------------------- */
+
+static int call(const struct run *r)
+{
+    int n = (int)r->bytes;
+    switch (r->coll) {
+    case ALLTOALL:
+        return MPI_Alltoall(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE,
+                            MPI_COMM_WORLD);
+    case ALLTOALLV:
+        return MPI_Alltoallv(r->send, r->counts, r->displs, MPI_BYTE, r->recv,
+                             r->counts, r->displs, MPI_BYTE, MPI_COMM_WORLD);
+    case BCAST: return MPI_Bcast(r->recv, n, MPI_BYTE, ROOT, MPI_COMM_WORLD);
+    case ALLGATHER:
+        return MPI_Allgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE,
+                             MPI_COMM_WORLD);
+    case ALLREDUCE:
+        return MPI_Allreduce(r->send, r->recv, n / 8, MPI_DOUBLE, MPI_SUM,
+                             MPI_COMM_WORLD);
+    case REDUCE:
+        return MPI_Reduce(r->send, r->recv, n / 8, MPI_DOUBLE, MPI_SUM, ROOT,
+                          MPI_COMM_WORLD);
+    case GATHER:
+        return MPI_Gather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, ROOT,
+                          MPI_COMM_WORLD);
+    case SCATTER:
+        return MPI_Scatter(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, ROOT,
+                           MPI_COMM_WORLD);
+    default: return MPI_Barrier(MPI_COMM_WORLD);
+    }
+}
+
+static void force(enum coll c, const char *algo)
+{
+    bench_mpi_check(GridColl_Set_algorithm(coll_names[c], algo),
+                    "GridColl_Set_algorithm");
+}
+
+struct outcome {
+    int usable;
+    const char *ran; /* not usable: the algorithm that ran instead, or NULL */
+    int wrong;
+    double median, p10, p90; /* microseconds */
+};
+
+static struct outcome measure(const struct run *r, long iters, long warmup)
+{
+    struct outcome out = {1, NULL, 0, 0, 0, 0};
+    const char *forced = strcmp(r->algo, AUTO) == 0 ? NULL : r->algo;
+    /* The timed calls' durations, then whether the result was wrong: the
+     * slowest rank's and any rank's in one MPI_MAX reduction. */
+    double *t = bench_malloc((size_t)(iters + 1) * sizeof *t);
+    prepare(r);
+    for (long i = 0; i < warmup + iters; i++) {
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        force(r->coll, forced);
+        double start = MPI_Wtime();
+        int rc = call(r);
+        double elapsed = MPI_Wtime() - start;
+        force(r->coll, NULL);
+        int cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_class(rc, &cls);
+        if (i == 0 && forced != NULL && cls == MPI_ERR_ARG) {
+            out.usable = 0;
+            goto cleanup;
+        }
+        bench_mpi_check(rc, call_names[r->coll]);
+        const char *used = GridColl_Algorithm_used(coll_names[r->coll]);
+        if (i == 0 && forced != NULL && used != NULL &&
+            strcmp(used, forced) != 0) {
+            out.usable = 0;
+            out.ran = used;
+            goto cleanup;
+        }
+        if (i == 0)
+            t[iters] = result_wrong(r);
+        if (i >= warmup)
+            t[i - warmup] = elapsed;
+    }
+    bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, t, (int)iters + 1, MPI_DOUBLE,
+                                  MPI_MAX, MPI_COMM_WORLD),
+                    "MPI_Allreduce");
+    out.wrong = t[iters] != 0;
+    out.median = bench_quantile(t, iters, 0.5) * 1e6;
+    out.p10 = bench_quantile(t, iters, 0.1) * 1e6;
+    out.p90 = bench_quantile(t, iters, 0.9) * 1e6;
+cleanup:
+    free(t);
+    return out;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+struct table {
+    int csv;
+    int coll_width, algo_width;
+};
+
+static void print_header(const struct table *tb)
+{
+    if (tb->csv)
+        printf("coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us\n");
+    else
+        printf("%-*s  %-*s  %5s  %5s  %10s  %11s  %11s  %11s\n", tb->coll_width,
+               "coll", tb->algo_width, "algo", "sites", "ranks", "bytes",
+               "median_us", "p10_us", "p90_us");
+    fflush(stdout);
+}
+
+static void print_row(const struct table *tb, const struct run *r, int sites,
+                      const struct outcome *m)
+{
+    char v[3][32];
+    if (m->usable) {
+        snprintf(v[0], sizeof v[0], "%.2f", m->median);
+        snprintf(v[1], sizeof v[1], "%.2f", m->p10);
+        snprintf(v[2], sizeof v[2], "%.2f", m->p90);
+    } else {
+        for (int i = 0; i < 3; i++)
+            snprintf(v[i], sizeof v[i], "n/a");
+    }
+    if (tb->csv)
+        printf("%s,%s,%d,%d,%zu,%s,%s,%s\n", coll_names[r->coll], r->algo,
+               sites, size, r->bytes, v[0], v[1], v[2]);
+    else
+        printf("%-*s  %-*s  %5d  %5d  %10zu  %11s  %11s  %11s\n",
+               tb->coll_width, coll_names[r->coll], tb->algo_width, r->algo,
+               sites, size, r->bytes, v[0], v[1], v[2]);
+    fflush(stdout);
+}
+
+static struct table table_for(const struct options *o)
+{
+    struct table tb = {o->csv, (int)strlen("coll"), (int)strlen("algo")};
+    if ((int)strlen(coll_names[o->coll]) > tb.coll_width)
+        tb.coll_width = (int)strlen(coll_names[o->coll]);
+    for (int a = 0; a < o->nalgos; a++)
+        if ((int)strlen(o->algos[a]) > tb.algo_width)
+            tb.algo_width = (int)strlen(o->algos[a]);
+    return tb;
+}
+
+int main(int argc, char **argv)
+{
+    bench_set_program(PROG);
+    bench_mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
+    bench_mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                    "MPI_Comm_set_errhandler");
+    bench_mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    bench_mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+
+    struct options o;
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) {
+        free(o.algos);
+        bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
+        return parsed == 1 ? 0 : 2;
+    }
+    int sites = 1;
+    bench_mpi_check(GridColl_Comm_site_count(MPI_COMM_WORLD, &sites),
+                    "GridColl_Comm_site_count");
+    struct table tb = table_for(&o);
+    if (rank == 0)
+        print_header(&tb);
+
+    int failed = 0;
+    for (size_t s = 0; s < o.nsizes && !failed; s++) {
+        struct run r = {.coll = o.coll, .bytes = (size_t)o.sizes[s]};
+        buffers_make(&r);
+        for (int k = 0; k < o.nalgos && !failed; k++) {
+            r.algo = o.algos[(k + s) % (size_t)o.nalgos];
+            struct outcome m = measure(&r, o.iters, o.warmup);
+            failed = m.wrong;
+            if (rank != 0)
+                continue;
+            if (failed) {
+                printf("FAIL coll=%s algo=%s bytes=%zu: wrong result (the "
+                       "ranks that saw it say where on stderr)\n",
+                       coll_names[r.coll], r.algo, r.bytes);
+                fflush(stdout);
+                break;
+            }
+            if (!m.usable)
+                fprintf(stderr,
+                        PROG ": %s algorithm %s cannot run this call (%zu "
+                             "bytes, %d ranks on %d sites%s%s); see its "
+                             "restrictions in gridcoll-info --algorithms\n",
+                        coll_names[r.coll], r.algo, r.bytes, size, sites,
+                        m.ran != NULL ? "; the library ran " : "",
+                        m.ran != NULL ? m.ran : "");
+            print_row(&tb, &r, sites, &m);
+        }
+        buffers_free(&r);
+    }
+    free(o.algos);
+    bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * Pieces and the streaming fold shared by the reductions; reduce_common.h
+ * says what each is for.
+ */
+#include "reduce_common.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "gc_coll.h"
+
+/* The largest relay message a segment may be (int counts below). */
+#define REDUCE_MAX_MESSAGE ((size_t)1 << 30)
+
+void reduce_pieces_free(struct reduce_pieces *p)
+{
+    free(p->at);
+    *p = (struct reduce_pieces){0};
+}
+
+void reduce_pieces_add(struct reduce_pieces *p, int source, int peer, int lo,
+                       int hi, int seg)
+{
+    for (int e = lo; e < hi && !p->no_mem; e += seg) {
+        if (p->count == p->cap) {
+            int cap = p->cap > 0 ? 2 * p->cap : 16;
+            struct reduce_piece *grown =
+                realloc(p->at, (size_t)cap * sizeof *grown);
+            if (grown == NULL) {
+                p->no_mem = 1;
+                return;
+            }
+            p->at = grown;
+            p->cap = cap;
+        }
+        p->at[p->count++] = (struct reduce_piece){
+            .source = source,
+            .peer = peer,
+            .lo = e,
+            .hi = hi - e > seg ? e + seg : hi,
+        };
+    }
+}
+
+int reduce_segment(size_t segsize, size_t esize)
+{
+    size_t bytes = segsize < REDUCE_MAX_MESSAGE ? segsize : REDUCE_MAX_MESSAGE;
+    size_t seg = esize > 0 ? bytes / esize : bytes;
+    if (seg == 0)
+        seg = 1;
+    return seg < (size_t)INT_MAX ? (int)seg : INT_MAX;
+}
+
+int reduce_fold_run(struct gc_comm *c, const struct reduce_fold *f,
+                    const struct reduce_piece *pieces, int npieces,
+                    struct gc_xfer **recvs, int *xfer_status)
+{
+    int next[GC_MAX_SITES];
+    for (int u = 0; u < f->sources; u++)
+        next[u] = -1;
+    for (int k = npieces - 1; k >= 0; k--)
+        next[pieces[k].source] = k;
+    int status = MPI_SUCCESS;
+    for (int at = f->lo; at < f->hi && status == MPI_SUCCESS;) {
+        /* The stretch ends where the first current piece ends. */
+        int end = f->hi;
+        for (int u = 0; u < f->sources && *xfer_status == MPI_SUCCESS; u++) {
+            if (next[u] < 0)
+                continue;
+            *xfer_status = gc_xfer_waitall(1, &recvs[next[u]]);
+            if (pieces[next[u]].hi < end)
+                end = pieces[next[u]].hi;
+        }
+        if (*xfer_status != MPI_SUCCESS)
+            break;
+        status =
+            coll_combine(c, f->partials + (size_t)(at - f->lo) * f->esize,
+                         f->sources, f->stride, (size_t)(end - at) * f->esize,
+                         (char *)f->rbuf + (MPI_Aint)(at - f->lo) * f->extent,
+                         end - at, f->type, f->op);
+        for (int u = 0; u < f->sources; u++)
+            if (next[u] >= 0 && pieces[next[u]].hi == end)
+                next[u]++;
+        at = end;
+    }
+    return status;
+}

@@ -1,0 +1,332 @@
+/*
+ * Reduce_scatter and Reduce_scatter_block across sites: every site
+ * reduces locally, split over its members, and each member sends every
+ * piece of its site's partial result straight to the member of another
+ * site that owns it; owners fold the sites' partial results in a fixed
+ * order.
+ *
+ * Sources: MagPIe (Kielmann et al., PPoPP 1999, §3): reduce inside each
+ * site before anything crosses the WAN, each datum crosses each WAN link
+ * at most once, one WAN latency.  The local phase is Mamidala's
+ * multi-leader reduction (thesis ch. 9.2.2: every member of a node
+ * reduces one sub-block, so no single leader does all the work), here a
+ * PMPI_Reduce_scatter; the WAN phase spreads over all members' relay
+ * sessions like allreduce multileader's (allreduce_grid_multileader.c).
+ *
+ * Notation: N members, block r (member r's result) is elements d_r ..
+ * d_r + c_r of the T-element vector, in rank order.  For a site s,
+ * E_s is the sequence of the elements owned by members of other sites,
+ * in vector order, R_s = |E_s|; site s's member j (local rank, n_s
+ * members) has the share j of E_s: its elements floor(R_s j / n_s) ..
+ * floor(R_s (j+1) / n_s).  Every member computes every site's shares
+ * from recvcounts[].
+ *
+ * Phases:
+ *  1. Each member posts its receives: from every member of every other
+ *     site whose share meets its own block, the overlap, in segments of
+ *     σ = GRIDCOLL_REDUCE_SCATTER_SEGSIZE bytes (default 256 KiB).
+ *  2. Each member copies its input into a temporary in the order
+ *     [block of local rank 0, share 0, block of local rank 1, share 1,
+ *     ...] (a local permutation: pack and unpack), and the site runs
+ *     PMPI_Reduce_scatter on it: member j gets its site's partial result
+ *     over its own block and over its share.  MPICH's Reduce_scatter
+ *     combines in local-rank order, which is comm-rank order.
+ *  3. Each member sends the pieces of its share, in the same segments,
+ *     to their owners: every element's partial result from site s
+ *     crosses the WAN once, to the site that needs it, and never comes
+ *     back.
+ *  4. Each owner folds the S partial results of its block (its own
+ *     site's from step 2) in the order of the sites' first members, as
+ *     the pieces arrive, straight into recvbuf: no local scatter is left.
+ * A vector of 0 elements (or an empty datatype) is a no-op.
+ *
+ * MPI_IN_PLACE: the input is read from recvbuf into the temporary of
+ * step 2 before step 4 writes the block there.
+ *
+ * Restriction: a non-commutative op only when every site's members are
+ * one contiguous range of comm ranks (coll_site_partials_ok, as allreduce
+ * hier): then the site-ordered fold of the sites' rank-ordered partial
+ * results is MPI's rank order.  Commutative ops always.
+ *
+ * Cost, M = T e bytes of vector (e bytes per element), L and B the WAN
+ * latency and bandwidth, B_r what one member's relay session carries, γ
+ * the per-byte cost of the op:
+ *   T = T_perm(M) + T_rs(n_s, M) + L + max(R_s e / B, R_s e / (n_s B_r))
+ *       + σ / B + (S-1) γ c_r e
+ *   WAN per site s: R_s e bytes (the elements other sites own, once);
+ *   messages: Σ over s's members j and the blocks b of members of other
+ *   sites of ceil(|share j ∩ b| / σ), at most n_s + N - n_s - 1 when the
+ *   pieces are under σ.  Against reduce_scatterv (Reduce of the whole
+ *   vector to rank 0, then Scatterv): one WAN latency instead of two,
+ *   and R_s e bytes per site instead of M to rank 0 and the blocks back.
+ *
+ * When it wins: across sites, always when it can run the call; the
+ * difference grows with the vector and the site count.
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "gc_coll.h"
+#include "gc_coll_algo.h"
+#include "reduce_common.h"
+
+/* Elements lo .. hi of member `owner`'s block, at position `at` of E_s. */
+struct span {
+    int owner;
+    int lo, hi;
+    int at;
+};
+
+struct plan {
+    struct site_map map;
+    int order[GC_MAX_SITES]; /* fold position -> site index */
+    int sites;
+    int me;      /* my site's fold position */
+    int *displ;  /* [size + 1]: block r is elements displ[r] .. displ[r+1] */
+    int *counts; /* [local_size]: the local Reduce_scatter's counts */
+    struct span *copy; /* the permuted input, as vector ranges in order */
+    int ncopy;
+    int share_lo, share_hi;     /* my share, in E of my site */
+    struct reduce_pieces sends; /* in share coordinates (0 = share_lo) */
+    struct reduce_pieces recvs; /* in vector coordinates */
+};
+
+static void plan_free(struct plan *p)
+{
+    site_map_free(&p->map);
+    free(p->displ);
+    free(p->counts);
+    free(p->copy);
+    reduce_pieces_free(&p->sends);
+    reduce_pieces_free(&p->recvs);
+}
+
+static int share_start(int remote, int members, int j)
+{
+    return (int)((long long)remote * j / members);
+}
+
+/* R_s: the elements of the vector owned by members of other sites. */
+static int remote_elements(const struct gc_comm *c, const int *displ, int s)
+{
+    int own = 0;
+    for (int q = 0; q < c->size; q++)
+        if (c->site[q] == s)
+            own += displ[q + 1] - displ[q];
+    return displ[c->size] - own;
+}
+
+/*
+ * The blocks of members of other sites than s that meet elements a .. b
+ * of E_s, cut to them, in vector order, appended to out[*n].
+ */
+static void remote_spans(const struct gc_comm *c, const int *displ, int s,
+                         int a, int b, struct span *out, int *n)
+{
+    for (int q = 0, at = 0; q < c->size && at < b; q++) {
+        if (c->site[q] == s)
+            continue;
+        int len = displ[q + 1] - displ[q];
+        int lo = a > at ? a : at, hi = b < at + len ? b : at + len;
+        if (lo < hi)
+            out[(*n)++] = (struct span){.owner = q,
+                                        .lo = displ[q] + lo - at,
+                                        .hi = displ[q] + hi - at,
+                                        .at = lo};
+        at += len;
+    }
+}
+
+/*
+ * My receives: from every other site, grouped by fold position, the
+ * pieces of my block its members' shares hold (my block is a range of
+ * that site's E, the members' shares in order).
+ */
+static void plan_receives(const struct gc_comm *c, struct plan *p, int seg)
+{
+    int d = p->displ[c->rank], end = p->displ[c->rank + 1];
+    for (int u = 0; u < p->sites && end > d; u++) {
+        int t = p->order[u], n = p->map.count[t];
+        if (u == p->me)
+            continue;
+        int remote = remote_elements(c, p->displ, t), before = 0;
+        for (int q = 0; q < c->rank; q++)
+            if (c->site[q] == t)
+                before += p->displ[q + 1] - p->displ[q];
+        int at = d - before; /* my block's position in t's E */
+        for (int j = 0; j < n; j++) {
+            int lo = share_start(remote, n, j),
+                hi = share_start(remote, n, j + 1);
+            lo = lo > at ? lo : at;
+            hi = hi < at + (end - d) ? hi : at + (end - d);
+            if (lo < hi)
+                reduce_pieces_add(&p->recvs, u,
+                                  p->map.member[p->map.first[t] + j],
+                                  d + lo - at, d + hi - at, seg);
+        }
+    }
+}
+
+static int plan_make(const struct gc_comm *c, const int *rcounts, int seg,
+                     struct plan *p)
+{
+    int status = site_map_build(c, &p->map);
+    if (status != MPI_SUCCESS)
+        return status;
+    int s = c->site[c->rank], n = c->local_size;
+    p->displ = malloc((size_t)(c->size + 1) * sizeof *p->displ);
+    p->counts = malloc((size_t)n * sizeof *p->counts);
+    /* Own blocks, plus each share's spans: at most one per remote block
+     * and one more per share boundary. */
+    p->copy = malloc((size_t)(2 * c->size + 1) * sizeof *p->copy);
+    if (p->displ == NULL || p->counts == NULL || p->copy == NULL)
+        return coll_no_mem(c);
+    p->displ[0] = 0;
+    for (int q = 0; q < c->size; q++)
+        p->displ[q + 1] = p->displ[q] + rcounts[q];
+    for (int q = 0; q < c->size; q++)
+        if (c->leader[c->site[q]] == q) {
+            if (c->site[q] == s)
+                p->me = p->sites;
+            p->order[p->sites++] = c->site[q];
+        }
+    int remote = remote_elements(c, p->displ, s);
+    for (int j = 0; j < n; j++) {
+        int r = c->local_to_comm[j];
+        int lo = share_start(remote, n, j), hi = share_start(remote, n, j + 1);
+        if (rcounts[r] > 0)
+            p->copy[p->ncopy++] = (struct span){
+                .owner = r, .lo = p->displ[r], .hi = p->displ[r + 1]};
+        int first = p->ncopy;
+        remote_spans(c, p->displ, s, lo, hi, p->copy, &p->ncopy);
+        p->counts[j] = rcounts[r] + hi - lo;
+        if (j != c->local_rank)
+            continue;
+        p->share_lo = lo;
+        p->share_hi = hi;
+        for (int k = first; k < p->ncopy; k++) {
+            const struct span *x = &p->copy[k];
+            reduce_pieces_add(&p->sends, -1, x->owner, x->at - lo,
+                              x->at - lo + x->hi - x->lo, seg);
+        }
+    }
+    plan_receives(c, p, seg);
+    return p->sends.no_mem || p->recvs.no_mem ? coll_no_mem(c) : MPI_SUCCESS;
+}
+
+/* The input in the plan's order, as `total` typed elements in t. */
+static int permute_input(struct gc_comm *c, const struct plan *p,
+                         const void *input, MPI_Datatype type, size_t esize,
+                         MPI_Aint extent, struct coll_temp *t)
+{
+    int total = p->displ[c->size];
+    size_t len = (size_t)total * esize, at = 0;
+    unsigned char *bytes = coll_alloc(len);
+    int status =
+        bytes != NULL ? coll_temp_alloc(c, total, type, 1, t) : coll_no_mem(c);
+    for (int k = 0; k < p->ncopy && status == MPI_SUCCESS; k++) {
+        const struct span *x = &p->copy[k];
+        size_t piece = (size_t)(x->hi - x->lo) * esize;
+        status = coll_pack(c, (const char *)input + (MPI_Aint)x->lo * extent,
+                           x->hi - x->lo, type, bytes + at, piece);
+        at += piece;
+    }
+    if (status == MPI_SUCCESS)
+        status = coll_unpack(c, bytes, len, t->base, total, type);
+    free(bytes);
+    return status;
+}
+
+int reduce_scatter_grid_hier(const struct coll_args *a)
+{
+    const struct coll_reduce_scatter_args *r = &a->u.reduce_scatter;
+    struct gc_comm *c = a->comm;
+    struct plan p = {0};
+    struct coll_temp in = {0}, out = {0};
+    struct gc_xfer **reqs = NULL;
+    unsigned char *partials = NULL, *share = NULL;
+    int n = 0, xfer_status = MPI_SUCCESS;
+    long long total = 0;
+    size_t esize;
+    MPI_Aint lb, extent;
+    for (int q = 0; q < c->size; q++)
+        total += r->rcounts[q];
+    if (total > INT_MAX)
+        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
+                              "the counts add up to more than INT_MAX");
+    int status = coll_packed_size(c, 1, r->type, &esize);
+    if (status != MPI_SUCCESS || total == 0 || esize == 0)
+        return status;
+    status = PMPI_Type_get_extent(r->type, &lb, &extent);
+    if (status == MPI_SUCCESS)
+        status =
+            plan_make(c, r->rcounts, reduce_segment(a->segsize, esize), &p);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    int mine = r->rcounts[c->rank];
+    size_t stride = (size_t)mine * esize;
+    reqs = malloc((size_t)(p.recvs.count + p.sends.count + 1) * sizeof *reqs);
+    partials = coll_alloc(stride * (size_t)p.sites);
+    share = coll_alloc((size_t)(p.share_hi - p.share_lo) * esize);
+    if (reqs == NULL || partials == NULL || share == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
+    }
+    for (int k = 0; k < p.recvs.count && xfer_status == MPI_SUCCESS; k++) {
+        const struct reduce_piece *x = &p.recvs.at[k];
+        xfer_status = coll_irecv(c, x->peer, TAG_REDUCE_SCATTER,
+                                 partials + (size_t)x->source * stride +
+                                     (size_t)(x->lo - p.displ[c->rank]) * esize,
+                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+    }
+    status = permute_input(c, &p, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
+                           r->type, esize, extent, &in);
+    if (status == MPI_SUCCESS)
+        status = coll_temp_alloc(c, p.counts[c->local_rank], r->type, 1, &out);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Reduce_scatter(in.base, out.base, p.counts, r->type,
+                                     r->op, c->local);
+    if (status == MPI_SUCCESS)
+        status = coll_pack(c, out.base, mine, r->type,
+                           partials + (size_t)p.me * stride, stride);
+    if (status == MPI_SUCCESS)
+        status = coll_pack(c, out.base + (MPI_Aint)mine * extent,
+                           p.share_hi - p.share_lo, r->type, share,
+                           (size_t)(p.share_hi - p.share_lo) * esize);
+    for (int k = 0; k < p.sends.count && status == MPI_SUCCESS &&
+                    xfer_status == MPI_SUCCESS;
+         k++) {
+        const struct reduce_piece *x = &p.sends.at[k];
+        xfer_status = coll_isend(c, x->peer, TAG_REDUCE_SCATTER,
+                                 share + (size_t)x->lo * esize,
+                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+    }
+    /* Receives were posted first, one per piece: reqs[k] is piece k's,
+     * unless posting stopped early (then nothing is folded). */
+    struct reduce_fold f = {
+        .partials = partials,
+        .stride = stride,
+        .esize = esize,
+        .sources = p.sites,
+        .lo = p.displ[c->rank],
+        .hi = p.displ[c->rank + 1],
+        .rbuf = r->rbuf,
+        .extent = extent,
+        .type = r->type,
+        .op = r->op,
+    };
+    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
+        status = reduce_fold_run(c, &f, p.recvs.at, p.recvs.count, reqs,
+                                 &xfer_status);
+    xfer_status = coll_wait(c, n, reqs, xfer_status);
+    if (status == MPI_SUCCESS)
+        status = xfer_status;
+cleanup:
+    plan_free(&p);
+    free(in.mem);
+    free(out.mem);
+    free(reqs);
+    free(partials);
+    free(share);
+    return status;
+}

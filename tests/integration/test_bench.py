@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""gridcoll-bench under gridrun on two sites (2+1 ranks): the CSV header,
+one row per algorithm (as `gridcoll-info --algorithms --csv` lists them,
+plus "auto") and size, numbers that parse and are ordered p10 <= median <=
+p90 (n/a only for an algorithm with restrictions); the aligned table; an
+unknown algorithm in --algos exits 2 naming the valid ones."""
+
+import csv
+import io
+import os
+import subprocess
+
+from harness import BIN, check, gridrun, main
+
+BENCH = os.path.join(BIN, "gridcoll-bench")
+LAYOUT = ["--site-sizes", "2,1"]
+HEADER = "coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us"
+SIZES = "8,1k"
+TINY = ["--iters", "3", "--warmup", "1"]
+
+
+def algorithms():
+    """{collective: {algorithm: restrictions}} from gridcoll-info."""
+    r = subprocess.run([os.path.join(BIN, "gridcoll-info"), "--algorithms",
+                        "--csv"], stdout=subprocess.PIPE, text=True,
+                       check=True, timeout=30)
+    table = {}
+    for row in csv.DictReader(io.StringIO(r.stdout)):
+        table.setdefault(row["coll"], {})[row["algo"]] = row["restrictions"]
+    return table
+
+
+def run_bench(args):
+    rc, out, err = gridrun(LAYOUT, [BENCH] + args)
+    check(rc == 0, "gridcoll-bench %s exited %d:\n%s\n%s" %
+          (" ".join(args), rc, out, err))
+    return out
+
+
+def check_csv(coll, sizes):
+    algos = algorithms()[coll]
+    out = run_bench([coll, "--sizes", SIZES, "--csv"] + TINY)
+    lines = out.splitlines()
+    check(lines and lines[0] == HEADER, "header: %r" % lines[:1])
+    rows = list(csv.DictReader(io.StringIO(out)))
+    got = sorted((r["algo"], int(r["bytes"])) for r in rows)
+    want = sorted((a, b) for a in list(algos) + ["auto"] for b in sizes)
+    check(got == want, "%s: rows (algo, bytes) %s, expected %s" %
+          (coll, got, want))
+    for r in rows:
+        check(r["coll"] == coll and r["sites"] == "2" and r["ranks"] == "3",
+              "row %s" % r)
+        values = [r["median_us"], r["p10_us"], r["p90_us"]]
+        if values == ["n/a"] * 3:
+            check(algos.get(r["algo"]), "n/a for %s, which has no "
+                  "restrictions" % r["algo"])
+            continue
+        median, p10, p90 = (float(v) for v in values)
+        check(0 <= p10 <= median <= p90, "row %s: not p10 <= median <= p90"
+              % r)
+
+
+def test_bcast_csv():
+    check_csv("bcast", [8, 1024])
+
+
+def test_alltoall_csv():
+    check_csv("alltoall", [8, 1024])
+
+
+def test_barrier_one_row_per_algorithm():
+    # Sizes mean nothing to a barrier: one row per algorithm, bytes 0.
+    check_csv("barrier", [0])
+
+
+def test_table():
+    algos = algorithms()["allreduce"]
+    out = run_bench(["allreduce", "--sizes", "8"] + TINY)
+    lines = out.splitlines()
+    check(lines and lines[0].split() == HEADER.split(","),
+          "table header: %r" % lines[:1])
+    check(len(lines) == 1 + len(algos) + 1, "table rows:\n" + out)
+    widths = {len(l) for l in lines}
+    check(len(widths) == 1, "table columns not aligned:\n" + out)
+
+
+def test_unknown_algorithm():
+    valid = list(algorithms()["bcast"]) + ["auto"]
+    rc, out, err = gridrun(LAYOUT, [BENCH, "bcast", "--algos", "nonsense"])
+    check(rc == 2, "exit status %d, expected 2:\n%s\n%s" % (rc, out, err))
+    check("nonsense" in err and all(a in err for a in valid),
+          "the error should name 'nonsense' and %s:\n%s" % (valid, err))
+    check(HEADER not in out, "rows printed despite the error:\n" + out)
+
+
+def test_help():
+    rc, out, err = gridrun(["--sites", "1", "-n", "1"], [BENCH, "--help"])
+    check(rc == 0, "--help exited %d:\n%s" % (rc, err))
+    for word in ("--sizes", "--iters", "--warmup", "--algos", "--csv",
+                 "block of one pair", "whole buffer", HEADER):
+        check(word in out, "--help does not mention %r:\n%s" % (word, out))
+
+
+if __name__ == "__main__":
+    main([(name[len("test_"):], fn) for name, fn in sorted(globals().items())
+          if name.startswith("test_")])
