@@ -65,6 +65,24 @@ def test_bad_segment_size():
           "no clear message about GRIDCOLL_BCAST_SEGSIZE=abc:\n" + err)
 
 
+def test_bad_local_phase():
+    err = failing_run({"GRIDCOLL_BCAST_LOCAL": "bogus"},
+                      [STATS, "bcast", "1", "8"])
+    check("MPI_Bcast: GRIDCOLL_BCAST_LOCAL=bogus is not a local phase of "
+          "bcast (valid: shm, mpich)" in err,
+          "no clear message about GRIDCOLL_BCAST_LOCAL=bogus:\n" + err)
+
+
+def test_bad_shm_bytes():
+    err = failing_run({"GRIDCOLL_BCAST": "hier",
+                       "GRIDCOLL_BCAST_LOCAL": "shm",
+                       "GRIDCOLL_SHM_BYTES": "12"},
+                      [STATS, "bcast", "1", "8"])
+    check(re.search(r"MPI_Bcast: GRIDCOLL_SHM_BYTES=12 is not a size "
+                    r"from 4096 bytes", err),
+          "no clear message about GRIDCOLL_SHM_BYTES=12:\n" + err)
+
+
 def test_info_lists_every_table():
     r = subprocess.run([INFO, "--algorithms"], stdout=subprocess.PIPE,
                        text=True, check=True, timeout=30)
