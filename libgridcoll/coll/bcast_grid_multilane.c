@@ -228,7 +228,8 @@ static int heap_depth(int n)
  * The header's T ~ Σ_k (log2 n_k + 2) α + (S-1) α_w + (M + O(log p) s)
  * max(β, β_w) as a pipeline of ⌈M/2s⌉ segments per lane: the first
  * segment passes each site's tree (heap depth of half the site) and the
- * leaf-to-tree swap, and the S - 1 WAN hops; then each further segment
+ * leaf-to-tree swap, and the S - 1 WAN hops (both lanes' segments at
+ * once); then each further segment
  * takes the slowest stage: a member's two sends, or the two lanes'
  * segments over one WAN link at its bulk rate, at least two gaps.
  */
@@ -251,7 +252,9 @@ double bcast_grid_multilane_cost(const struct coll_cost_args *c)
         if (i + 1 < sites) {
             int next = (s + 1) % sites;
             const struct gc_model_link *l = cost_link(c, s, next);
-            fill += cost_wan_msg(c, s, next, seg);
+            double both =
+                2 * l->beta_bulk > l->beta ? 2 * l->beta_bulk : l->beta;
+            fill += l->alpha + seg * both;
             double hop = 2 * seg * l->beta_bulk;
             hop = 2 * l->gap > hop ? 2 * l->gap : hop;
             step = hop > step ? hop : step;
