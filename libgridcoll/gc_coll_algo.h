@@ -7,7 +7,8 @@
  * restrictions and the function.  An entry point checks its arguments,
  * fills a `struct coll_args` and calls coll_run(), which
  *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
- *      GridColl_Set_algorithm); else, with a performance model
+ *      GridColl_Set_algorithm), with a model at the segment size its
+ *      cost function predicts best; else, with a performance model
  *      (GRIDCOLL_MODEL, docs/model.md) and a call whose `bytes` is
  *      known, the usable algorithm with a cost function whose predicted
  *      cost is least, with the segment size that minimizes it (unless

@@ -378,17 +378,19 @@ static int call_root(enum gc_coll_kind kind, const struct coll_args *a)
 /*
  * With a model, a call whose `bytes` every member knows (not the
  * v-forms) and a table with cost functions: the cheapest predicted
- * algorithm and its segment size.  0: the rules decide.  The inputs are
- * the model every member read from the same file, the communicator's
- * layout and the call's arguments, so every member chooses alike.
+ * algorithm, and its segment size into a->segsize; -1 when the rules
+ * decide.  For a `forced` algorithm (>= 0), only its segment size, the
+ * one its cost function predicts best, and `forced` is returned.  The inputs
+ * are the model every member read from the same file, the communicator's layout
+ * and the call's arguments, so every member chooses alike.
  */
 static int model_select(const struct coll_table *t, struct coll_args *a,
-                        int *index)
+                        int forced)
 {
     const int *site_map;
     const struct gc_model *m = gc_model_active(&site_map);
     if (m == NULL || a->bytes == 0)
-        return 0;
+        return forced >= 0 ? forced : -1;
     const struct gc_comm *c = a->comm;
     int compact[GC_MAX_SITES], site_size[GC_MAX_SITES] = {0},
                                model_site[GC_MAX_SITES];
@@ -414,13 +416,13 @@ static int model_select(const struct coll_table *t, struct coll_args *a,
     env_name(t, "_SEGSIZE", var, sizeof var);
     const char *fixed = getenv(var);
     struct coll_prediction out[MAX_ALGOS];
-    *index = coll_model_choose(
+    int chosen = coll_model_choose(
         t, &cost, fixed != NULL && fixed[0] != '\0' ? a->segsize : 0, a, out);
-    if (*index < 0)
-        return 0;
-    if (t->algos[*index].segmented)
-        a->segsize = out[*index].segsize;
-    return 1;
+    if (forced >= 0)
+        chosen = out[forced].candidate ? forced : -1;
+    if (chosen >= 0 && t->algos[chosen].segmented)
+        a->segsize = out[chosen].segsize;
+    return forced >= 0 ? forced : chosen;
 }
 
 static int select_algo(const struct coll_table *t, struct coll_args *a,
@@ -435,9 +437,14 @@ static int select_algo(const struct coll_table *t, struct coll_args *a,
         forced = getenv(var);
         source = var;
     }
-    if (forced != NULL && forced[0] != '\0')
-        return forced_algo(t, a, forced, source, index);
-    if (model_select(t, a, index))
+    if (forced != NULL && forced[0] != '\0') {
+        int status = forced_algo(t, a, forced, source, index);
+        if (status == MPI_SUCCESS)
+            model_select(t, a, *index);
+        return status;
+    }
+    *index = model_select(t, a, -1);
+    if (*index >= 0)
         return MPI_SUCCESS;
     for (int r = 0; r < t->rule_count; r++) {
         if (!rule_matches(&t->rules[r], a))
