@@ -82,11 +82,11 @@ static void usage(FILE *out)
             "[8,64k,256k,1m,4m]\n"
             "  --alltoall-sizes LIST  local all-to-all block sizes, at "
             "least 4\n"
-            "                       [256,1k,4k,16k,64k,256k]\n"
+            "                       [256,4k,64k,256k,1m,2m]\n"
             "  --burst N            small WAN messages back to back for "
             "the gap [64]\n"
             "  --bulk-count N       large WAN messages in flight for the "
-            "bulk rate [8]\n"
+            "bulk rate [16]\n"
             "  --bulk-bytes B       their size [1m]\n"
             "  --verbose            every measuring rank prints its samples\n");
 }
@@ -97,12 +97,12 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
                           .iters = 20,
                           .wan_iters = 3,
                           .burst = 64,
-                          .bulk_count = 8,
+                          .bulk_count = 16,
                           .bulk_bytes = 1 << 20};
     bench_parse_list("8,1k,16k,64k,256k,1m", 1, o->local_sizes, MAX_SIZES,
                      &o->n_local);
     bench_parse_list("8,64k,256k,1m,4m", 1, o->wan_sizes, MAX_SIZES, &o->n_wan);
-    bench_parse_list("256,1k,4k,16k,64k,256k", 1, o->a2a_sizes, MAX_SIZES,
+    bench_parse_list("256,4k,64k,256k,1m,2m", 1, o->a2a_sizes, MAX_SIZES,
                      &o->n_a2a);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
