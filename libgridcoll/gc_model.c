@@ -50,8 +50,8 @@ struct loader {
     size_t err_size;
 };
 
-static int fail(const struct loader *l, const config_setting_t *at,
-                const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int
+fail(const struct loader *l, const config_setting_t *at, const char *fmt, ...)
 {
     char text[384];
     va_list ap;
