@@ -94,16 +94,19 @@ static int valid_name(const char *name)
     return 1;
 }
 
-/* Every member of `group` is one of `fields` (or `extra`), every field
- * is there and in bounds; values stored at `base`. */
+/* Every member of `group` is one of `fields` (or of `extra`, NULL
+ * terminated), every field is there and in bounds; values stored at
+ * `base`. */
 static int load_fields(const struct loader *l, const config_setting_t *group,
                        const char *where, const struct field_spec *fields,
-                       size_t count, const char *extra, void *base)
+                       size_t count, const char *const *extra, void *base)
 {
     for (int i = 0; i < config_setting_length(group); i++) {
         const config_setting_t *member = config_setting_get_elem(group, i);
         const char *name = config_setting_name(member);
-        int known = extra != NULL && strcmp(name, extra) == 0;
+        int known = 0;
+        for (const char *const *e = extra; e != NULL && *e != NULL; e++)
+            known = known || strcmp(name, *e) == 0;
         for (size_t f = 0; f < count && !known; f++)
             known = strcmp(fields[f].name, name) == 0;
         if (!known)
@@ -171,6 +174,48 @@ static int load_sites(const struct loader *l, const config_t *cfg,
     return 0;
 }
 
+/* links.one_way: ( [bytes, seconds], ... ), sizes increasing. */
+static int load_samples(const struct loader *l, const config_setting_t *group,
+                        const char *where, struct gc_model_link *link)
+{
+    const config_setting_t *list = config_setting_get_member(group, "one_way");
+    link->samples = 0;
+    if (list == NULL)
+        return 0;
+    int count = config_setting_length(list);
+    if (!config_setting_is_list(list) || count < 1 ||
+        count > GC_MODEL_MAX_SAMPLES)
+        return fail(l, list,
+                    "%s.one_way: want a list of 1..%d pairs "
+                    "( [bytes, seconds], ... )",
+                    where, GC_MODEL_MAX_SAMPLES);
+    for (int i = 0; i < count; i++) {
+        const config_setting_t *pair = config_setting_get_elem(list, i);
+        if (config_setting_type(pair) != CONFIG_TYPE_ARRAY ||
+            config_setting_length(pair) != 2 ||
+            !is_number(config_setting_get_elem(pair, 0)))
+            return fail(l, pair,
+                        "%s.one_way[%d]: want [bytes, seconds] (two floats)",
+                        where, i);
+        double bytes = number_of(config_setting_get_elem(pair, 0)),
+               time = number_of(config_setting_get_elem(pair, 1));
+        if (!(bytes >= 0 && bytes <= 1099511627776.0) ||
+            !(time >= 0 && time <= 60))
+            return fail(l, pair,
+                        "%s.one_way[%d] = [%g, %g] is out of bounds "
+                        "(0..2^40 bytes, 0..60 s)",
+                        where, i, bytes, time);
+        if (i > 0 && bytes <= link->sample_bytes[i - 1])
+            return fail(l, pair,
+                        "%s.one_way[%d]: sizes must increase (%g after %g)",
+                        where, i, bytes, link->sample_bytes[i - 1]);
+        link->sample_bytes[i] = bytes;
+        link->sample_time[i] = time;
+    }
+    link->samples = count;
+    return 0;
+}
+
 static int load_links(const struct loader *l, const config_t *cfg,
                       struct gc_model *m)
 {
@@ -211,8 +256,10 @@ static int load_links(const struct loader *l, const config_t *cfg,
         if (seen[ab])
             return fail(l, group, "%s: sites %s and %s are linked twice", where,
                         m->sites[ends[0]].name, m->sites[ends[1]].name);
+        static const char *const link_extra[] = {"sites", "one_way", NULL};
         if (load_fields(l, group, where, link_fields, COUNT(link_fields),
-                        "sites", &m->links[ab]) != 0)
+                        link_extra, &m->links[ab]) != 0 ||
+            load_samples(l, group, where, &m->links[ab]) != 0)
             return -1;
         m->links[ba] = m->links[ab];
         seen[ab] = seen[ba] = 1;
@@ -274,6 +321,22 @@ int gc_model_load(const char *path, struct gc_model *m, char *err,
     return status;
 }
 
+double gc_model_one_way(const struct gc_model_link *l, double m)
+{
+    int n = l->samples;
+    if (n == 0)
+        return l->alpha + m * l->beta;
+    if (m <= l->sample_bytes[0])
+        return l->sample_time[0];
+    for (int i = 1; i < n; i++)
+        if (m <= l->sample_bytes[i]) {
+            double x0 = l->sample_bytes[i - 1], t0 = l->sample_time[i - 1];
+            return t0 + (m - x0) / (l->sample_bytes[i] - x0) *
+                            (l->sample_time[i] - t0);
+        }
+    return l->sample_time[n - 1] + (m - l->sample_bytes[n - 1]) * l->beta;
+}
+
 int gc_model_site_index(const struct gc_model *m, const char *name)
 {
     for (int i = 0; i < m->site_count; i++)
@@ -324,8 +387,15 @@ int gc_model_write(const struct gc_model *m, const char *path,
         for (int b = a + 1; b < m->site_count; b++) {
             fprintf(out, "  { sites = [\"%s\", \"%s\"];", m->sites[a].name,
                     m->sites[b].name);
-            write_fields(out, link_fields, COUNT(link_fields),
-                         gc_model_link(m, a, b));
+            const struct gc_model_link *l = gc_model_link(m, a, b);
+            write_fields(out, link_fields, COUNT(link_fields), l);
+            if (l->samples > 0) {
+                fprintf(out, "\n    one_way = (");
+                for (int i = 0; i < l->samples; i++)
+                    fprintf(out, "%s[%.6e, %.6e]", i > 0 ? ", " : " ",
+                            l->sample_bytes[i], l->sample_time[i]);
+                fprintf(out, " );");
+            }
             fprintf(out, " }%s\n",
                     a + 2 < m->site_count || b + 1 < m->site_count ? "," : "");
         }

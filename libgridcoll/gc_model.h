@@ -12,9 +12,10 @@
 
 #include <stddef.h>
 
-#define GC_MODEL_NAME_MAX  63
-#define GC_MODEL_MAX_SITES 64
-#define GC_MODEL_VERSION   1
+#define GC_MODEL_NAME_MAX    63
+#define GC_MODEL_MAX_SITES   64
+#define GC_MODEL_VERSION     1
+#define GC_MODEL_MAX_SAMPLES 32
 
 struct gc_model_site {
     char name[GC_MODEL_NAME_MAX + 1];
@@ -28,6 +29,15 @@ struct gc_model_link {
     double alpha, beta; /* one message alone: alpha_w + m beta_w */
     double gap;         /* per message, back to back (LogP's g) */
     double beta_bulk;   /* per byte, many messages in flight */
+    /*
+     * Optional measured one-way times of one message alone, by size
+     * (increasing): the WAN path is not linear in the size (TCP slow
+     * start on idle streams, striping above the relay's chunk size), so
+     * when present they replace alpha + m beta (gc_model_one_way).
+     */
+    int samples;
+    double sample_bytes[GC_MODEL_MAX_SAMPLES];
+    double sample_time[GC_MODEL_MAX_SAMPLES];
 };
 
 struct gc_model {
@@ -52,6 +62,13 @@ gc_model_link(const struct gc_model *m, int a, int b)
 {
     return &m->links[a * m->site_count + b];
 }
+
+/*
+ * One message of m bytes alone over link l: piecewise linear between the
+ * samples (the first sample's time below it, the last one's plus
+ * (m - last) beta above), or alpha + m beta without samples.
+ */
+double gc_model_one_way(const struct gc_model_link *l, double m);
 
 /*
  * Write `m` as a model file; 0 or -1 with errno set.  `comment` goes into

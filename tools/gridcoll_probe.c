@@ -48,7 +48,7 @@ struct options {
 
 /* What one rank reports to rank 0: its site's parameters when it is the
  * site's first member, the links from its site when it measured them. */
-enum { SITE_VALUES = 9, LINK_VALUES = 6 };
+enum { SITE_VALUES = 9, LINK_VALUES = 6 + MAX_SIZES };
 enum {
     S_ALPHA,
     S_BETA,
@@ -60,7 +60,7 @@ enum {
     S_VALID,
     S_SIZE
 };
-enum { L_ALPHA, L_BETA, L_GAP, L_BULK, L_RES, L_VALID };
+enum { L_ALPHA, L_BETA, L_GAP, L_BULK, L_RES, L_VALID, L_SAMPLES };
 
 static void usage(FILE *out)
 {
@@ -156,6 +156,14 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
         }
         i++;
     }
+    for (size_t i = 0; i < o->n_wan; i++)
+        for (size_t j = 0; j < i; j++)
+            if (o->wan_sizes[i] == o->wan_sizes[j]) {
+                if (rank == 0)
+                    fprintf(stderr, PROG ": --wan-sizes: %llu twice\n",
+                            (unsigned long long)o->wan_sizes[i]);
+                return 2;
+            }
     uint64_t largest = 0;
     for (size_t i = 0; i < o->n_local; i++)
         largest = o->local_sizes[i] > largest ? o->local_sizes[i] : largest;
@@ -283,7 +291,7 @@ static double median(double *v, int n)
     return bench_quantile(v, n, 0.5);
 }
 
-/* One-way time at each size: half the fastest round trip between `me` and
+/* One-way time at each size: half the median round trip between `me` and
  * `peer` on `comm` (PMPI: `local` is the site's communicator, else MPI
  * through the relays), rank `first` of the two starting. */
 static void ping_pong(MPI_Comm comm, int local, int peer, int first,
@@ -320,9 +328,7 @@ static void ping_pong(MPI_Comm comm, int local, int peer, int first,
             if (i > 0)
                 round[i - 1] = MPI_Wtime() - t0;
         }
-        /* The best round: what the path can do, as for Hockney's α and
-         * β; contention and the machine's noise show in γ and δ. */
-        out[s] = bench_quantile(round, (long)iters, 0) / 2;
+        out[s] = median(round, (long)iters) / 2;
     }
     free(round);
 }
@@ -448,7 +454,11 @@ static void probe_link(int first, int peer, const struct options *o, char *buf,
                (unsigned long long)o->bulk_bytes, bulk_round * 1e6);
     /* The round's first leg and the one-byte answer: the smallest
      * ping-pong as measured, not the fit, which the larger sizes pull. */
-    double trip = 2 * t[0];
+    size_t smallest = 0;
+    for (size_t i = 1; i < o->n_wan; i++)
+        if (o->wan_sizes[i] < o->wan_sizes[smallest])
+            smallest = i;
+    double trip = 2 * t[smallest];
     v[L_ALPHA] = alpha;
     v[L_BETA] = beta;
     v[L_GAP] = gap_round > trip ? (gap_round - trip) / (double)o->burst : 0;
@@ -458,6 +468,8 @@ static void probe_link(int first, int peer, const struct options *o, char *buf,
                     : 0;
     v[L_RES] = res;
     v[L_VALID] = 1;
+    for (size_t i = 0; i < o->n_wan; i++)
+        v[L_SAMPLES + i] = t[i];
 }
 
 /* Sites with one member have no local traffic: they take the mean of
@@ -589,6 +601,19 @@ int main(int argc, char **argv)
                 l->beta = clamp(v[L_BETA], 0, 1e-3);
                 l->gap = clamp(v[L_GAP], 0, 10);
                 l->beta_bulk = clamp(v[L_BULK], 0, 1e-3);
+                /* Sizes increase in the file: sort them with their times. */
+                l->samples = (int)o.n_wan;
+                for (size_t i = 0; i < o.n_wan; i++) {
+                    size_t at = i;
+                    while (at > 0 &&
+                           l->sample_bytes[at - 1] > (double)o.wan_sizes[i]) {
+                        l->sample_bytes[at] = l->sample_bytes[at - 1];
+                        l->sample_time[at] = l->sample_time[at - 1];
+                        at--;
+                    }
+                    l->sample_bytes[at] = (double)o.wan_sizes[i];
+                    l->sample_time[at] = clamp(v[L_SAMPLES + i], 0, 60);
+                }
                 m.links[b * sites + a] = *l;
                 printf("link %s-%s: alpha_w=%.1f us beta_w=%.4f ns/B (fit "
                        "residual %.1f%%) gap=%.2f us beta_bulk=%.4f ns/B "

@@ -21,8 +21,7 @@ double cost_local_msg(const struct coll_cost_args *c, int s, double m)
 
 double cost_wan_msg(const struct coll_cost_args *c, int a, int b, double m)
 {
-    const struct gc_model_link *l = cost_link(c, a, b);
-    return l->alpha + m * l->beta;
+    return gc_model_one_way(cost_link(c, a, b), m);
 }
 
 double cost_local_alltoall(const struct coll_cost_args *c, int s, int n,

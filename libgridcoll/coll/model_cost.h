@@ -48,7 +48,8 @@ cost_link(const struct coll_cost_args *c, int a, int b)
 /* One message of m bytes inside site s: α + mβ. */
 double cost_local_msg(const struct coll_cost_args *c, int s, double m);
 
-/* One message of m bytes alone from site a to b: α_w + mβ_w. */
+/* One message of m bytes alone from site a to b: α_w + mβ_w, or the
+ * link's measured one-way samples interpolated (gc_model_one_way). */
 double cost_wan_msg(const struct coll_cost_args *c, int a, int b, double m);
 
 /*

@@ -48,6 +48,11 @@ static const char good[] = "# a model\n"
 
 static struct gc_model model;
 
+static int close_to(double a, double b)
+{
+    return fabs(a - b) <= 1e-12 * fabs(b);
+}
+
 static void test_good(void)
 {
     char err[512] = "";
@@ -141,6 +146,18 @@ static const struct bad_case bad[] = {
     {"missing_link",
      "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = ();\n",
      "8: links: no link between sites alpha and beta"},
+    {"samples_order",
+     "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = (\n"
+     "  { sites = [\"alpha\", \"beta\"]; alpha = 0.01; beta = 1e-8;\n"
+     "    gap = 0.0; beta_bulk = 0.0;\n"
+     "    one_way = ( [8.0, 0.02], [8.0, 0.03] ); }\n);\n",
+     "11: links[0].one_way[1]: sizes must increase (8 after 8)"},
+    {"samples_bounds",
+     "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = (\n"
+     "  { sites = [\"alpha\", \"beta\"]; alpha = 0.01; beta = 1e-8;\n"
+     "    gap = 0.0; beta_bulk = 0.0;\n"
+     "    one_way = ( [8.0, 100.0] ); }\n);\n",
+     "11: links[0].one_way[0] = [8, 100] is out of bounds"},
     {"unknown_top", "version = 1;\nsite = ();\n",
      "2: unknown key 'site' (want version, sites, links)"},
 };
@@ -164,6 +181,32 @@ static void test_errors(void)
            "missing file: %s", err);
 }
 
+/* Measured one-way times replace α_w + mβ_w: interpolated between
+ * samples, flat below, β_w beyond. */
+static void test_samples(void)
+{
+    char err[512];
+    const char *path = write_file(
+        "samples.cfg",
+        "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = (\n"
+        "  { sites = [\"alpha\", \"beta\"]; alpha = 0.01; beta = 1e-8;\n"
+        "    gap = 0.0; beta_bulk = 0.0;\n"
+        "    one_way = ( [8.0, 0.02], [65536.0, 0.07], [1048576.0, 0.06] ); "
+        "}\n);\n");
+    CHECKF(gc_model_load(path, &model, err, sizeof err) == 0, "%s", err);
+    const struct gc_model_link *l = gc_model_link(&model, 1, 0);
+    CHECK(l->samples == 3, "%d samples", l->samples);
+    CHECK(gc_model_one_way(l, 1) == 0.02, "below the first sample");
+    CHECK(close_to(gc_model_one_way(l, 8 + (65536 - 8) / 2.0), 0.045),
+          "interpolated");
+    CHECK(close_to(gc_model_one_way(l, 1048576), 0.06), "at a sample");
+    CHECK(close_to(gc_model_one_way(l, 2097152), 0.06 + 1048576 * 1e-8),
+          "beyond: the last sample plus beta");
+    model.links[1].samples = 0;
+    CHECK(close_to(gc_model_one_way(&model.links[1], 1000), 0.01 + 1000 * 1e-8),
+          "without samples: alpha + m beta");
+}
+
 static int sizes[2] = {2, 3}, map[2] = {0, 1};
 
 static struct coll_cost_args call(size_t bytes)
@@ -174,11 +217,6 @@ static struct coll_cost_args call(size_t bytes)
                                    .model = &model,
                                    .model_site = map,
                                    .bytes = bytes};
-}
-
-static int close_to(double a, double b)
-{
-    return fabs(a - b) <= 1e-12 * fabs(b);
 }
 
 /* Eq. 7 with the local phases of eq. 5, n1 = 2, n2 = 3, N = 5, α = 1e-5,
@@ -293,6 +331,7 @@ int main(void)
     test_good();
     test_errors();
     test_eq7();
+    test_samples();
     test_choice();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
