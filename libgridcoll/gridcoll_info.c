@@ -143,11 +143,20 @@ static int predict(const struct predict_options *o)
     struct coll_prediction out[MAX_ALGOS];
     if (t->algo_count > MAX_ALGOS)
         return 1;
+    int any = 0;
+    for (int i = 0; i < t->algo_count; i++)
+        any = any || t->algos[i].cost != NULL;
+    if (!any) {
+        fprintf(stderr,
+                "gridcoll-info: %s has no cost functions: its default rules "
+                "decide, model or not\n",
+                t->name);
+        return 1;
+    }
     printf(o->csv ? "coll,algo,sites,ranks,bytes,segsize,predicted_us,chosen\n"
                   : "%-10s %-18s %5s %6s %10s %9s %14s %6s\n",
            "coll", "algo", "sites", "ranks", "bytes", "segsize", "predicted_us",
            "chosen");
-    int any = 0;
     for (int b = 0; b < nbytes; b++) {
         struct coll_cost_args c = {
             .site_count = sites,
@@ -162,19 +171,11 @@ static int predict(const struct predict_options *o)
         for (int i = 0; i < t->algo_count; i++) {
             if (!out[i].candidate)
                 continue;
-            any = 1;
             printf(o->csv ? "%s,%s,%d,%d,%zu,%zu,%.1f,%d\n"
                           : "%-10s %-18s %5d %6d %10zu %9zu %14.1f %6d\n",
                    t->name, t->algos[i].name, sites, ranks, bytes[b],
                    out[i].segsize, out[i].cost * 1e6, i == best);
         }
-    }
-    if (!any) {
-        fprintf(stderr,
-                "gridcoll-info: %s has no cost functions: its default rules "
-                "decide, model or not\n",
-                t->name);
-        return 1;
     }
     return 0;
 }
