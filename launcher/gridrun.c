@@ -50,6 +50,7 @@ enum {
     OPT_FATTREE,
     OPT_WAN,
     OPT_NATIVE,
+    OPT_MODEL,
 };
 
 #define MAX_RSH_WORDS 64
@@ -146,6 +147,9 @@ static void usage(FILE *out)
         "                       $TMPDIR or /tmp); with -f it must be visible\n"
         "                       at the same path on every host\n"
         "  --timeout S          tear the job down after S seconds (exit 124)\n"
+        "  --model FILE         performance model from gridcoll-probe: the\n"
+        "                       ranks choose algorithms by predicted cost\n"
+        "                       (GRIDCOLL_MODEL=FILE, docs/model.md)\n"
         "  --prefix             prefix output lines with [SITE/GRIDRANK]\n"
         "  --preload            set LD_PRELOAD=<bindir>/../lib/libgridcoll.so\n"
         "                       for the ranks\n"
@@ -267,6 +271,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"fattree", required_argument, NULL, OPT_FATTREE},
         {"wan", required_argument, NULL, OPT_WAN},
         {"native", no_argument, NULL, OPT_NATIVE},
+        {"model", required_argument, NULL, OPT_MODEL},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -293,6 +298,13 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_TLS_DIR: mo->tls_dir = optarg; break;
         case OPT_WAN: wo->spec = optarg; break;
         case OPT_NATIVE: job->native = true; break;
+        case OPT_MODEL:
+            /* Absolute: the ranks do not start in gridrun's directory. */
+            if (access(optarg, R_OK) != 0 ||
+                realpath(optarg, job->model) == NULL)
+                return usage_error("--model: cannot read '%s': %s", optarg,
+                                   strerror(errno));
+            break;
         case OPT_PLAINTEXT_WAN: mo->plaintext_wan = true; break;
         case OPT_JOB_DIR:
             if (*optarg == '\0')
@@ -359,9 +371,11 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     if (job->native && wo->spec == NULL)
         return usage_error("%s", "--native needs --wan: the baseline runs "
                                  "over the emulated WAN");
-    if (job->native && (job->preload || fattree[0] != '\0'))
+    if (job->native &&
+        (job->preload || fattree[0] != '\0' || job->model[0] != '\0'))
         return usage_error("%s", "--native runs PROGRAM without GridColl: "
-                                 "--preload and --fattree do not apply");
+                                 "--preload, --fattree and --model do not "
+                                 "apply");
     if (sizes != NULL) {
         int rc = parse_site_sizes(sizes, job);
         if (rc != 0)

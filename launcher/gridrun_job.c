@@ -1177,6 +1177,7 @@ static int start_mpiexecs(struct runner *r)
             {"GRIDCOLL_WORLD_SIZE", world},
             {"GRIDCOLL_SITES", sites_env},
             {"GRIDCOLL_FATTREE", s->fattree},
+            {"GRIDCOLL_MODEL", job->model},
             {"LD_PRELOAD", job->preload_lib},
         };
         size_t a = netns_prefix(s, argv);

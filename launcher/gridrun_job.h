@@ -85,6 +85,8 @@ struct gr_job {
     /* --native: one plain MPICH job across the namespace sites, no relays
      * and no GridColl environment (the baseline). */
     bool native;
+    /* --model, absolute: GRIDCOLL_MODEL of every rank; "" = none. */
+    char model[PATH_MAX];
 
     /* State. */
     char dir[PATH_MAX];

@@ -7,12 +7,17 @@
  * restrictions and the function.  An entry point checks its arguments,
  * fills a `struct coll_args` and calls coll_run(), which
  *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
- *      GridColl_Set_algorithm), else the first rule of the collective's
- *      rule table that matches the call (sites, ranks, bytes) and whose
- *      algorithm is usable for it.  A forced name that is unknown, or
- *      whose restrictions exclude the call, is an error listing the valid
- *      names: a user who forces an algorithm wants to know it did not
- *      run (MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK=error);
+ *      GridColl_Set_algorithm), with a model at the segment size its
+ *      cost function predicts best; else, with a performance model
+ *      (GRIDCOLL_MODEL, docs/model.md) and a call whose `bytes` is
+ *      known, the usable algorithm with a cost function whose predicted
+ *      cost is least, with the segment size that minimizes it (unless
+ *      GRIDCOLL_<COLL>_SEGSIZE fixes it); else the first rule of the
+ *      collective's rule table that matches the call (sites, ranks,
+ *      bytes) and whose algorithm is usable for it.  A forced name that is
+ * unknown, or whose restrictions exclude the call, is an error listing the
+ * valid names: a user who forces an algorithm wants to know it did not run
+ * (MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK=error);
  *   2. accounts the call and every byte it sends across the WAN to that
  *      algorithm (GRIDCOLL_STATS=1 prints the totals per site at
  *      MPI_Finalize);
@@ -29,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "coll/model_cost.h"
 #include "gc_mpi.h"
 
 enum gc_coll_kind {
@@ -142,6 +148,9 @@ struct coll_algo {
     /* NULL: usable for every call; else 1 when usable for this one. */
     int (*usable)(const struct coll_args *a);
     coll_algo_fn *run;
+    /* Predicted time in seconds; NULL: not a candidate in model mode. */
+    coll_cost_fn *cost;
+    int segmented; /* its cost depends on the segment size */
 };
 
 /*
@@ -170,6 +179,24 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a);
 
 /* The table of a kind, or NULL (kind out of range). */
 const struct coll_table *coll_table_of(enum gc_coll_kind kind);
+
+/* What model mode predicts for one algorithm of a table. */
+struct coll_prediction {
+    int candidate;  /* has a cost function and is usable */
+    size_t segsize; /* the best for it; 0 when not segmented */
+    double cost;    /* seconds */
+};
+
+/*
+ * Model mode: predict every algorithm of `t` for the call `c` (its
+ * segsize ignored), trying segment sizes for the segmented ones unless
+ * `fixed_segsize` is non-zero, into out[t->algo_count].  `a` decides
+ * usability (NULL: every algorithm is usable).  Returns the index of the
+ * cheapest candidate (the first of equals), -1 when there is none.
+ */
+int coll_model_choose(const struct coll_table *t,
+                      const struct coll_cost_args *c, size_t fixed_segsize,
+                      const struct coll_args *a, struct coll_prediction *out);
 
 /* Print every table (gridcoll-info --algorithms). */
 void coll_print_algorithms(FILE *out);
@@ -202,6 +229,20 @@ coll_algo_fn allgather_grid_hier;
 coll_algo_fn alltoall_grid_direct;
 coll_algo_fn alltoall_grid_lg;
 coll_algo_fn alltoall_grid_hier;
+
+/* Their cost functions (model mode), next to each algorithm. */
+coll_cost_fn bcast_grid_hier_cost;
+coll_cost_fn bcast_grid_multilane_cost;
+coll_cost_fn bcast_grid_binomial_cost;
+coll_cost_fn bcast_grid_scatter_allgather_cost;
+coll_cost_fn bcast_grid_chain_cost;
+coll_cost_fn reduce_grid_hier_cost;
+coll_cost_fn allreduce_grid_reduce_bcast_cost;
+coll_cost_fn allreduce_grid_hier_cost;
+coll_cost_fn allreduce_grid_multileader_cost;
+coll_cost_fn alltoall_grid_direct_cost;
+coll_cost_fn alltoall_grid_lg_cost;
+coll_cost_fn alltoall_grid_hier_cost;
 
 /* The table of the all-to-alls' local phase (coll/alltoall.c), printed by
  * coll_print_algorithms after the collectives' tables. */

@@ -179,6 +179,16 @@ int allreduce_grid_reduce_bcast(const struct coll_args *a)
     return coll_bcast(a->comm, r->rbuf, r->count, r->type, 0);
 }
 
+/* Reduce hier to rank 0 (root_site is rank 0's site for an allreduce),
+ * then bcast hier from it, both with the segments coll_reduce and
+ * coll_bcast use. */
+double allreduce_grid_reduce_bcast_cost(const struct coll_cost_args *c)
+{
+    struct coll_cost_args fixed = *c;
+    fixed.segsize = coll_table_of(GC_COLL_BCAST)->default_segsize;
+    return reduce_grid_hier_cost(&fixed) + bcast_grid_hier_cost(&fixed);
+}
+
 int scan_grid_gather_scatter(const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;

@@ -21,7 +21,7 @@ static const struct coll_algo barrier_algos[] = {
     {"hier",
      "local barrier, site leaders exchange one empty message each "
      "(one WAN latency), local barrier",
-     "", NULL, barrier_grid_hier},
+     "", NULL, barrier_grid_hier, NULL, 0},
 };
 static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
 
@@ -30,25 +30,25 @@ static const struct coll_algo bcast_algos[] = {
      "MagPIe: the root sends the packed buffer to one leader per "
      "site in segments, each site broadcasts every segment locally "
      "as it arrives (one WAN latency)",
-     "", NULL, bcast_grid_hier},
+     "", NULL, bcast_grid_hier, bcast_grid_hier_cost, 1},
     {"multilane",
      "two binary trees per site, half the message each, leaves swap "
      "halves, trees chained site to site, pipelined in segments "
      "(each byte crosses each WAN link once)",
-     "", NULL, bcast_grid_multilane},
+     "", NULL, bcast_grid_multilane, bcast_grid_multilane_cost, 1},
     {"binomial",
      "binomial tree over all ranks numbered site by site, whole "
      "message per edge",
-     "", NULL, bcast_grid_binomial},
+     "", NULL, bcast_grid_binomial, bcast_grid_binomial_cost, 0},
     {"scatter_allgather",
      "van de Geijn: binomial scatter of p blocks, ring allgather, "
      "ranks numbered site by site",
      "packed message up to 1 GiB", bcast_grid_scatter_allgather_usable,
-     bcast_grid_scatter_allgather},
+     bcast_grid_scatter_allgather, bcast_grid_scatter_allgather_cost, 0},
     {"chain",
      "pipelined chain through all ranks, site by site, in segments "
      "(each byte crosses each WAN link once)",
-     "", NULL, bcast_grid_chain},
+     "", NULL, bcast_grid_chain, bcast_grid_chain_cost, 1},
 };
 /*
  * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
@@ -69,7 +69,7 @@ static const struct coll_algo reduce_algos[] = {
      "results to the root in segments, folded in rank order as they "
      "arrive (non-commutative op on interleaved sites: every "
      "contribution to the root)",
-     "", NULL, reduce_grid_hier},
+     "", NULL, reduce_grid_hier, reduce_grid_hier_cost, 1},
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
@@ -104,16 +104,19 @@ static const struct coll_algo allreduce_algos[] = {
     {"reduce_bcast",
      "hierarchical Reduce to rank 0, then hierarchical Bcast "
      "(two WAN latencies)",
-     "", NULL, allreduce_grid_reduce_bcast},
+     "", NULL, allreduce_grid_reduce_bcast, allreduce_grid_reduce_bcast_cost,
+     0},
     {"hier",
      "local reduce, every leader sends its site's partial result to every "
      "other leader (one WAN latency), fold in site order, local bcast",
-     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier},
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier,
+     allreduce_grid_hier_cost, 0},
     {"multileader",
      "local reduce-scatter, every member exchanges its slice with the "
      "members of the other sites whose slices overlap it (segmented), "
      "fold, local allgather",
-     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader},
+     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader,
+     allreduce_grid_multileader_cost, 1},
 };
 /* hier while the message count decides; from 2 KiB, where MPICH also
  * leaves recursive doubling for reduce-scatter + allgather, multileader:
@@ -129,13 +132,13 @@ static const struct coll_algo reduce_scatter_algos[] = {
     {"reduce_scatterv",
      "hierarchical Reduce of the whole vector to rank 0, "
      "then hierarchical Scatterv of the pieces (two WAN latencies)",
-     "", NULL, reduce_scatter_grid_reduce_scatterv},
+     "", NULL, reduce_scatter_grid_reduce_scatterv, NULL, 0},
     {"hier",
      "local reduce-scatter over every member of a site, each member sends "
      "the pieces of its slice straight to their owners on other sites "
      "(segmented, one WAN latency), owners fold in site order",
      SITE_ORDER_RESTRICTION, scatter_partials_in_order,
-     reduce_scatter_grid_hier},
+     reduce_scatter_grid_hier, NULL, 0},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule reduce_scatter_rules[] = {
@@ -147,13 +150,13 @@ static const struct coll_algo scan_algos[] = {
     {"gather_scatter",
      "every contribution to rank 0 (Gather), prefixes in "
      "rank order there, Scatter back (two WAN latencies)",
-     "", NULL, scan_grid_gather_scatter},
+     "", NULL, scan_grid_gather_scatter, NULL, 0},
     {"hier",
      "local scan, each site's last member sends the site total to the "
      "leaders of the sites after it (one WAN latency), leaders fold the "
      "prefix and broadcast it locally, members apply it",
      "every site's members one contiguous range of ranks, for any op",
-     sites_contiguous, scan_grid_hier},
+     sites_contiguous, scan_grid_hier, NULL, 0},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule scan_rules[] = {
@@ -165,7 +168,7 @@ static const struct coll_algo gather_algos[] = {
     {"hier",
      "MagPIe: local gather to each site leader, leaders send their "
      "site's packed blocks to the root",
-     "", NULL, gather_grid_hier},
+     "", NULL, gather_grid_hier, NULL, 0},
 };
 static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -173,7 +176,7 @@ static const struct coll_algo scatter_algos[] = {
     {"hier",
      "MagPIe: the root sends each site leader its site's packed "
      "blocks, local scatter",
-     "", NULL, scatter_grid_hier},
+     "", NULL, scatter_grid_hier, NULL, 0},
 };
 static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
 
@@ -181,11 +184,11 @@ static const struct coll_algo allgather_algos[] = {
     {"gather_bcast",
      "hierarchical Gather(v) to rank 0, hierarchical Bcast "
      "of the whole result",
-     "", NULL, allgatherv_grid_gather_bcast},
+     "", NULL, allgatherv_grid_gather_bcast, NULL, 0},
     {"hier",
      "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
      "their sites' packed blocks (one WAN latency), local bcast",
-     "", NULL, allgather_grid_hier},
+     "", NULL, allgather_grid_hier, NULL, 0},
 };
 static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -196,16 +199,16 @@ static const struct coll_algo alltoall_algos[] = {
      "Steffenel's Local Group: blocks regrouped inside each site, then "
      "every block crosses the WAN once, max(n_s, n_t) messages from "
      "site s to site t, straight to the destination ranks",
-     "", NULL, alltoall_grid_lg},
+     "", NULL, alltoall_grid_lg, alltoall_grid_lg_cost, 0},
     {"hier",
      "MagPIe: each site's blocks for other sites gathered at one "
      "coordinator, one WAN message per ordered pair of sites, local "
      "scatter",
-     "", NULL, alltoall_grid_hier},
+     "", NULL, alltoall_grid_hier, alltoall_grid_hier_cost, 0},
     {"direct",
      "every pair of ranks on different sites exchanges one message "
      "over the relays; local phase inside each site",
-     "", NULL, alltoall_grid_direct},
+     "", NULL, alltoall_grid_direct, alltoall_grid_direct_cost, 0},
 };
 static const struct coll_rule alltoall_rules[] = {{0, 0, 0, "lg"}};
 
@@ -317,7 +320,113 @@ static int rule_matches(const struct coll_rule *r, const struct coll_args *a)
            (r->max_bytes == 0 || a->bytes <= r->max_bytes);
 }
 
-static int select_algo(const struct coll_table *t, const struct coll_args *a,
+/* ---- model mode ---------------------------------------------------------- */
+
+/* Segment sizes model mode tries: powers of two in this range. */
+#define MODEL_MIN_SEGSIZE ((size_t)16 * 1024)
+#define MODEL_MAX_SEGSIZE ((size_t)16 * 1024 * 1024)
+
+int coll_model_choose(const struct coll_table *t,
+                      const struct coll_cost_args *c, size_t fixed_segsize,
+                      const struct coll_args *a, struct coll_prediction *out)
+{
+    int best = -1;
+    for (int i = 0; i < t->algo_count; i++) {
+        const struct coll_algo *algo = &t->algos[i];
+        struct coll_prediction *p = &out[i];
+        p->candidate = algo->cost != NULL && (a == NULL || usable(algo, a));
+        p->segsize = 0;
+        p->cost = 0;
+        if (!p->candidate)
+            continue;
+        struct coll_cost_args try = *c;
+        try.segsize = fixed_segsize > 0 ? fixed_segsize : t->default_segsize;
+        p->cost = algo->cost(&try);
+        if (algo->segmented) {
+            p->segsize = try.segsize;
+            /* Sizes beyond the message cost what the message costs. */
+            for (size_t seg = MODEL_MIN_SEGSIZE; fixed_segsize == 0; seg *= 2) {
+                try.segsize = seg;
+                double cost = algo->cost(&try);
+                if (cost < p->cost) {
+                    p->cost = cost;
+                    p->segsize = seg;
+                }
+                if (seg >= c->bytes || seg >= MODEL_MAX_SEGSIZE)
+                    break;
+            }
+        }
+        if (best < 0 || p->cost < out[best].cost)
+            best = i;
+    }
+    return best;
+}
+
+/* The root's comm rank for the kinds that have one, else rank 0. */
+static int call_root(enum gc_coll_kind kind, const struct coll_args *a)
+{
+    switch (kind) {
+    case GC_COLL_BCAST: return a->u.bcast.root;
+    case GC_COLL_REDUCE: return a->u.reduce.root;
+    case GC_COLL_GATHER:
+    case GC_COLL_GATHERV:
+    case GC_COLL_SCATTER:
+    case GC_COLL_SCATTERV: return a->u.rooted.root;
+    default: return 0;
+    }
+}
+
+/*
+ * With a model, a call whose `bytes` every member knows (not the
+ * v-forms) and a table with cost functions: the cheapest predicted
+ * algorithm, and its segment size into a->segsize; -1 when the rules
+ * decide.  For a `forced` algorithm (>= 0), only its segment size, the
+ * one its cost function predicts best, and `forced` is returned.  The inputs
+ * are the model every member read from the same file, the communicator's layout
+ * and the call's arguments, so every member chooses alike.
+ */
+static int model_select(const struct coll_table *t, struct coll_args *a,
+                        int forced)
+{
+    const int *site_map;
+    const struct gc_model *m = gc_model_active(&site_map);
+    if (m == NULL || a->bytes == 0)
+        return forced >= 0 ? forced : -1;
+    const struct gc_comm *c = a->comm;
+    int compact[GC_MAX_SITES], site_size[GC_MAX_SITES] = {0},
+                               model_site[GC_MAX_SITES];
+    int sites = 0;
+    for (int w = 0; w < gc_world.site_count; w++)
+        if (c->leader[w] >= 0) {
+            compact[w] = sites;
+            model_site[sites++] = site_map[w];
+        }
+    for (int r = 0; r < c->size; r++)
+        site_size[compact[c->site[r]]]++;
+    enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
+    struct coll_cost_args cost = {
+        .site_count = sites,
+        .size = c->size,
+        .site_size = site_size,
+        .model = m,
+        .model_site = model_site,
+        .root_site = compact[c->site[call_root(kind, a)]],
+        .bytes = a->bytes,
+    };
+    char var[64];
+    env_name(t, "_SEGSIZE", var, sizeof var);
+    const char *fixed = getenv(var);
+    struct coll_prediction out[MAX_ALGOS];
+    int chosen = coll_model_choose(
+        t, &cost, fixed != NULL && fixed[0] != '\0' ? a->segsize : 0, a, out);
+    if (forced >= 0)
+        chosen = out[forced].candidate ? forced : -1;
+    if (chosen >= 0 && t->algos[chosen].segmented)
+        a->segsize = out[chosen].segsize;
+    return forced >= 0 ? forced : chosen;
+}
+
+static int select_algo(const struct coll_table *t, struct coll_args *a,
                        int *index)
 {
     char var[64];
@@ -329,8 +438,15 @@ static int select_algo(const struct coll_table *t, const struct coll_args *a,
         forced = getenv(var);
         source = var;
     }
-    if (forced != NULL && forced[0] != '\0')
-        return forced_algo(t, a, forced, source, index);
+    if (forced != NULL && forced[0] != '\0') {
+        int status = forced_algo(t, a, forced, source, index);
+        if (status == MPI_SUCCESS)
+            model_select(t, a, *index);
+        return status;
+    }
+    *index = model_select(t, a, -1);
+    if (*index >= 0)
+        return MPI_SUCCESS;
     for (int r = 0; r < t->rule_count; r++) {
         if (!rule_matches(&t->rules[r], a))
             continue;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc_model.h"
 #include "gc_mpi.h"
 #include "gc_proto.h"
 #include "gc_relay_client.h"
@@ -162,6 +163,39 @@ static int connect_relay(void)
     return status;
 }
 
+/*
+ * GRIDCOLL_MODEL: the performance model selection uses (docs/model.md).
+ * Every rank reads the same file, so all choose alike; a file that does
+ * not load, or lacks one of the job's sites, stops the job: the user
+ * asked for model-driven choices and should not silently get the rules.
+ */
+static struct gc_model model;
+static int model_site_map[GC_MAX_SITES];
+
+static int load_model(void)
+{
+    const char *path = getenv("GRIDCOLL_MODEL");
+    if (path == NULL || path[0] == '\0')
+        return 0;
+    char err[512];
+    if (gc_model_load(path, &model, err, sizeof err) != 0) {
+        fprintf(stderr, "gridcoll: GRIDCOLL_MODEL: %s\n", err);
+        return -1;
+    }
+    for (int s = 0; s < gc_world.site_count; s++) {
+        model_site_map[s] = gc_model_site_index(&model, gc_world.sites[s].name);
+        if (model_site_map[s] < 0) {
+            fprintf(stderr,
+                    "gridcoll: GRIDCOLL_MODEL: %s: no site '%s' (the job's "
+                    "sites must be among the model's)\n",
+                    path, gc_world.sites[s].name);
+            return -1;
+        }
+    }
+    gc_model_set_active(&model, model_site_map);
+    return 0;
+}
+
 /* Called right after PMPI_Init*: decide the mode and join the grid. */
 static int grid_setup(void)
 {
@@ -196,7 +230,7 @@ static int grid_setup(void)
         goto fail;
     }
     gc_world.grid_rank = offset + runtime.local_rank;
-    if (connect_relay() != 0)
+    if (load_model() != 0 || connect_relay() != 0)
         goto fail;
     gc_world.active = 1;
     if (gc_comm_world_init() != 0) {

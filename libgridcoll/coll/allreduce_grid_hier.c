@@ -119,3 +119,29 @@ int allreduce_grid_hier(const struct coll_args *a)
                      : PMPI_Bcast(r->rbuf, r->count, r->type, 0, c->local);
     return status;
 }
+
+/*
+ * The header's T_reduce(n_s, M) + L + (S-1) M / B + T_bcast(n_s, M),
+ * the slowest site: each leader sends its M bytes to S - 1 leaders at
+ * once, at least one message alone (α_w + Mβ_w).  No computation rate is
+ * measured, so the (S-1) γ M of folding is left out.
+ */
+double allreduce_grid_hier_cost(const struct coll_cost_args *c)
+{
+    double m = (double)c->bytes, worst = 0;
+    for (int s = 0; s < c->site_count; s++) {
+        int n = c->site_size[s];
+        double wan = 0;
+        for (int t = 0; t < c->site_count; t++)
+            if (t != s) {
+                const struct gc_model_link *l = cost_link(c, s, t);
+                double one = cost_wan_msg(c, s, t, m);
+                double all = l->alpha + (c->site_count - 1) * m * l->beta_bulk;
+                double w = one > all ? one : all;
+                wan = w > wan ? w : wan;
+            }
+        double time = 2 * cost_local_bcast(c, s, n, m) + wan;
+        worst = time > worst ? time : worst;
+    }
+    return worst;
+}

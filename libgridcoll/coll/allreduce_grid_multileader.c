@@ -238,3 +238,37 @@ cleanup:
     free(counts);
     return status;
 }
+
+/*
+ * The header's T_rs(n_s, M) + L + max((S-1) M / B, (S-1) M / (n_s B_r))
+ * + σ / B + T_ag(n_s, M), ring reduce-scatter and allgather inside the
+ * site, B the link's bulk rate, B_r one session's (β_w), and the site's
+ * segments of at most σ (n_s slices to each other site) at the link's
+ * gap.  The fold is left out, as in allreduce hier.
+ */
+double allreduce_grid_multileader_cost(const struct coll_cost_args *c)
+{
+    double m = (double)c->bytes, worst = 0;
+    int others = c->site_count - 1;
+    for (int s = 0; s < c->site_count; s++) {
+        int n = c->site_size[s];
+        double slice = m / n;
+        double seg = (double)c->segsize < slice ? (double)c->segsize : slice;
+        double segments = n * (double)cost_segments(c, (size_t)slice + 1);
+        double wan = 0;
+        for (int t = 0; t < c->site_count; t++)
+            if (t != s) {
+                const struct gc_model_link *l = cost_link(c, s, t);
+                double flow = others * m * l->beta_bulk;
+                double session = others * slice * l->beta;
+                double gaps = others * segments * l->gap;
+                flow = session > flow ? session : flow;
+                flow = gaps > flow ? gaps : flow;
+                double w = cost_wan_msg(c, s, t, seg) + flow;
+                wan = w > wan ? w : wan;
+            }
+        double time = 2 * cost_local_ring(c, s, n, m) + wan;
+        worst = time > worst ? time : worst;
+    }
+    return worst;
+}

@@ -140,3 +140,31 @@ cleanup:
     free(rbytes);
     return status;
 }
+
+/*
+ * Steffenel eq. 6 for any number of sites: the local all-to-all (eq. 5),
+ * then each rank of site s sends its N - n_s WAN messages one after the
+ * other (1-port view); all in flight, a pair of sites also takes at
+ * least α_w plus its bytes at the bulk rate and its messages' gaps.
+ */
+double alltoall_grid_direct_cost(const struct coll_cost_args *c)
+{
+    double m = (double)c->bytes, local = 0, wan = 0;
+    for (int s = 0; s < c->site_count; s++) {
+        int n = c->site_size[s];
+        double t = cost_local_alltoall(c, s, n, m);
+        local = t > local ? t : local;
+        double one_port = 0;
+        for (int b = 0; b < c->site_count; b++)
+            if (b != s) {
+                const struct gc_model_link *l = cost_link(c, s, b);
+                double nb = c->site_size[b];
+                one_port += nb * cost_wan_msg(c, s, b, m);
+                double bulk =
+                    l->alpha + n * nb * m * l->beta_bulk + n * nb * l->gap;
+                wan = bulk > wan ? bulk : wan;
+            }
+        wan = one_port > wan ? one_port : wan;
+    }
+    return local + wan;
+}

@@ -361,3 +361,29 @@ int alltoall_grid_hier(const struct coll_args *a)
     hier_free(&h);
     return status;
 }
+
+/*
+ * The header's T_C1 + max_s (α_w + β_w n_s (N - n_s) m) + T_scatter: the
+ * local all-to-all (eq. 5) plus the coordinator taking in its members'
+ * (n_s - 1)(N - n_s) m bytes for other sites, one WAN message per pair
+ * of sites, the scatter of (N - n_s) m to each member.
+ */
+double alltoall_grid_hier_cost(const struct coll_cost_args *c)
+{
+    double m = (double)c->bytes, worst = 0;
+    for (int s = 0; s < c->site_count; s++) {
+        int n = c->site_size[s];
+        double remote = (double)(c->size - n) * m;
+        double t = cost_local_alltoall(c, s, n, m) +
+                   (n - 1) * remote * cost_site(c, s)->beta;
+        double wan = 0;
+        for (int t2 = 0; t2 < c->site_count; t2++)
+            if (t2 != s) {
+                double w = cost_wan_msg(c, s, t2, n * remote);
+                wan = w > wan ? w : wan;
+            }
+        t += wan + (n - 1) * cost_local_msg(c, s, remote);
+        worst = t > worst ? t : worst;
+    }
+    return worst;
+}

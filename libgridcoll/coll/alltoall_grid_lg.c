@@ -418,3 +418,36 @@ int alltoall_grid_lg(const struct coll_args *a)
     lg_free(&g);
     return status;
 }
+
+/*
+ * Steffenel eq. 7, generalized to any number of sites as in the header:
+ * the slowest site's local phase (eq. 5 with bundles of m N / n_s bytes),
+ * then the slowest ordered pair of sites, ⌈max/min⌉ (α_w + β_w min m) in
+ * the paper's 1-port view.  All messages are in flight at once, so a
+ * pair also takes at least α_w plus its n_A n_B m bytes at the link's
+ * bulk rate and its messages' gaps; the larger of the two counts.
+ */
+double alltoall_grid_lg_cost(const struct coll_cost_args *c)
+{
+    double m = (double)c->bytes, local = 0, wan = 0;
+    for (int s = 0; s < c->site_count; s++) {
+        int n = c->site_size[s];
+        double t = cost_local_alltoall(c, s, n, m * c->size / n);
+        local = t > local ? t : local;
+    }
+    for (int a = 0; a < c->site_count; a++)
+        for (int b = 0; b < c->site_count; b++) {
+            if (a == b)
+                continue;
+            const struct gc_model_link *l = cost_link(c, a, b);
+            int na = c->site_size[a], nb = c->site_size[b];
+            int lo = na < nb ? na : nb, hi = na < nb ? nb : na;
+            double one_port =
+                ((hi + lo - 1) / lo) * cost_wan_msg(c, a, b, lo * m);
+            double bulk =
+                l->alpha + (double)na * nb * m * l->beta_bulk + hi * l->gap;
+            double t = one_port > bulk ? one_port : bulk;
+            wan = t > wan ? t : wan;
+        }
+    return local + wan;
+}

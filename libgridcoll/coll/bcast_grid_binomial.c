@@ -31,6 +31,9 @@
  * segmentation overhead); hier is better across sites because its
  * WAN term is one message per site from the root.
  */
+#include <float.h>
+#include <stdlib.h>
+
 #include "bcast_common.h"
 #include "gc_coll.h"
 
@@ -56,4 +59,48 @@ static int binomial_steps(struct bcast_plan *p, const struct coll_args *a,
 int bcast_grid_binomial(const struct coll_args *a)
 {
     return bcast_run(a, binomial_steps);
+}
+
+/*
+ * The header's ⌈log2 p⌉ steps of the whole message, each edge α + Mβ
+ * inside a site or α_w + Mβ_w across, on the tree of the broadcast
+ * order: every member sends to its children farthest first, one after
+ * the other, and the call ends when the last member has the message.
+ */
+double bcast_grid_binomial_cost(const struct coll_cost_args *c)
+{
+    int p = c->size, sites = c->site_count;
+    double m = (double)c->bytes;
+    double *ready = malloc((size_t)p * sizeof *ready);
+    int *site_at = malloc((size_t)p * sizeof *site_at);
+    /* Out of memory: never the cheapest. */
+    double end = DBL_MAX;
+    if (ready == NULL || site_at == NULL)
+        goto cleanup;
+    end = 0;
+    for (int i = 0, v = 0; i < sites; i++) {
+        int s = (c->root_site + i) % sites;
+        for (int j = 0; j < c->site_size[s]; j++)
+            site_at[v++] = s;
+    }
+    int top = 1;
+    while (top < p)
+        top <<= 1;
+    ready[0] = 0;
+    for (int v = 0; v < p; v++) {
+        double now = ready[v];
+        for (int bit = v == 0 ? top >> 1 : (v & -v) >> 1; bit > 0; bit >>= 1) {
+            int child = v + bit;
+            if (child >= p)
+                continue;
+            int a = site_at[v], b = site_at[child];
+            now += a == b ? cost_local_msg(c, a, m) : cost_wan_msg(c, a, b, m);
+            ready[child] = now;
+        }
+        end = now > end ? now : end;
+    }
+cleanup:
+    free(ready);
+    free(site_at);
+    return end;
 }

@@ -46,3 +46,34 @@ int bcast_grid_chain(const struct coll_args *a)
 {
     return bcast_run(a, chain_steps);
 }
+
+/*
+ * The header's pipeline (Table 1: (p-1) l + M/b): the first segment
+ * passes p - S local hops (α + sβ) and S - 1 WAN hops (α_w + sβ_w); then
+ * each further segment takes the slowest hop: a local send, or a WAN
+ * segment at the link's bulk rate (many segments in flight), at least
+ * its gap.
+ */
+double bcast_grid_chain_cost(const struct coll_cost_args *c)
+{
+    int sites = c->site_count;
+    double seg = c->segsize < c->bytes ? (double)c->segsize : (double)c->bytes;
+    double fill = 0, step = 0;
+    for (int i = 0; i < sites; i++) {
+        int s = (c->root_site + i) % sites;
+        if (c->site_size[s] > 1) {
+            double hop = cost_local_msg(c, s, seg);
+            fill += (c->site_size[s] - 1) * hop;
+            step = hop > step ? hop : step;
+        }
+        if (i + 1 < sites) {
+            int next = (s + 1) % sites;
+            const struct gc_model_link *l = cost_link(c, s, next);
+            fill += cost_wan_msg(c, s, next, seg);
+            double hop = seg * l->beta_bulk;
+            hop = l->gap > hop ? l->gap : hop;
+            step = hop > step ? hop : step;
+        }
+    }
+    return cost_pipeline(fill, step, cost_segments(c, c->bytes));
+}

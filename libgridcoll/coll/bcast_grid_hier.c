@@ -107,3 +107,31 @@ int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
     return hier(c, &b, seg < BCAST_MAX_MESSAGE ? seg : BCAST_MAX_MESSAGE,
                 "collective on a grid communicator");
 }
+
+/*
+ * The header's T ~ α_w + (S-1) M β_r + M β_w + B_k(s) as a pipeline of
+ * ⌈M/s⌉ segments per site: the first segment's WAN message and local
+ * bcast fill it; then each segment takes the longest of the root's
+ * uplink shared by S-1 sites, the link's gap and the site's local bcast.
+ * The root's own site broadcasts the whole message meanwhile.
+ */
+double bcast_grid_hier_cost(const struct coll_cost_args *c)
+{
+    int r = c->root_site, sites = c->site_count;
+    double seg = c->segsize < c->bytes ? (double)c->segsize : (double)c->bytes;
+    size_t k = cost_segments(c, c->bytes);
+    double worst = cost_local_bcast(c, r, c->site_size[r], (double)c->bytes);
+    for (int t = 0; t < sites; t++) {
+        if (t == r)
+            continue;
+        const struct gc_model_link *l = cost_link(c, r, t);
+        double local = cost_local_bcast(c, t, c->site_size[t], seg);
+        double step = (sites - 1) * seg * l->beta_bulk;
+        step = l->gap > step ? l->gap : step;
+        step = local > step ? local : step;
+        double time =
+            cost_pipeline(cost_wan_msg(c, r, t, seg) + local, step, k);
+        worst = time > worst ? time : worst;
+    }
+    return worst;
+}

@@ -212,3 +212,54 @@ int bcast_grid_multilane(const struct coll_args *a)
 {
     return bcast_run(a, multilane_steps);
 }
+
+/* Levels of a binary heap of n members. */
+static int heap_depth(int n)
+{
+    int depth = 0;
+    while (n > 0) {
+        depth++;
+        n >>= 1;
+    }
+    return depth;
+}
+
+/*
+ * The header's T ~ Σ_k (log2 n_k + 2) α + (S-1) α_w + (M + O(log p) s)
+ * max(β, β_w) as a pipeline of ⌈M/2s⌉ segments per lane: the first
+ * segment passes each site's tree (heap depth of half the site) and the
+ * leaf-to-tree swap, and the S - 1 WAN hops (both lanes' segments at
+ * once); then each further segment
+ * takes the slowest stage: a member's two sends, or the two lanes'
+ * segments over one WAN link at its bulk rate, at least two gaps.
+ */
+double bcast_grid_multilane_cost(const struct coll_cost_args *c)
+{
+    int sites = c->site_count;
+    double half = (double)((c->bytes + 1) / 2);
+    double seg = (double)c->segsize < half ? (double)c->segsize : half;
+    double fill = 0, step = 0;
+    for (int i = 0; i < sites; i++) {
+        int s = (c->root_site + i) % sites;
+        int members = c->site_size[s] - (i == 0);
+        if (members > 0) {
+            fill +=
+                (heap_depth((members + 1) / 2) + 1) * cost_local_msg(c, s, seg);
+            double sends =
+                cost_site(c, s)->alpha + 2 * seg * cost_site(c, s)->beta;
+            step = sends > step ? sends : step;
+        }
+        if (i + 1 < sites) {
+            int next = (s + 1) % sites;
+            const struct gc_model_link *l = cost_link(c, s, next);
+            double both =
+                2 * l->beta_bulk > l->beta ? 2 * l->beta_bulk : l->beta;
+            fill += l->alpha + seg * both;
+            double hop = 2 * seg * l->beta_bulk;
+            hop = 2 * l->gap > hop ? 2 * l->gap : hop;
+            step = hop > step ? hop : step;
+        }
+    }
+    size_t k = (size_t)((half + seg - 1) / seg);
+    return cost_pipeline(fill, step, k > 0 ? k : 1);
+}

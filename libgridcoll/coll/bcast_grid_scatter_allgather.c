@@ -131,3 +131,29 @@ int bcast_grid_scatter_allgather_usable(const struct coll_args *a)
 {
     return a->bytes <= BCAST_MAX_MESSAGE;
 }
+
+/*
+ * The header's scatter and ring allgather, ⌈log2 p⌉ α + (p-1)/p Mβ and
+ * (p-1)(α + Mβ/p), with α and β of the slowest link the steps use: every
+ * ring step waits for the ring edges that leave a site.
+ */
+double bcast_grid_scatter_allgather_cost(const struct coll_cost_args *c)
+{
+    double alpha = 0, beta = 0, p = c->size, m = (double)c->bytes;
+    for (int a = 0; a < c->site_count; a++) {
+        const struct gc_model_site *s = cost_site(c, a);
+        alpha = s->alpha > alpha ? s->alpha : alpha;
+        beta = s->beta > beta ? s->beta : beta;
+        for (int b = 0; b < c->site_count; b++)
+            if (b != a) {
+                const struct gc_model_link *l = cost_link(c, a, b);
+                alpha = l->alpha > alpha ? l->alpha : alpha;
+                beta = l->beta > beta ? l->beta : beta;
+            }
+    }
+    int rounds = 0;
+    while ((1 << rounds) < c->size)
+        rounds++;
+    return rounds * alpha + (p - 1) / p * m * beta +
+           (p - 1) * (alpha + m / p * beta);
+}

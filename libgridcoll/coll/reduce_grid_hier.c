@@ -226,3 +226,31 @@ int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
     return reduce(c, sbuf, rbuf, count, type, op, root,
                   coll_table_of(GC_COLL_REDUCE)->default_segsize);
 }
+
+/*
+ * The header's T_reduce(n_s, M) + L + (S-1) M / B_root + σ / B: local
+ * reduces (costed as MPICH's bcast), then S - 1 leaders' segments into
+ * the root's site, at the link's bulk rate or its gaps, after the first
+ * segment's α_w + σβ_w.  The fold overlaps the transfer and is left out.
+ */
+double reduce_grid_hier_cost(const struct coll_cost_args *c)
+{
+    int r = c->root_site, others = c->site_count - 1;
+    double m = (double)c->bytes;
+    double seg = c->segsize < c->bytes ? (double)c->segsize : m;
+    double k = (double)cost_segments(c, c->bytes);
+    double local = 0, wan = 0;
+    for (int s = 0; s < c->site_count; s++) {
+        double t = cost_local_bcast(c, s, c->site_size[s], m);
+        local = t > local ? t : local;
+        if (s == r)
+            continue;
+        const struct gc_model_link *l = cost_link(c, s, r);
+        double flow = others * m * l->beta_bulk;
+        double gaps = others * k * l->gap;
+        flow = gaps > flow ? gaps : flow;
+        double w = cost_wan_msg(c, s, r, seg) + flow;
+        wan = w > wan ? w : wan;
+    }
+    return local + wan;
+}
