@@ -15,6 +15,7 @@
  * gridrun makes itself a child subreaper: anything its children leave
  * behind is re-parented to gridrun, where a /proc scan finds and kills it.
  */
+#include "gc_model.h"
 #include "gridrun_job.h"
 #include "netns.h"
 
@@ -682,6 +683,31 @@ static int find_in_path(const char *name)
     return -1;
 }
 
+/*
+ * --model: the file loads and names every site of the job, checked here
+ * so that a broken model stops the job before anything starts, with the
+ * parser's file:line message (the ranks check again: GRIDCOLL_MODEL may
+ * be set without gridrun).
+ */
+static int check_model(const struct gr_job *job)
+{
+    static struct gc_model model;
+    char err[512];
+    if (gc_model_load(job->model, &model, err, sizeof err) != 0) {
+        fprintf(stderr, "gridrun: --model: %s\n", err);
+        return -1;
+    }
+    for (uint32_t i = 0; i < job->site_count; i++)
+        if (gc_model_site_index(&model, job->sites[i].name) < 0) {
+            fprintf(stderr,
+                    "gridrun: --model: %s: no site '%s' (the job's sites "
+                    "must be among the model's)\n",
+                    job->model, job->sites[i].name);
+            return -1;
+        }
+    return 0;
+}
+
 static int resolve_programs(struct gr_job *job)
 {
     char dir[PATH_MAX];
@@ -794,6 +820,10 @@ int main(int argc, char **argv)
             status = rc;
             goto cleanup;
         }
+    }
+    if (job.model[0] != '\0' && check_model(&job) != 0) {
+        status = 2;
+        goto cleanup;
     }
     if (resolve_programs(&job) != 0)
         goto cleanup;

@@ -121,8 +121,10 @@ def test_broken_model_stops_the_job():
                                                        "gamma = 1e9;", 1))
     rc, out, err = gridrun(["--model", broken] + LAYOUT,
                            [BENCH, "barrier", "--iters", "1"], timeout=60)
-    check(rc != 0, "a job with a broken model succeeded:\n%s" % out)
-    check("%s:3: sites[0].gamma = 1e+09 is out of bounds" % broken in err,
+    check(rc == 2, "gridrun --model with a broken model: exit %d:\n%s" %
+          (rc, out))
+    check("gridrun: --model: %s:3: sites[0].gamma = 1e+09 is out of "
+          "bounds" % broken in err,
           "no file:line error:\n" + err)
 
 
