@@ -50,9 +50,11 @@ enum {
     OPT_FATTREE,
     OPT_WAN,
     OPT_NATIVE,
+    OPT_RELAY_SET,
 };
 
-#define MAX_RSH_WORDS 64
+#define MAX_RSH_WORDS  64
+#define MAX_RELAY_SETS 64
 
 /* The relays' WAN port with --wan: every site has a namespace of its own
  * that nothing else uses, so any fixed port is free there. */
@@ -128,6 +130,10 @@ static void usage(FILE *out)
         "  --native             with --wan: run PROGRAM as one plain MPICH\n"
         "                       job across the namespace sites, without\n"
         "                       relays and without GridColl (the baseline)\n"
+        "  --relay-set GROUP.NAME=VALUE  a key of every relay's configuration\n"
+        "                       (docs/gridrelay.md), e.g. wan.streams=16,\n"
+        "                       tcp.congestion=bbr; repeatable; checked with\n"
+        "                       gridrelay --check before the job starts\n"
         "\n"
         "machine-file mode:\n"
         "  -f MACHINEFILE       sites, hosts, slots and relays; NP ranks fill\n"
@@ -248,6 +254,37 @@ static int parse_site_sizes(const char *list, struct gr_job *job)
     return 0;
 }
 
+/* One --relay-set GROUP.NAME=VALUE.  The relay's configuration table
+ * judges keys and values (gridrelay --check, before anything starts);
+ * here only the form, and the keys gridrun must own to run the job: where
+ * ranks and peers connect, the job's identity, the HTTP port it polls, the
+ * log file it points to.  Returns -1 to go on, else gridrun's exit
+ * status. */
+static int add_relay_set(struct gr_job *job, char *item)
+{
+    static char *items[MAX_RELAY_SETS];
+    static const char *const owned[] = {
+        "local.", "peers.", "wan.listen=", "http.listen=", "log.file="};
+    size_t key_len = strcspn(item, "=");
+    const char *dot = memchr(item, '.', key_len);
+    if (item[key_len] != '=' || dot == NULL || dot == item ||
+        dot + 1 == item + key_len ||
+        strspn(item, "abcdefghijklmnopqrstuvwxyz_.") != key_len ||
+        memchr(dot + 1, '.', (size_t)(item + key_len - dot - 1)) != NULL)
+        return usage_error("--relay-set: '%s' is not GROUP.NAME=VALUE (e.g. "
+                           "wan.streams=16)",
+                           item);
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        if (strncmp(item, owned[i], strlen(owned[i])) == 0)
+            return usage_error("--relay-set: gridrun sets %.*s itself",
+                               (int)key_len, item);
+    if (job->relay_set_count == MAX_RELAY_SETS)
+        return usage_error("--relay-set: more than %d items", MAX_RELAY_SETS);
+    items[job->relay_set_count++] = item;
+    job->relay_set = items;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, struct gr_job *job,
                       struct mf_opts *mo, struct wan_opts *wo)
 {
@@ -267,6 +304,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"fattree", required_argument, NULL, OPT_FATTREE},
         {"wan", required_argument, NULL, OPT_WAN},
         {"native", no_argument, NULL, OPT_NATIVE},
+        {"relay-set", required_argument, NULL, OPT_RELAY_SET},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -293,6 +331,12 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_TLS_DIR: mo->tls_dir = optarg; break;
         case OPT_WAN: wo->spec = optarg; break;
         case OPT_NATIVE: job->native = true; break;
+        case OPT_RELAY_SET: {
+            int rc = add_relay_set(job, optarg);
+            if (rc >= 0)
+                return rc;
+            break;
+        }
         case OPT_PLAINTEXT_WAN: mo->plaintext_wan = true; break;
         case OPT_JOB_DIR:
             if (*optarg == '\0')
@@ -339,8 +383,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (fattree[0] != '\0')
             return usage_error("%s", "--fattree is for local mode; with -f "
                                      "write fattree= in the machine file");
-        if (wo->spec != NULL || job->native)
-            return usage_error("%s", "--wan and --native are for local mode");
+        if (wo->spec != NULL || job->native || job->relay_set_count > 0)
+            return usage_error("%s", "--wan, --native and --relay-set are "
+                                     "for local mode");
         if (np == 0)
             return usage_error("%s", "-n NP is required with -f");
         if (mo->tls_dir != NULL && mo->plaintext_wan)
@@ -359,6 +404,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     if (job->native && wo->spec == NULL)
         return usage_error("%s", "--native needs --wan: the baseline runs "
                                  "over the emulated WAN");
+    if (job->native && job->relay_set_count > 0)
+        return usage_error("%s", "--native runs no relays: --relay-set does "
+                                 "not apply");
     if (job->native && (job->preload || fattree[0] != '\0'))
         return usage_error("%s", "--native runs PROGRAM without GridColl: "
                                  "--preload and --fattree do not apply");

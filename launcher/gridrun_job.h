@@ -85,6 +85,10 @@ struct gr_job {
     /* --native: one plain MPICH job across the namespace sites, no relays
      * and no GridColl environment (the baseline). */
     bool native;
+    /* --relay-set GROUP.NAME=VALUE items (local mode), in the order given:
+     * for a key given twice the last value counts. */
+    char **relay_set;
+    int relay_set_count;
 
     /* State. */
     char dir[PATH_MAX];
