@@ -130,6 +130,9 @@ static void usage(FILE *out)
         "  --native             with --wan: run PROGRAM as one plain MPICH\n"
         "                       job across the namespace sites, without\n"
         "                       relays and without GridColl (the baseline)\n"
+        "  --tls-dir DIR        WAN TLS between the sites with DIR/ca.crt,\n"
+        "                       DIR/SITE.crt, DIR/SITE.key (default:\n"
+        "                       plaintext)\n"
         "  --relay-set GROUP.NAME=VALUE  a key of every relay's configuration\n"
         "                       (docs/gridrelay.md), e.g. wan.streams=16,\n"
         "                       tcp.congestion=bbr; repeatable; checked with\n"
@@ -264,7 +267,7 @@ static int add_relay_set(struct gr_job *job, char *item)
 {
     static char *items[MAX_RELAY_SETS];
     static const char *const owned[] = {
-        "local.", "peers.", "wan.listen=", "http.listen=", "log.file="};
+        "local.", "peers.", "tls.", "wan.listen=", "http.listen=", "log.file="};
     size_t key_len = strcspn(item, "=");
     const char *dot = memchr(item, '.', key_len);
     if (item[key_len] != '=' || dot == NULL || dot == item ||
@@ -398,9 +401,12 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         mo->np = np;
         return -1; /* the machine file fills in the sites */
     }
-    if (mo->rsh != NULL || mo->tls_dir != NULL || mo->plaintext_wan)
-        return usage_error("%s", "--rsh, --tls-dir and --plaintext-wan are "
-                                 "only valid with -f MACHINEFILE");
+    if (mo->rsh != NULL || mo->plaintext_wan)
+        return usage_error("%s", "--rsh and --plaintext-wan are only valid "
+                                 "with -f MACHINEFILE");
+    if (job->native && mo->tls_dir != NULL)
+        return usage_error("%s", "--native runs no relays: --tls-dir does "
+                                 "not apply");
     if (job->native && wo->spec == NULL)
         return usage_error("%s", "--native needs --wan: the baseline runs "
                                  "over the emulated WAN");
@@ -793,6 +799,32 @@ static int resolve_programs(struct gr_job *job)
     return 0;
 }
 
+/* --tls-dir in local mode: WAN TLS between the simulated sites, with
+ * DIR/ca.crt and DIR/SITE.crt, DIR/SITE.key for every site (e.g. from
+ * conf/tls/make-certs.sh DIR alpha beta).  0, or -1 after a message. */
+static int local_tls_dir(struct gr_job *job, const char *dir)
+{
+    if (realpath(dir, job->tls_dir) == NULL) {
+        fprintf(stderr, "gridrun: --tls-dir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    /* i == site_count: the CA, which has no key here. */
+    for (uint32_t i = 0; i <= job->site_count; i++) {
+        const char *name = i < job->site_count ? job->sites[i].name : "ca";
+        for (int key = 0; key < (i < job->site_count ? 2 : 1); key++) {
+            char path[PATH_MAX + 80];
+            snprintf(path, sizeof(path), "%s/%s%s", job->tls_dir, name,
+                     key ? ".key" : ".crt");
+            if (access(path, R_OK) != 0) {
+                fprintf(stderr, "gridrun: --tls-dir: %s: %s\n", path,
+                        strerror(errno));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct gr_job job;
@@ -828,6 +860,9 @@ int main(int argc, char **argv)
             status = rc;
             goto cleanup;
         }
+    } else if (mo.tls_dir != NULL && local_tls_dir(&job, mo.tls_dir) != 0) {
+        status = 2;
+        goto cleanup;
     }
     if (resolve_programs(&job) != 0)
         goto cleanup;
