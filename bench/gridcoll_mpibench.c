@@ -4,7 +4,7 @@
  *
  *   gridcoll-mpibench allreduce|alltoall|pingpong|stream [--bytes LIST]
  *                     [--iters LIST] [--warmup LIST] [--peer R]
- *                     [--seconds S] [--window W] [--csv]
+ *                     [--seconds S] [--window W] [--nap US] [--csv]
  *
  * Built twice from this source: gridcoll-mpibench is linked with
  * libgridcoll (run it with gridrun, or with plain mpiexec, where the
@@ -28,9 +28,12 @@
  *              rank 0 sends W empty messages, one for each receive R has
  *              still posted.  R times from the pair's barrier (an empty
  *              round trip) until every message is in; it checks every
- *              byte it receives.  --iters is ignored; the warm-up is --warmup
- *              (default 1) verified round trips of BYTES.  The other
- *              ranks idle as in pingpong.
+ *              byte it receives.  Both wait in MPI_Waitany, or with --nap
+ *              US in MPI_Testany with US-microsecond sleeps between
+ *              calls (the CPU the library's progress loop spins away is
+ *              then left to the relays).  --iters is ignored; the
+ *              warm-up is --warmup (default 1) verified round trips of
+ *              BYTES.  The other ranks idle as in pingpong.
  *
  * --bytes, --iters and --warmup take a comma-separated list (sizes may end
  * in K, M or G: binary multiples); each size is one measurement, with the
@@ -102,6 +105,9 @@
 enum test { T_ALLREDUCE, T_ALLTOALL, T_PINGPONG, T_STREAM };
 
 static int rank, size;
+/* stream --nap: microseconds to sleep between MPI_Testany calls instead of
+ * waiting in MPI_Waitany (0). */
+static long nap_us;
 
 struct options {
     enum test test;
@@ -133,7 +139,7 @@ static void usage(FILE *out)
             "usage: " PROG
             " allreduce|alltoall|pingpong|stream [--bytes LIST]\n"
             "       [--iters LIST] [--warmup LIST] [--peer R] [--seconds S]\n"
-            "       [--window W] [--csv]\n"
+            "       [--window W] [--nap US] [--csv]\n"
             "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
             "                 allreduce: multiple of 8, alltoall: of 4;\n"
             "                 alltoall: bytes per pair) [8]\n"
@@ -143,6 +149,8 @@ static void usage(FILE *out)
             "  --peer R       pingpong and stream partner of rank 0 [1]\n"
             "  --seconds S    stream: seconds per size [5]\n"
             "  --window W     stream: messages in flight, 1..1024 [8]\n"
+            "  --nap US       stream: wait in MPI_Testany with US microsecond\n"
+            "                 sleeps instead of MPI_Waitany [0: Waitany]\n"
             "  --csv          print a CSV header and one row per size\n");
 }
 
@@ -234,6 +242,13 @@ static int parse_options(int argc, char **argv, struct options *o)
                 err = "--seconds: more than 0, at most 3600";
                 goto bad;
             }
+        } else if (strcmp(a, "--nap") == 0 && has_value) {
+            uint64_t v;
+            if (bench_parse_u64(argv[++i], 0, &v) != 0 || v > 999999) {
+                err = "--nap: 0..999999 microseconds";
+                goto bad;
+            }
+            nap_us = (long)v;
         } else if (strcmp(a, "--window") == 0 && has_value) {
             uint64_t v;
             if (bench_parse_u64(argv[++i], 0, &v) != 0 || v < 1 ||
@@ -515,6 +530,26 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
 
 /* ---- stream ----------------------------------------------------------- */
 
+/* MPI_Waitany, or with --nap a loop of MPI_Testany and sleeps, which
+ * leaves the CPU to the relays and gridwan instead of spinning in the
+ * library's progress loop. */
+static void wait_any(int count, MPI_Request *req, int *done, MPI_Status *st)
+{
+    if (nap_us == 0) {
+        bench_mpi_check(MPI_Waitany(count, req, done, st), "MPI_Waitany");
+        return;
+    }
+    for (;;) {
+        int flag = 0;
+        bench_mpi_check(MPI_Testany(count, req, done, &flag, st),
+                        "MPI_Testany");
+        if (flag)
+            return;
+        struct timespec nap = {0, nap_us * 1000};
+        nanosleep(&nap, NULL);
+    }
+}
+
 /* Rank 0: keep `window` sends of `bytes` in flight for `seconds`, then
  * one empty message for each receive the peer still has posted. */
 static void stream_send(const uint32_t *data, int words, int window,
@@ -528,8 +563,7 @@ static void stream_send(const uint32_t *data, int words, int window,
     double end = MPI_Wtime() + seconds;
     while (MPI_Wtime() < end) {
         int done;
-        bench_mpi_check(MPI_Waitany(window, req, &done, MPI_STATUS_IGNORE),
-                        "MPI_Waitany");
+        wait_any(window, req, &done, MPI_STATUS_IGNORE);
         bench_mpi_check(MPI_Isend(data, words, MPI_UINT32_T, peer, TAG_DATA,
                                   MPI_COMM_WORLD, &req[done]),
                         "MPI_Isend");
@@ -560,7 +594,7 @@ static long stream_receive(uint32_t *buf, int words, int window, long *bad)
     for (int pending = window; pending > 0;) {
         int done, count;
         MPI_Status st;
-        bench_mpi_check(MPI_Waitany(window, req, &done, &st), "MPI_Waitany");
+        wait_any(window, req, &done, &st);
         pending--;
         bench_mpi_check(MPI_Get_count(&st, MPI_UINT32_T, &count),
                         "MPI_Get_count");

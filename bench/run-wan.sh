@@ -16,9 +16,14 @@
 #     job, in the same two namespaces, `iperf3 -P K -C cc` and the relay
 #     (gridcoll-mpibench stream: rank 0 streams 4 MiB messages, 8 in
 #     flight, to rank 1), alternating which goes first.  The relay's
-#     default (8 streams, system cc) runs N times more, and three tuning
-#     variants of bbr/8 run beside it: flow.rank_credit=32M,
-#     wan.chunk_size=1M, gridwan rt=10.
+#     default (8 streams, system cc) runs N times more, once more with TLS
+#     (throwaway certificates from conf/tls/make-certs.sh, gridrun
+#     --tls-dir), once with the ranks sleeping 200 us between MPI_Testany
+#     calls instead of waiting in MPI_Waitany (--nap 200: the CPU their
+#     spinning takes), once without gridwan (the relay path alone),
+#     and three tuning variants of bbr/8 beside it:
+#     flow.rank_credit=32M, wan.chunk_size=1M, gridwan rt=10.  CPU
+#     seconds per GB moved of gridwan, both ranks and both relays.
 #  2. Collectives alltoall, bcast, allgather, allreduce, barrier on 2+2,
 #     4+4, 3+5 ranks: gridcoll-bench (every algorithm forced in turn, and
 #     auto; relays with 8 streams and bbr) against gridcoll-bench-plain
@@ -141,82 +146,75 @@ uptime_before=$(uptime)
 
 # ---- 1. relay sweep --------------------------------------------------------
 
-# Run by mpiexec as every rank of a 1+1 job: iperf3 between the two site
-# namespaces (server at site 1, 10.77.0.2, gridwan's address of site
-# index 1), before or after the MPI program, which runs as a child so the
-# order can alternate.
-cat >"$tmp/pair.sh" <<'EOF'
-#!/bin/bash
-json=$1 k=$2 cc=$3 secs=$4 order=$5
-shift 5
-iperf() {
-    if [ "$GRIDCOLL_SITE_INDEX" = 1 ]; then
-        timeout $((secs + 40)) iperf3 -s -1 -B 10.77.0.2 >/dev/null 2>&1
-    else
-        for _ in $(seq 100); do
-            timeout $((secs + 20)) iperf3 -c 10.77.0.2 -t "$secs" -O 1 \
-                -P "$k" -C "$cc" -J >"$json" 2>&1 && return
-            sleep 0.2
-        done
-    fi
-}
-rc=0
-[ "$order" = iperf-first ] && iperf
-"$@" || rc=$?
-[ "$order" = relay-first ] && iperf
-exit "$rc"
-EOF
-chmod +x "$tmp/pair.sh"
 
 relay_csv=$out/$prefix-relay.csv
-echo "config,round,streams,cc,extra,order,relay_MBps,relay_Mbit,iperf3_Mbit,relay_over_iperf3,gridwan_cpu_s_per_GB" >"$relay_csv"
+echo "config,round,streams,cc,extra,order,relay_MBps,relay_Mbit,iperf3_Mbit,relay_over_iperf3,gridwan_cpu_s_per_GB,ranks_cpu_s_per_GB,relays_cpu_s_per_GB" >"$relay_csv"
 relay_secs=4
 pair=0
 
 # One relay/iperf3 pair of measurements; a CSV row to $relay_csv.
 relay_point() { # config round K cc extra(relay-set or rt=N or -)
     local config=$1 round=$2 k=$3 cc=$4 extra=$5
-    local order=iperf-first spec=$wan
+    local order=iperf-first
     pair=$((pair + 1))
     [ $((pair % 2)) = 0 ] && order=relay-first
     local sets=(--relay-set "wan.streams=$k")
     [ "$cc" != system ] && sets+=(--relay-set "tcp.congestion=$cc")
+    local place=(--wan "$wan") nap=0
     case $extra in
     -) ;;
-    rt=*) spec="$spec,$extra" ;;
+    rt=*) place=(--wan "$wan,$extra") ;;
+    tls) sets+=(--tls-dir "$tmp/tls") ;;
+    # The relay path alone: no gridwan, nothing for iperf3 to cross.
+    loopback) place=() order=none ;;
+    nap) nap=200 ;;
     *) sets+=(--relay-set "$extra") ;;
     esac
     local icc=$cc
     [ "$cc" = system ] && icc=$(cat /proc/sys/net/ipv4/tcp_congestion_control)
     local json=$tmp/iperf.json
-    rm -f "$json"
+    rm -f "$json" "$json".cpu.*
     rm -rf "$tmp/relayjob"
     mkdir "$tmp/relayjob"
     job_base=$tmp/relayjob
     job "relay $config K=$k cc=$cc $extra" "$tmp/relay.out" 120 \
-        --site-sizes 1,1 --wan "$spec" --keep-job-dir "${sets[@]}" -- \
-        "$tmp/pair.sh" "$json" "$k" "$icc" "$relay_secs" "$order" \
-        "$bin/gridcoll-mpibench" stream --bytes 4M --window 8 \
+        --site-sizes 1,1 "${place[@]}" --keep-job-dir "${sets[@]}" -- \
+        "$src/bench/wan_pair.sh" "$json" "$k" "$icc" "$relay_secs" "$order" \
+        "$bin/gridcoll-mpibench" stream --bytes 4M --window 8 --nap "$nap" \
         --seconds "$relay_secs" --csv || { job_base=$tmp/jobs; return 0; }
     job_base=$tmp/jobs
     local jobdir
     for jobdir in "$tmp"/relayjob/gridrun-*; do :; done
     python3 - "$json" "$tmp/relay.out" "$jobdir/wan.log" \
         "$config,$round,$k,$cc,$extra,$order" >>"$relay_csv" <<'EOF'
-import csv, json, re, sys
+import csv, glob, json, re, sys
 jpath, rpath, wpath, head = sys.argv[1:]
+nan = float("nan")
 try:
     iperf = json.load(open(jpath))["end"]["sum_received"]["bits_per_second"] / 1e6
 except (OSError, ValueError, KeyError):
-    iperf = float("nan")
+    iperf = nan
 rows = [r for r in csv.DictReader(open(rpath)) if r.get("test") == "stream"]
-mbps = float(rows[0]["MBps"]) if rows else float("nan")
-log = open(wpath).read()
-cpu = sum(float(v) for v in re.findall(r"(?:user_s|sys_s)=([0-9.]+)", log))
-gb = sum(float(v) for v in re.findall(r"\bbytes=([0-9]+)", log)) / 1e9
-print("%s,%.2f,%.1f,%.1f,%.3f,%.2f" % (head, mbps, mbps * 8, iperf,
-      mbps * 8 / iperf if iperf == iperf and iperf > 0 else float("nan"),
-      cpu / gb if gb > 0 else float("nan")))
+mbps = float(rows[0]["MBps"]) if rows else nan
+moved = int(rows[0]["iters"]) * int(rows[0]["bytes"]) / 1e9 if rows else 0
+try:
+    log = open(wpath).read()
+except OSError:  # no gridwan (loopback)
+    log = ""
+wan_cpu = sum(float(v) for v in re.findall(r"(?:user_s|sys_s)=([0-9.]+)", log))
+wan_gb = sum(float(v) for v in re.findall(r"\bbytes=([0-9]+)", log)) / 1e9
+cpu = {"program_cpu_s": 0.0, "relay_cpu_s": 0.0}
+for path in glob.glob(jpath + ".cpu.*"):
+    for key, value in re.findall(r"(\w+)=([0-9.]+)", open(path).read()):
+        if key in cpu:
+            cpu[key] += float(value)
+def per_gb(seconds, gb):
+    return "%.2f" % (seconds / gb) if gb > 0 else "nan"
+print("%s,%.2f,%.1f,%.1f,%.3f,%s,%s,%s" % (
+    head, mbps, mbps * 8, iperf,
+    mbps * 8 / iperf if iperf == iperf and iperf > 0 else nan,
+    per_gb(wan_cpu, wan_gb), per_gb(cpu["program_cpu_s"], moved),
+    per_gb(cpu["relay_cpu_s"], moved)))
 EOF
 }
 
@@ -232,6 +230,12 @@ else
     for round in $(seq 1 "$runs"); do
         relay_point default "$round" 8 system -
     done
+    # The relay's real default has TLS on; local mode is plaintext unless
+    # given certificates.
+    bash "$src/conf/tls/make-certs.sh" "$tmp/tls" alpha beta >/dev/null 2>&1
+    relay_point default-tls 1 8 system tls
+    relay_point default-nap 1 8 system nap
+    relay_point loopback 1 8 system loopback
     relay_point tuning 1 8 bbr flow.rank_credit=32M
     relay_point tuning 1 8 bbr wan.chunk_size=1M
     relay_point tuning 1 8 bbr rt=10
