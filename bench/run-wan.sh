@@ -14,7 +14,7 @@
 #  1. Relay sweep: one job per wan.streams K in 1 2 4 8 16 32 and
 #     tcp.congestion cc in cubic bbr, 1+1 ranks on two sites; inside each
 #     job, in the same two namespaces, `iperf3 -P K -C cc` and the relay
-#     (gridcoll-mpibench stream: rank 0 streams 4 MiB messages, 8 in
+#     (gridcoll-mpibench stream: rank 0 streams 1 MiB messages, 8 in
 #     flight, to rank 1), alternating which goes first.  The relay's
 #     default (8 streams, system cc) runs N times more, once more with TLS
 #     (throwaway certificates from conf/tls/make-certs.sh, gridrun
@@ -180,7 +180,7 @@ relay_point() { # config round K cc extra(relay-set or rt=N or -)
     job "relay $config K=$k cc=$cc $extra" "$tmp/relay.out" 120 \
         --site-sizes 1,1 "${place[@]}" --keep-job-dir "${sets[@]}" -- \
         "$src/bench/wan_pair.sh" "$json" "$k" "$icc" "$relay_secs" "$order" \
-        "$bin/gridcoll-mpibench" stream --bytes 4M --window 8 --nap "$nap" \
+        "$bin/gridcoll-mpibench" stream --bytes 1M --window 8 --nap "$nap" \
         --seconds "$relay_secs" --csv || { job_base=$tmp/jobs; return 0; }
     job_base=$tmp/jobs
     local jobdir

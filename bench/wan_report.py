@@ -418,7 +418,7 @@ class Report:
         w("")
         w("## Relay link against iperf3")
         w("")
-        w("Two ranks on two sites (1+1), rank 0 streams 4 MiB messages, 8 "
+        w("Two ranks on two sites (1+1), rank 0 streams 1 MiB messages, 8 "
           "in flight, to rank 1 through the relays (`gridcoll-mpibench "
           "stream`, application-level, plaintext) for %s; in the same job "
           "and namespaces `iperf3 -P K -C cc` for as long, alternating which "

@@ -323,6 +323,40 @@ def relay_set():
               "%r: exit %d, %r" % (items, rc, job.err))
 
 
+def local_tls():
+    """--tls-dir in local mode: TLS between the loopback relays, the files
+    checked before anything starts; not with --native."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    d = tempfile.mkdtemp(prefix="gr-tls-")
+    try:
+        tls = os.path.join(d, "tls")
+        subprocess.run(["bash", MAKE_CERTS, tls, "alpha", "beta"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       check=True, timeout=60)
+        rc, out, err, kept, _, files = run_kept(
+            ["--sites", "2", "-n", "2", "--tls-dir", tls, "--verbose",
+             "--keep-job-dir"], 'echo "ok $PMI_RANK"', ["beta.conf"])
+        check(rc == 0 and "gridrun: all relays up" in err,
+              "exit %d: %s" % (rc, err))
+        conf = files.get("beta.conf", "")
+        check("plaintext = false" in conf and
+              os.path.join(tls, "beta.key") in conf, "beta.conf:\n" + conf)
+        os.remove(os.path.join(tls, "alpha.crt"))
+        for args, text in (
+                (["--sites", "2", "-n", "2", "--tls-dir", tls],
+                 os.path.join(tls, "alpha.crt")),
+                (["--sites", "2", "-n", "2", "--wan", "delay=1ms", "--native",
+                  "--tls-dir", tls], "--native runs no relays")):
+            r = subprocess.run([GRIDRUN] + args + ["--", "true"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=10)
+            check(r.returncode == 2 and text in r.stderr,
+                  "%r: exit %d, %r" % (args, r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # ---- machine-file mode (-f) ------------------------------------------------
 #
 # The hosts are fake names: --rsh runs fake-rsh.sh, which runs every command
@@ -523,6 +557,7 @@ if __name__ == "__main__":
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
           ("bad_flags", bad_flags), ("relay_set", relay_set),
+          ("local_tls", local_tls),
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
           ("mf_errors", mf_errors)])
