@@ -21,8 +21,9 @@
 #     --tls-dir), once with the ranks sleeping 200 us between MPI_Testany
 #     calls instead of waiting in MPI_Waitany (--nap 200: the CPU their
 #     spinning takes), once without gridwan (the relay path alone),
-#     and three tuning variants of bbr/8 beside it:
-#     flow.rank_credit=32M, wan.chunk_size=1M, gridwan rt=10.  CPU
+#     N rounds of flow.rank_credit 8M (the old default) against 32M (the
+#     new one), alternating, and three tuning variants beside them:
+#     flow.rank_credit=64M, wan.chunk_size=1M, gridwan rt=10.  CPU
 #     seconds per GB moved of gridwan, both ranks and both relays.
 #  2. Collectives alltoall, bcast, allgather, allreduce, barrier on 2+2,
 #     4+4, 3+5 ranks: gridcoll-bench (every algorithm forced in turn, and
@@ -236,9 +237,15 @@ else
     relay_point default-tls 1 8 system tls
     relay_point default-nap 1 8 system nap
     relay_point loopback 1 8 system loopback
-    relay_point tuning 1 8 bbr flow.rank_credit=32M
-    relay_point tuning 1 8 bbr wan.chunk_size=1M
-    relay_point tuning 1 8 bbr rt=10
+    # Before and after the default rank credit went from 8M to 32M,
+    # alternating; then other knobs.
+    for round in $(seq 1 "$runs"); do
+        relay_point credit-8M "$round" 8 system flow.rank_credit=8M
+        relay_point credit-32M "$round" 8 system flow.rank_credit=32M
+    done
+    relay_point tuning 1 8 system flow.rank_credit=64M
+    relay_point tuning 1 8 system wan.chunk_size=1M
+    relay_point tuning 1 8 system rt=10
 fi
 
 # ---- 2. collectives ----------------------------------------------------------
@@ -282,7 +289,10 @@ coll_job() { # layout lib coll sizes iters warmup
 for layout in $layouts; do
     for coll in ${colls//,/ }; do
         sizes=$big_sizes
-        case $coll in alltoall | allgather) sizes=$pair_sizes ;; esac
+        case $coll in
+        alltoall | allgather) sizes=$pair_sizes ;;
+        barrier) sizes=8 ;; # one row, bytes 0
+        esac
         small=${sizes%,16m}
         turn=$((turn + 1))
         if [ $((turn % 2)) = 1 ]; then order="gridcoll native"; else order="native gridcoll"; fi

@@ -16,17 +16,21 @@ set -u
 out=$1 k=$2 cc=$3 secs=$4 order=$5
 shift 5
 
+# The server listens for the whole job (not one-off: a client attempt
+# that fails, e.g. while the server starts, is tried again).
+server=
+if [ "$order" != none ] && [ "$GRIDCOLL_SITE_INDEX" = 1 ]; then
+    timeout $((3 * secs + 120)) iperf3 -s -B 10.77.0.2 >/dev/null 2>&1 &
+    server=$!
+fi
+
 iperf() {
-    if [ "$GRIDCOLL_SITE_INDEX" = 1 ]; then
-        timeout $((secs + 40)) iperf3 -s -1 -B 10.77.0.2 >/dev/null 2>&1
-    else
-        # The server may not listen yet: try again until it does.
-        for _ in $(seq 100); do
-            timeout $((secs + 20)) iperf3 -c 10.77.0.2 -t "$secs" -O 1 \
-                -P "$k" -C "$cc" -J >"$out" 2>&1 && return
-            sleep 0.2
-        done
-    fi
+    [ "$GRIDCOLL_SITE_INDEX" = 0 ] || return 0
+    for _ in $(seq 100); do
+        timeout $((secs + 20)) iperf3 -c 10.77.0.2 -t "$secs" -O 1 \
+            -P "$k" -C "$cc" -J >"$out" 2>&1 && return
+        sleep 0.2
+    done
 }
 
 # Clock ticks (utime + stime) of a /proc/PID/stat, counted from after the
@@ -73,4 +77,14 @@ awk -v r="$((relay_after - relay_before))" \
         printf "program_cpu_s=%.2f relay_cpu_s=%.2f wall_s=%.2f\n",
                p / hz, r / hz, ns / 1e9 }' >"$out.cpu.$GRIDCOLL_SITE_INDEX"
 [ "$order" = relay-first ] && iperf
+if [ -n "$server" ]; then
+    # The client (site 0, same file system) is done when its result is
+    # in; after relay-first it may only be starting.
+    for _ in $(seq $((10 * (secs + 60)))); do
+        grep -qs sum_received "$out" && break
+        sleep 0.1
+    done
+    kill "$server" 2>/dev/null
+    wait "$server" 2>/dev/null
+fi
 exit "$rc"

@@ -143,8 +143,15 @@ class Report:
         self.target("relay link, default config (8 streams, system cc = %s, "
                     "plaintext), Mbit/s" % self.a.system_cc, m, lo, hi,
                     ">= 850",
-                    m >= 850 if ok(m) else None,
-                    "%d runs; TLS not measured (local mode)" % len(default))
+                    m >= 850 if ok(m) else None, "%d runs" % len(default))
+        tls = [r for r in self.relay if r["config"] == "default-tls"]
+        m, lo, hi = spread([num(r["relay_Mbit"]) for r in tls])
+        self.target("relay link, default config with TLS (gridrun "
+                    "--tls-dir), Mbit/s", m, lo, hi, ">= 850",
+                    m >= 850 if ok(m) else None, "%d runs" % len(tls))
+        m, lo, hi = spread([num(r["relay_over_iperf3"]) for r in tls])
+        self.target("relay with TLS / iperf3 -P 8", m, lo, hi, ">= 0.95",
+                    m >= 0.95 if ok(m) else None, "%d runs" % len(tls))
         m, lo, hi = spread([num(r["relay_over_iperf3"]) for r in default])
         self.target("relay / iperf3 -P 8, same cc, same namespaces", m, lo,
                     hi, ">= 0.95", m >= 0.95 if ok(m) else None,
@@ -423,17 +430,48 @@ class Report:
           "stream`, application-level, plaintext) for %s; in the same job "
           "and namespaces `iperf3 -P K -C cc` for as long, alternating which "
           "goes first. gridwan CPU: its user + system seconds over the job "
-          "per GB it forwarded (iperf3 and relay together)."
+          "per GB it forwarded (iperf3 and relay together). Ranks and relays "
+          "CPU: both sites' together while the relay test ran, per GB the "
+          "relay test moved, and in brackets as cores (CPU seconds per "
+          "second of the test)."
           % ("%d s" % self.a.relay_seconds))
         w("")
         w("| config | K | cc | extra | relay Mbit/s | iperf3 Mbit/s | "
-          "relay / iperf3 | gridwan CPU s/GB |")
-        w("|---|---|---|---|---|---|---|---|")
+          "relay / iperf3 | gridwan CPU s/GB | ranks CPU s/GB (cores) | "
+          "relays CPU s/GB (cores) |")
+        w("|---|---|---|---|---|---|---|---|---|---|")
         for r in self.relay:
-            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            rate = num(r["relay_MBps"]) / 1000  # GB/s
+
+            def cores(col):
+                v = num(r[col])
+                return "%s (%s)" % (fmt(v, 2), fmt(v * rate, 2))
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 r["config"], r["streams"], r["cc"], r["extra"],
                 r["relay_Mbit"], r["iperf3_Mbit"], r["relay_over_iperf3"],
-                r["gridwan_cpu_s_per_GB"]))
+                r["gridwan_cpu_s_per_GB"], cores("ranks_cpu_s_per_GB"),
+                cores("relays_cpu_s_per_GB")))
+        pairs = []
+        for config in ("credit-8M", "credit-32M"):
+            rows = [r for r in self.relay if r["config"] == config]
+            if rows:
+                pairs.append((config, spread([num(r["relay_Mbit"])
+                                              for r in rows]),
+                              spread([num(r["relay_over_iperf3"])
+                                      for r in rows]), len(rows)))
+        if pairs:
+            w("")
+            w("Default `flow.rank_credit` before (8M) and after (32M), "
+              "alternating rounds in this run:")
+            w("")
+            w("| flow.rank_credit | rounds | relay Mbit/s median (min .. "
+              "max) | relay / iperf3 median (min .. max) |")
+            w("|---|---|---|---|")
+            for config, mbit, ratio, n in pairs:
+                w("| %s | %d | %s (%s .. %s) | %s (%s .. %s) |" % (
+                    config.split("-")[1], n, fmt(mbit[0]), fmt(mbit[1]),
+                    fmt(mbit[2]), fmt(ratio[0], 3), fmt(ratio[1], 3),
+                    fmt(ratio[2], 3)))
         w("")
         w("## Collectives: GridColl against native MPICH")
         w("")

@@ -19,7 +19,8 @@ from harness import BIN, BUILD_DIR, SOURCE_DIR, Skip, check, main
 
 SCRIPT = os.path.join(SOURCE_DIR, "bench", "run-wan.sh")
 COLLS = ["alltoall", "barrier"]
-TARGETS = ["relay link, default config", "relay / iperf3",
+TARGETS = ["relay link, default config (", "relay / iperf3",
+           "relay link, default config with TLS", "relay with TLS / iperf3",
            "alltoall 64 KiB/pair 4+4: native / lg",
            "alltoall 64 KiB/pair 4+4: lg / bound",
            "barrier 2+2 (auto) / (L + local barrier)", "model:",
