@@ -43,6 +43,7 @@
 #   OUT/wan-relay.csv, OUT/wan-relay.png          the relay sweep
 #   OUT/wan-coll.csv, OUT/wan-coll-COLL.png       the collectives
 #   OUT/wan-targets.csv                           the issue-5 targets
+#   OUT/wan-local-barrier.csv                     barrier on 1 site, 2 ranks
 #   OUT/wan-report.md                             tables for performance.md
 set -euo pipefail
 
@@ -308,7 +309,7 @@ for layout in $layouts; do
 done
 
 # The local barrier of the barrier target: 2 ranks on one site (MPICH).
-local_csv=$tmp/local-barrier.csv
+local_csv=$out/$prefix-local-barrier.csv
 if in_budget "local barrier"; then
     timeout 60 nice "$bin/gridrun" --timeout 30 --job-dir "$tmp/jobs" \
         --sites 1 -n 2 -- "$bin/gridcoll-bench" barrier --iters 50 \

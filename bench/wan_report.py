@@ -303,8 +303,8 @@ class Report:
         if series:
             png = self.path("relay.png")
             self.gnuplot([
-                "set terminal pngcairo size 800,500" if self.cairo() else
-                "set terminal png size 800,500",
+                "set terminal pngcairo noenhanced size 800,500"
+                if self.cairo() else "set terminal png size 800,500",
                 "set output '%s'" % png,
                 "set title 'Two ranks on two sites, %s'" % self.a.wan,
                 "set logscale x 2", "set xlabel 'TCP streams (K)'",
@@ -319,20 +319,26 @@ class Report:
             if not layouts:
                 continue
             png = self.path("coll-%s.png" % coll)
-            cmds = ["set terminal pngcairo size %d,450" % (420 * len(layouts))
+            cmds = ["set terminal pngcairo noenhanced size %d,450" % (
+                        420 * len(layouts))
                     if self.cairo() else
                     "set terminal png size %d,450" % (420 * len(layouts)),
                     "set output '%s'" % png,
                     "set multiplot layout 1,%d title '%s, %s'" % (
                         len(layouts), coll, self.a.wan),
                     "set grid", "set key left top font ',8'",
+                    "set offsets graph 0.04, graph 0.04, 0, 0",
                     "set ylabel 'ms per call (median)'", "set logscale y"]
+            # The same colour for an algorithm in every panel.
+            every = []
+            for r in self.coll_rows(coll):
+                if (r["lib"], r["algo"]) not in every:
+                    every.append((r["lib"], r["algo"]))
+            every.sort(key=lambda la: la[0] == "native")
             for layout in layouts:
                 rows = self.coll_rows(coll, layout)
-                algos = []
-                for r in rows:
-                    if (r["lib"], r["algo"]) not in algos:
-                        algos.append((r["lib"], r["algo"]))
+                algos = [la for la in every
+                         if any((r["lib"], r["algo"]) == la for r in rows)]
                 plot = []
                 barrier = coll == "barrier"
                 for i, (lib, algo) in enumerate(algos):
@@ -347,7 +353,8 @@ class Report:
                                                  med / 1000))
                     style = ("with points pt 7 ps 1.5" if barrier else
                              "with linespoints")
-                    width = " lw 3" if lib == "native" else ""
+                    width = " lc %d%s" % (every.index((lib, algo)) + 1,
+                                          " lw 3" if lib == "native" else "")
                     plot.append("'%s' using 1:2 %s%s title '%s'" % (
                         dat, style, width,
                         "native MPICH" if lib == "native" else algo))
@@ -359,15 +366,20 @@ class Report:
                         f.write("%d %f\n" % (x, bound_us(
                             coll, layout, b, self.delay, self.rate) / 1000))
                 if barrier:
+                    names = ", ".join("'%s' %d" % (
+                        "native" if lib == "native" else algo, i)
+                        for i, (lib, algo) in enumerate(algos))
                     cmds += ["unset logscale x", "set xrange [-1:%d]" %
-                             len(algos), "set xtics ()",
-                             "set xlabel 'algorithm'"]
+                             len(algos), "set xtics (%s)" % names,
+                             "set xlabel ''"]
                     plot.append("%f with lines dt 2 lw 2 title 'bound'" %
                                 (bound_us(coll, layout, 0, self.delay,
                                           self.rate) / 1000))
                 else:
                     cmds += ["set logscale x 2", "set xrange [*:*]",
-                             "set xtics auto",
+                             "set xtics (%s)" % ", ".join(
+                                 "'%s' %d" % (size_text(b).replace(" ", ""),
+                                              b) for b in sizes),
                              "set xlabel 'bytes (%s)'" % (
                                  "per pair" if coll == "alltoall" else
                                  "per rank" if coll == "allgather" else
