@@ -150,7 +150,7 @@ uptime_before=$(uptime)
 
 
 relay_csv=$out/$prefix-relay.csv
-echo "config,round,streams,cc,extra,order,relay_MBps,relay_Mbit,iperf3_Mbit,relay_over_iperf3,gridwan_cpu_s_per_GB,ranks_cpu_s_per_GB,relays_cpu_s_per_GB" >"$relay_csv"
+echo "config,round,streams,cc,extra,order,relay_MBps,relay_Mbit,iperf3_Mbit,relay_over_iperf3,gridwan_cpu_s_per_GB,ranks_cpu_s_per_GB,relays_cpu_s_per_GB,ranks_cores,relays_cores" >"$relay_csv"
 relay_secs=4
 pair=0
 
@@ -205,18 +205,24 @@ except OSError:  # no gridwan (loopback)
     log = ""
 wan_cpu = sum(float(v) for v in re.findall(r"(?:user_s|sys_s)=([0-9.]+)", log))
 wan_gb = sum(float(v) for v in re.findall(r"\bbytes=([0-9]+)", log)) / 1e9
+# Both sites' CPU seconds over the MPI program's run (init, warm-up,
+# stream, drain, finalize); cores: over the longer program's wall time.
 cpu = {"program_cpu_s": 0.0, "relay_cpu_s": 0.0}
+wall = 0.0
 for path in glob.glob(jpath + ".cpu.*"):
     for key, value in re.findall(r"(\w+)=([0-9.]+)", open(path).read()):
         if key in cpu:
             cpu[key] += float(value)
+        elif key == "wall_s":
+            wall = max(wall, float(value))
 def per_gb(seconds, gb):
     return "%.2f" % (seconds / gb) if gb > 0 else "nan"
-print("%s,%.2f,%.1f,%.1f,%.3f,%s,%s,%s" % (
+print("%s,%.2f,%.1f,%.1f,%.3f,%s,%s,%s,%s,%s" % (
     head, mbps, mbps * 8, iperf,
     mbps * 8 / iperf if iperf == iperf and iperf > 0 else nan,
     per_gb(wan_cpu, wan_gb), per_gb(cpu["program_cpu_s"], moved),
-    per_gb(cpu["relay_cpu_s"], moved)))
+    per_gb(cpu["relay_cpu_s"], moved), per_gb(cpu["program_cpu_s"], wall),
+    per_gb(cpu["relay_cpu_s"], wall)))
 EOF
 }
 

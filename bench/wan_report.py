@@ -443,9 +443,10 @@ class Report:
           "and namespaces `iperf3 -P K -C cc` for as long, alternating which "
           "goes first. gridwan CPU: its user + system seconds over the job "
           "per GB it forwarded (iperf3 and relay together). Ranks and relays "
-          "CPU: both sites' together while the relay test ran, per GB the "
-          "relay test moved, and in brackets as cores (CPU seconds per "
-          "second of the test)."
+          "CPU: both sites' together while the MPI program ran (start-up, "
+          "warm-up, stream, drain, finalize), per GB the stream moved, and "
+          "in brackets as cores (CPU seconds per second of the program's "
+          "run; n/a in runs made before the script recorded it)."
           % ("%d s" % self.a.relay_seconds))
         w("")
         w("| config | K | cc | extra | relay Mbit/s | iperf3 Mbit/s | "
@@ -453,11 +454,10 @@ class Report:
           "relays CPU s/GB (cores) |")
         w("|---|---|---|---|---|---|---|---|---|---|")
         for r in self.relay:
-            rate = num(r["relay_MBps"]) / 1000  # GB/s
-
             def cores(col):
-                v = num(r[col])
-                return "%s (%s)" % (fmt(v, 2), fmt(v * rate, 2))
+                return "%s (%s)" % (fmt(num(r[col]), 2),
+                                    fmt(num(r.get(col.split("_")[0] +
+                                                  "_cores")), 2))
             w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 r["config"], r["streams"], r["cc"], r["extra"],
                 r["relay_Mbit"], r["iperf3_Mbit"], r["relay_over_iperf3"],

@@ -75,7 +75,7 @@ def quick():
         check([x["config"] for x in relay] == ["default"],
               "relay rows: %r" % relay)
         for col in ("relay_Mbit", "iperf3_Mbit", "relay_over_iperf3",
-                    "gridwan_cpu_s_per_GB"):
+                    "gridwan_cpu_s_per_GB", "ranks_cores", "relays_cores"):
             check(number(relay[0][col]) and float(relay[0][col]) > 0,
                   "relay %s: %r" % (col, relay[0][col]))
 
