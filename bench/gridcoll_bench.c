@@ -8,7 +8,10 @@
  *
  * usage() lists the options and what "bytes" means per collective.  The
  * algorithms come from libgridcoll's tables (GridColl_Algorithm_name), so
- * the bench needs no change when an algorithm is added.
+ * the bench needs no change when an algorithm is added.  Built a second
+ * time as gridcoll-bench-plain, with MPICH alone, for the native baseline
+ * (gridrun --wan --native; bench/run-wan.sh): one algorithm, "native",
+ * no "auto", sites 1.
  *
  * Per size, the algorithms take turns (size-major order), so a change of
  * the machine's load during a run spreads over all of them; the turn
@@ -36,7 +39,11 @@
  * measurements are skipped: a broken algorithm may leave messages behind).
  * Usage errors: status 2.  MPI errors: message and MPI_Abort (status 2).
  */
+#ifdef GRIDCOLL_BENCH_PLAIN
+#include <mpi.h>
+#else
 #include <gridcoll.h>
+#endif
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +51,39 @@
 #include <string.h>
 
 #include "bench_mpi.h"
+
+#ifdef GRIDCOLL_BENCH_PLAIN
+/* gridcoll-bench-plain, the baseline: the same measurements linked with
+ * MPICH alone, whose one "algorithm" is MPICH's own choice. */
+#define NATIVE "native"
+static const char *algorithm_name(const char *coll, int index)
+{
+    (void)coll;
+    return index == 0 ? NATIVE : NULL;
+}
+static int set_algorithm(const char *coll, const char *algo)
+{
+    (void)coll;
+    (void)algo;
+    return MPI_SUCCESS;
+}
+static const char *algorithm_used(const char *coll)
+{
+    (void)coll;
+    return NATIVE;
+}
+static int comm_site_count(MPI_Comm comm, int *sites)
+{
+    (void)comm;
+    *sites = 1;
+    return MPI_SUCCESS;
+}
+#else
+#define algorithm_name  GridColl_Algorithm_name
+#define set_algorithm   GridColl_Set_algorithm
+#define algorithm_used  GridColl_Algorithm_used
+#define comm_site_count GridColl_Comm_site_count
+#endif
 
 #define PROG      "gridcoll-bench"
 #define ROOT      0
@@ -136,7 +176,7 @@ static void usage(FILE *out)
 static int algo_count(enum coll c)
 {
     int n = 0;
-    while (GridColl_Algorithm_name(coll_names[c], n) != NULL)
+    while (algorithm_name(coll_names[c], n) != NULL)
         n++;
     return n;
 }
@@ -146,16 +186,16 @@ static const char *algo_named(enum coll c, const char *name)
 {
     if (strcmp(name, AUTO) == 0)
         return AUTO;
-    for (int i = 0; GridColl_Algorithm_name(coll_names[c], i) != NULL; i++)
-        if (strcmp(GridColl_Algorithm_name(coll_names[c], i), name) == 0)
-            return GridColl_Algorithm_name(coll_names[c], i);
+    for (int i = 0; algorithm_name(coll_names[c], i) != NULL; i++)
+        if (strcmp(algorithm_name(coll_names[c], i), name) == 0)
+            return algorithm_name(coll_names[c], i);
     return NULL;
 }
 
 static void print_valid_algos(FILE *out, enum coll c)
 {
     for (int i = 0; i < algo_count(c); i++)
-        fprintf(out, "%s, ", GridColl_Algorithm_name(coll_names[c], i));
+        fprintf(out, "%s, ", algorithm_name(coll_names[c], i));
     fputs(AUTO, out);
 }
 
@@ -199,9 +239,13 @@ static void default_algos(struct options *o)
     int n = algo_count(o->coll);
     o->algos = bench_malloc((size_t)(n + 1) * sizeof *o->algos);
     for (int i = 0; i < n; i++)
-        o->algos[i] = GridColl_Algorithm_name(coll_names[o->coll], i);
+        o->algos[i] = algorithm_name(coll_names[o->coll], i);
+#ifdef GRIDCOLL_BENCH_PLAIN
+    o->nalgos = n; /* "auto" would time MPICH's choice twice */
+#else
     o->algos[n] = AUTO;
     o->nalgos = n + 1;
+#endif
 }
 
 static int parse_count(const char *text, long min, long *out)
@@ -532,7 +576,7 @@ static int call(const struct run *r)
 
 static void force(enum coll c, const char *algo)
 {
-    bench_mpi_check(GridColl_Set_algorithm(coll_names[c], algo),
+    bench_mpi_check(set_algorithm(coll_names[c], algo),
                     "GridColl_Set_algorithm");
 }
 
@@ -566,7 +610,7 @@ static struct outcome measure(const struct run *r, long iters, long warmup)
             goto cleanup;
         }
         bench_mpi_check(rc, call_names[r->coll]);
-        const char *used = GridColl_Algorithm_used(coll_names[r->coll]);
+        const char *used = algorithm_used(coll_names[r->coll]);
         if (i == 0 && forced != NULL && used != NULL &&
             strcmp(used, forced) != 0) {
             out.usable = 0;
@@ -658,7 +702,7 @@ int main(int argc, char **argv)
         return parsed == 1 ? 0 : 2;
     }
     int sites = 1;
-    bench_mpi_check(GridColl_Comm_site_count(MPI_COMM_WORLD, &sites),
+    bench_mpi_check(comm_site_count(MPI_COMM_WORLD, &sites),
                     "GridColl_Comm_site_count");
     struct table tb = table_for(&o);
     if (rank == 0)

@@ -2,8 +2,9 @@
  * gridcoll-mpibench: MPI micro-benchmarks for the MPI layer (issue 3), an
  * ordinary MPI program.
  *
- *   gridcoll-mpibench allreduce|alltoall|pingpong [--bytes LIST]
- *                     [--iters LIST] [--warmup LIST] [--peer R] [--csv]
+ *   gridcoll-mpibench allreduce|alltoall|pingpong|stream [--bytes LIST]
+ *                     [--iters LIST] [--warmup LIST] [--peer R]
+ *                     [--seconds S] [--window W] [--nap US] [--csv]
  *
  * Built twice from this source: gridcoll-mpibench is linked with
  * libgridcoll (run it with gridrun, or with plain mpiexec, where the
@@ -19,6 +20,20 @@
  *              in MPI_Test with a 1 ms sleep between calls, so they do not
  *              take CPU time from the pair (MPICH busy-polls inside
  *              blocking calls).
+ *   stream     rank 0 streams messages of BYTES to rank R (--peer) for S
+ *              seconds (--seconds, default 5), keeping W (--window,
+ *              default 8) MPI_Isend in flight, which R receives into W
+ *              posted MPI_Irecv: application-level throughput of one
+ *              pair, as a file transfer sees it.  The end: after S seconds
+ *              rank 0 sends W empty messages, one for each receive R has
+ *              still posted.  R times from the pair's barrier (an empty
+ *              round trip) until every message is in; it checks every
+ *              byte it receives.  Both wait in MPI_Waitany, or with --nap
+ *              US in MPI_Testany with US-microsecond sleeps between
+ *              calls (the CPU the library's progress loop spins away is
+ *              then left to the relays).  --iters is ignored; the
+ *              warm-up is --warmup (default 1) verified round trips of
+ *              BYTES.  The other ranks idle as in pingpong.
  *
  * --bytes, --iters and --warmup take a comma-separated list (sizes may end
  * in K, M or G: binary multiples); each size is one measurement, with the
@@ -45,14 +60,16 @@
  *                ("same" or "cross"); "-" otherwise;
  *   usec_per_op  collectives: the timed loop's duration / iters on the
  *                slowest rank; pingpong: half the mean round trip
- *                (one-way latency, as osu_latency reports it);
+ *                (one-way latency, as osu_latency reports it); stream:
+ *                the receiver's time / data messages (iters: how many);
  *   usec_median  the median of rank 0's per-iteration times (pingpong:
  *                half the median round trip), each taken over a block of
  *                ceil(iters / 10000) consecutive iterations (one iteration
  *                when iters <= 10000);
  *   MBps         10^6 bytes per second: allreduce BYTES / usec_per_op,
  *                alltoall BYTES * (ranks - 1) / usec_per_op (what each
- *                rank sends to the others), pingpong BYTES / usec_per_op.
+ *                rank sends to the others), pingpong and stream
+ *                BYTES / usec_per_op.
  */
 #ifdef GRIDCOLL_MPIBENCH_PLAIN
 #include <mpi.h>
@@ -75,6 +92,9 @@
 #define TAG_PING    1
 #define TAG_PONG    2
 #define TAG_DONE    3
+#define TAG_DATA    4
+#define TAG_STATS   5
+#define MAX_WINDOW  1024
 
 #ifdef GRIDCOLL_MPIBENCH_PLAIN
 #define LIB_NAME "plain"
@@ -82,9 +102,12 @@
 #define LIB_NAME "gridcoll"
 #endif
 
-enum test { T_ALLREDUCE, T_ALLTOALL, T_PINGPONG };
+enum test { T_ALLREDUCE, T_ALLTOALL, T_PINGPONG, T_STREAM };
 
 static int rank, size;
+/* stream --nap: microseconds to sleep between MPI_Testany calls instead of
+ * waiting in MPI_Waitany (0). */
+static long nap_us;
 
 struct options {
     enum test test;
@@ -96,10 +119,13 @@ struct options {
     size_t nwarmup;
     long warmup[MAX_LIST];
     int peer;
+    double seconds;
+    int window;
     int csv;
 };
 
 struct result {
+    long ops; /* stream: data messages received; else 0 (--iters) */
     double usec_per_op;
     double usec_median;
     long bad; /* words that differ from what was expected, this rank */
@@ -110,15 +136,21 @@ struct result {
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: " PROG " allreduce|alltoall|pingpong [--bytes LIST]\n"
-            "       [--iters LIST] [--warmup LIST] [--peer R] [--csv]\n"
+            "usage: " PROG
+            " allreduce|alltoall|pingpong|stream [--bytes LIST]\n"
+            "       [--iters LIST] [--warmup LIST] [--peer R] [--seconds S]\n"
+            "       [--window W] [--nap US] [--csv]\n"
             "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
             "                 allreduce: multiple of 8, alltoall: of 4;\n"
             "                 alltoall: bytes per pair) [8]\n"
             "  --iters LIST   timed iterations per size [1000]\n"
             "  --warmup LIST  verified warm-up iterations per size\n"
             "                 [iters / 10, at least 1]\n"
-            "  --peer R       pingpong partner of rank 0 [1]\n"
+            "  --peer R       pingpong and stream partner of rank 0 [1]\n"
+            "  --seconds S    stream: seconds per size [5]\n"
+            "  --window W     stream: messages in flight, 1..1024 [8]\n"
+            "  --nap US       stream: wait in MPI_Testany with US microsecond\n"
+            "                 sleeps instead of MPI_Waitany [0: Waitany]\n"
             "  --csv          print a CSV header and one row per size\n");
 }
 
@@ -141,6 +173,8 @@ static int parse_options(int argc, char **argv, struct options *o)
     const char *err = NULL;
     memset(o, 0, sizeof *o);
     o->peer = 1;
+    o->seconds = 5;
+    o->window = 8;
     o->nbytes = 1;
     o->bytes[0] = 8;
     o->niters = 1;
@@ -162,6 +196,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         o->test = T_ALLTOALL;
     else if (strcmp(argv[1], "pingpong") == 0)
         o->test = T_PINGPONG;
+    else if (strcmp(argv[1], "stream") == 0)
+        o->test = T_STREAM;
     else {
         err = "unknown test";
         goto bad;
@@ -199,6 +235,28 @@ static int parse_options(int argc, char **argv, struct options *o)
                 goto bad;
             }
             o->peer = (int)v;
+        } else if (strcmp(a, "--seconds") == 0 && has_value) {
+            char *end;
+            o->seconds = strtod(argv[++i], &end);
+            if (*end != '\0' || !(o->seconds > 0 && o->seconds <= 3600)) {
+                err = "--seconds: more than 0, at most 3600";
+                goto bad;
+            }
+        } else if (strcmp(a, "--nap") == 0 && has_value) {
+            uint64_t v;
+            if (bench_parse_u64(argv[++i], 0, &v) != 0 || v > 999999) {
+                err = "--nap: 0..999999 microseconds";
+                goto bad;
+            }
+            nap_us = (long)v;
+        } else if (strcmp(a, "--window") == 0 && has_value) {
+            uint64_t v;
+            if (bench_parse_u64(argv[++i], 0, &v) != 0 || v < 1 ||
+                v > MAX_WINDOW) {
+                err = "--window: 1..1024";
+                goto bad;
+            }
+            o->window = (int)v;
         } else {
             err = "unknown option or missing value";
             goto bad;
@@ -228,8 +286,8 @@ static int parse_options(int argc, char **argv, struct options *o)
             goto bad;
         }
     }
-    if (o->test == T_PINGPONG && size < 2) {
-        err = "pingpong needs at least 2 ranks";
+    if ((o->test == T_PINGPONG || o->test == T_STREAM) && size < 2) {
+        err = "pingpong and stream need at least 2 ranks";
         goto bad;
     }
     return 0;
@@ -470,6 +528,134 @@ static struct result run_pingpong(uint64_t bytes, long iters, long warmup,
     return res;
 }
 
+/* ---- stream ----------------------------------------------------------- */
+
+/* MPI_Waitany, or with --nap a loop of MPI_Testany and sleeps, which
+ * leaves the CPU to the relays and gridwan instead of spinning in the
+ * library's progress loop. */
+static void wait_any(int count, MPI_Request *req, int *done, MPI_Status *st)
+{
+    if (nap_us == 0) {
+        bench_mpi_check(MPI_Waitany(count, req, done, st), "MPI_Waitany");
+        return;
+    }
+    for (;;) {
+        int flag = 0;
+        bench_mpi_check(MPI_Testany(count, req, done, &flag, st),
+                        "MPI_Testany");
+        if (flag)
+            return;
+        struct timespec nap = {0, nap_us * 1000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* Rank 0: keep `window` sends of `bytes` in flight for `seconds`, then
+ * one empty message for each receive the peer still has posted. */
+static void stream_send(const uint32_t *data, int words, int window,
+                        double seconds, int peer)
+{
+    MPI_Request req[MAX_WINDOW];
+    for (int i = 0; i < window; i++)
+        bench_mpi_check(MPI_Isend(data, words, MPI_UINT32_T, peer, TAG_DATA,
+                                  MPI_COMM_WORLD, &req[i]),
+                        "MPI_Isend");
+    double end = MPI_Wtime() + seconds;
+    while (MPI_Wtime() < end) {
+        int done;
+        wait_any(window, req, &done, MPI_STATUS_IGNORE);
+        bench_mpi_check(MPI_Isend(data, words, MPI_UINT32_T, peer, TAG_DATA,
+                                  MPI_COMM_WORLD, &req[done]),
+                        "MPI_Isend");
+    }
+    for (int i = 0; i < window; i++)
+        bench_mpi_check(MPI_Wait(&req[i], MPI_STATUS_IGNORE), "MPI_Wait");
+    for (int i = 0; i < window; i++)
+        bench_mpi_check(
+            MPI_Send(NULL, 0, MPI_UINT32_T, peer, TAG_DATA, MPI_COMM_WORLD),
+            "MPI_Send");
+}
+
+/* The peer: receive into `window` buffers, checking and re-posting each
+ * filled one.  Receives match messages in the order posted, but may
+ * complete in another: re-posting after every data message keeps as many
+ * receives posted as rank 0 sends messages, so when none is pending every
+ * data message and the `window` empty ones are in.  Returns the data
+ * messages; wrong ones are counted into *bad. */
+static long stream_receive(uint32_t *buf, int words, int window, long *bad)
+{
+    MPI_Request req[MAX_WINDOW];
+    size_t stride = (size_t)words;
+    for (int i = 0; i < window; i++)
+        bench_mpi_check(MPI_Irecv(buf + (size_t)i * stride, words, MPI_UINT32_T,
+                                  0, TAG_DATA, MPI_COMM_WORLD, &req[i]),
+                        "MPI_Irecv");
+    long messages = 0;
+    for (int pending = window; pending > 0;) {
+        int done, count;
+        MPI_Status st;
+        wait_any(window, req, &done, &st);
+        pending--;
+        bench_mpi_check(MPI_Get_count(&st, MPI_UINT32_T, &count),
+                        "MPI_Get_count");
+        if (count == 0)
+            continue;
+        messages++;
+        uint32_t *slot = buf + (size_t)done * stride;
+        *bad += count != words || bench_count_bad(slot, stride, 0xb1, 0) != 0;
+        memset(slot, 0, (size_t)words * sizeof *slot);
+        bench_mpi_check(MPI_Irecv(slot, words, MPI_UINT32_T, 0, TAG_DATA,
+                                  MPI_COMM_WORLD, &req[done]),
+                        "MPI_Irecv");
+        pending++;
+    }
+    return messages;
+}
+
+static struct result run_stream(uint64_t bytes, long warmup, int window,
+                                double seconds, int peer)
+{
+    struct result res = {0};
+    size_t words = (size_t)(bytes / 4);
+    if (rank != 0 && rank != peer) {
+        idle_until_done();
+        return res;
+    }
+    uint32_t *send = bench_malloc(bytes);
+    uint32_t *recv = bench_malloc(rank == 0 ? bytes : bytes * (size_t)window);
+    for (long w = 0; w < warmup; w++) {
+        if (rank == 0)
+            bench_fill(send, words, 0xb0, (uint32_t)w);
+        memset(recv, 0, bytes);
+        round_trip(send, recv, (int)words, peer);
+        res.bad += bench_count_bad(recv, words, 0xb0, (uint32_t)w);
+    }
+    bench_fill(send, words, 0xb1, 0);
+    round_trip(NULL, NULL, 0, peer);
+    double stats[2] = {0, 0}; /* messages, seconds: the receiver's */
+    if (rank == 0) {
+        stream_send(send, (int)words, window, seconds, peer);
+        bench_mpi_check(MPI_Recv(stats, 2, MPI_DOUBLE, peer, TAG_STATS,
+                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        "MPI_Recv");
+        release_idle(peer);
+    } else {
+        double start = MPI_Wtime();
+        long messages = stream_receive(recv, (int)words, window, &res.bad);
+        stats[0] = (double)messages;
+        stats[1] = MPI_Wtime() - start;
+        bench_mpi_check(
+            MPI_Send(stats, 2, MPI_DOUBLE, 0, TAG_STATS, MPI_COMM_WORLD),
+            "MPI_Send");
+    }
+    res.ops = (long)stats[0];
+    if (res.ops > 0)
+        res.usec_per_op = res.usec_median = stats[1] / stats[0] * 1e6;
+    free(send);
+    free(recv);
+    return res;
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 static int world_sites(void)
@@ -517,7 +703,7 @@ int main(int argc, char **argv)
     int sites = world_sites();
     char peer[16] = "-";
     const char *pair = "-";
-    if (o.test == T_PINGPONG) {
+    if (o.test == T_PINGPONG || o.test == T_STREAM) {
         snprintf(peer, sizeof peer, "%d", o.peer);
         pair = pair_kind(o.peer);
     }
@@ -531,13 +717,19 @@ int main(int argc, char **argv)
     for (size_t m = 0; m < o.nbytes && !failed; m++) {
         uint64_t bytes = o.bytes[m];
         long iters = o.iters[o.niters == 1 ? 0 : m];
-        long warmup = o.nwarmup == 0   ? (iters / 10 > 0 ? iters / 10 : 1)
-                      : o.nwarmup == 1 ? o.warmup[0]
-                                       : o.warmup[m];
+        long warmup =
+            o.nwarmup == 0
+                ? (o.test == T_STREAM || iters / 10 < 1 ? 1 : iters / 10)
+            : o.nwarmup == 1 ? o.warmup[0]
+                             : o.warmup[m];
         struct result r;
         switch (o.test) {
         case T_ALLREDUCE: r = run_allreduce(bytes, iters, warmup); break;
         case T_ALLTOALL: r = run_alltoall(bytes, iters, warmup); break;
+        case T_STREAM:
+            r = run_stream(bytes, warmup, o.window, o.seconds, o.peer);
+            iters = r.ops;
+            break;
         default: r = run_pingpong(bytes, iters, warmup, o.peer); break;
         }
         if (r.bad != 0)

@@ -52,9 +52,11 @@ enum {
     OPT_WAN,
     OPT_NATIVE,
     OPT_MODEL,
+    OPT_RELAY_SET,
 };
 
-#define MAX_RSH_WORDS 64
+#define MAX_RSH_WORDS  64
+#define MAX_RELAY_SETS 64
 
 /* The relays' WAN port with --wan: every site has a namespace of its own
  * that nothing else uses, so any fixed port is free there. */
@@ -130,6 +132,13 @@ static void usage(FILE *out)
         "  --native             with --wan: run PROGRAM as one plain MPICH\n"
         "                       job across the namespace sites, without\n"
         "                       relays and without GridColl (the baseline)\n"
+        "  --tls-dir DIR        WAN TLS between the sites with DIR/ca.crt,\n"
+        "                       DIR/SITE.crt, DIR/SITE.key (default:\n"
+        "                       plaintext)\n"
+        "  --relay-set GROUP.NAME=VALUE  a key of every relay's configuration\n"
+        "                       (docs/gridrelay.md), e.g. wan.streams=16,\n"
+        "                       tcp.congestion=bbr; repeatable; checked with\n"
+        "                       gridrelay --check before the job starts\n"
         "\n"
         "machine-file mode:\n"
         "  -f MACHINEFILE       sites, hosts, slots and relays; NP ranks fill\n"
@@ -253,6 +262,37 @@ static int parse_site_sizes(const char *list, struct gr_job *job)
     return 0;
 }
 
+/* One --relay-set GROUP.NAME=VALUE.  The relay's configuration table
+ * judges keys and values (gridrelay --check, before anything starts);
+ * here only the form, and the keys gridrun must own to run the job: where
+ * ranks and peers connect, the job's identity, the HTTP port it polls, the
+ * log file it points to.  Returns -1 to go on, else gridrun's exit
+ * status. */
+static int add_relay_set(struct gr_job *job, char *item)
+{
+    static char *items[MAX_RELAY_SETS];
+    static const char *const owned[] = {
+        "local.", "peers.", "tls.", "wan.listen=", "http.listen=", "log.file="};
+    size_t key_len = strcspn(item, "=");
+    const char *dot = memchr(item, '.', key_len);
+    if (item[key_len] != '=' || dot == NULL || dot == item ||
+        dot + 1 == item + key_len ||
+        strspn(item, "abcdefghijklmnopqrstuvwxyz_.") != key_len ||
+        memchr(dot + 1, '.', (size_t)(item + key_len - dot - 1)) != NULL)
+        return usage_error("--relay-set: '%s' is not GROUP.NAME=VALUE (e.g. "
+                           "wan.streams=16)",
+                           item);
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        if (strncmp(item, owned[i], strlen(owned[i])) == 0)
+            return usage_error("--relay-set: gridrun sets %.*s itself",
+                               (int)key_len, item);
+    if (job->relay_set_count == MAX_RELAY_SETS)
+        return usage_error("--relay-set: more than %d items", MAX_RELAY_SETS);
+    items[job->relay_set_count++] = item;
+    job->relay_set = items;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, struct gr_job *job,
                       struct mf_opts *mo, struct wan_opts *wo)
 {
@@ -273,6 +313,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"wan", required_argument, NULL, OPT_WAN},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"model", required_argument, NULL, OPT_MODEL},
+        {"relay-set", required_argument, NULL, OPT_RELAY_SET},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -306,6 +347,12 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
                 return usage_error("--model: cannot read '%s': %s", optarg,
                                    strerror(errno));
             break;
+        case OPT_RELAY_SET: {
+            int rc = add_relay_set(job, optarg);
+            if (rc >= 0)
+                return rc;
+            break;
+        }
         case OPT_PLAINTEXT_WAN: mo->plaintext_wan = true; break;
         case OPT_JOB_DIR:
             if (*optarg == '\0')
@@ -352,8 +399,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (fattree[0] != '\0')
             return usage_error("%s", "--fattree is for local mode; with -f "
                                      "write fattree= in the machine file");
-        if (wo->spec != NULL || job->native)
-            return usage_error("%s", "--wan and --native are for local mode");
+        if (wo->spec != NULL || job->native || job->relay_set_count > 0)
+            return usage_error("%s", "--wan, --native and --relay-set are "
+                                     "for local mode");
         if (np == 0)
             return usage_error("%s", "-n NP is required with -f");
         if (mo->tls_dir != NULL && mo->plaintext_wan)
@@ -366,12 +414,18 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         mo->np = np;
         return -1; /* the machine file fills in the sites */
     }
-    if (mo->rsh != NULL || mo->tls_dir != NULL || mo->plaintext_wan)
-        return usage_error("%s", "--rsh, --tls-dir and --plaintext-wan are "
-                                 "only valid with -f MACHINEFILE");
+    if (mo->rsh != NULL || mo->plaintext_wan)
+        return usage_error("%s", "--rsh and --plaintext-wan are only valid "
+                                 "with -f MACHINEFILE");
+    if (job->native && mo->tls_dir != NULL)
+        return usage_error("%s", "--native runs no relays: --tls-dir does "
+                                 "not apply");
     if (job->native && wo->spec == NULL)
         return usage_error("%s", "--native needs --wan: the baseline runs "
                                  "over the emulated WAN");
+    if (job->native && job->relay_set_count > 0)
+        return usage_error("%s", "--native runs no relays: --relay-set does "
+                                 "not apply");
     if (job->native &&
         (job->preload || fattree[0] != '\0' || job->model[0] != '\0'))
         return usage_error("%s", "--native runs PROGRAM without GridColl: "
@@ -785,6 +839,32 @@ static int resolve_programs(struct gr_job *job)
     return 0;
 }
 
+/* --tls-dir in local mode: WAN TLS between the simulated sites, with
+ * DIR/ca.crt and DIR/SITE.crt, DIR/SITE.key for every site (e.g. from
+ * conf/tls/make-certs.sh DIR alpha beta).  0, or -1 after a message. */
+static int local_tls_dir(struct gr_job *job, const char *dir)
+{
+    if (realpath(dir, job->tls_dir) == NULL) {
+        fprintf(stderr, "gridrun: --tls-dir %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    /* i == site_count: the CA, which has no key here. */
+    for (uint32_t i = 0; i <= job->site_count; i++) {
+        const char *name = i < job->site_count ? job->sites[i].name : "ca";
+        for (int key = 0; key < (i < job->site_count ? 2 : 1); key++) {
+            char path[PATH_MAX + 80];
+            snprintf(path, sizeof(path), "%s/%s%s", job->tls_dir, name,
+                     key ? ".key" : ".crt");
+            if (access(path, R_OK) != 0) {
+                fprintf(stderr, "gridrun: --tls-dir: %s: %s\n", path,
+                        strerror(errno));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static struct gr_job job;
@@ -820,6 +900,9 @@ int main(int argc, char **argv)
             status = rc;
             goto cleanup;
         }
+    } else if (mo.tls_dir != NULL && local_tls_dir(&job, mo.tls_dir) != 0) {
+        status = 2;
+        goto cleanup;
     }
     if (job.model[0] != '\0' && check_model(&job) != 0) {
         status = 2;

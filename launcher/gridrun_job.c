@@ -71,6 +71,7 @@ enum end_reason {
     END_SIGNAL,
     END_TIMEOUT,
     END_ERROR,
+    END_BAD_RELAY_SET, /* the relay's --check rejected --relay-set */
 };
 
 struct runner {
@@ -231,6 +232,84 @@ static void rank_endpoint(const struct gr_site *s, char *out, size_t len)
         snprintf(out, len, "%s", s->local);
 }
 
+/* The value --relay-set gives `key` (GROUP.NAME), or NULL: the last one. */
+static const char *relay_set_value(const struct gr_job *job, const char *key)
+{
+    const char *value = NULL;
+    size_t len = strlen(key);
+    for (int i = 0; i < job->relay_set_count; i++)
+        if (strncmp(job->relay_set[i], key, len) == 0 &&
+            job->relay_set[i][len] == '=')
+            value = job->relay_set[i] + len + 1;
+    return value;
+}
+
+/* A --relay-set value in libconfig syntax: integers and booleans bare, so
+ * int, size and bool keys take them; anything else as a string (sizes such
+ * as 1M, names, enums).  The relay's own table judges the result. */
+static void put_setting_value(FILE *f, const char *value)
+{
+    const char *digits = value[0] == '-' ? value + 1 : value;
+    bool integer =
+        digits[0] != '\0' && strspn(digits, "0123456789") == strlen(digits);
+    if (integer || strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+        fputs(value, f);
+    else
+        put_quoted(f, value);
+}
+
+/* "NAME = VALUE; " for every --relay-set key of `group` but the names in
+ * `written` (NULL-terminated: gridrun writes them itself, taking the
+ * --relay-set value into account), each key once. */
+static void put_relay_sets(FILE *f, const struct gr_job *job, const char *group,
+                           const char *const *written)
+{
+    size_t glen = strlen(group);
+    for (int i = 0; i < job->relay_set_count; i++) {
+        const char *item = job->relay_set[i];
+        if (strncmp(item, group, glen) != 0 || item[glen] != '.')
+            continue;
+        const char *name = item + glen + 1;
+        size_t nlen = strcspn(name, "=");
+        bool skip = false;
+        for (const char *const *w = written; *w != NULL && !skip; w++)
+            skip = strlen(*w) == nlen && strncmp(*w, name, nlen) == 0;
+        /* Only the last item of a key is written. */
+        for (int j = i + 1; j < job->relay_set_count && !skip; j++)
+            skip = strncmp(job->relay_set[j], item, glen + 1 + nlen + 1) == 0;
+        if (skip)
+            continue;
+        fprintf(f, "%.*s = ", (int)nlen, name);
+        put_setting_value(f, name + nlen + 1);
+        fputs("; ", f);
+    }
+}
+
+/* The groups of --relay-set keys that gridrun's own configuration has no
+ * group for, each as "GROUP = { ... };". */
+static void put_other_relay_groups(FILE *f, const struct gr_job *job)
+{
+    static const char *const own[] = {"local", "wan", "http", "log"};
+    static const char *const none[] = {NULL};
+    for (int i = 0; i < job->relay_set_count; i++) {
+        const char *item = job->relay_set[i];
+        size_t glen = strcspn(item, ".");
+        bool skip = false;
+        for (size_t k = 0; k < sizeof(own) / sizeof(own[0]) && !skip; k++)
+            skip = strlen(own[k]) == glen && strncmp(own[k], item, glen) == 0;
+        /* A group once, where its first key comes. */
+        for (int j = 0; j < i && !skip; j++)
+            skip = strncmp(job->relay_set[j], item, glen + 1) == 0;
+        if (skip)
+            continue;
+        char group[64];
+        snprintf(group, sizeof(group), "%.*s", (int)glen, item);
+        fprintf(f, "%s = { ", group);
+        put_relay_sets(f, job, group, none);
+        fputs("};\n", f);
+    }
+}
+
 static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
 {
     FILE *f = fopen(s->conf, "w");
@@ -258,8 +337,23 @@ static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
     /* Without --tls-dir the streams are plaintext: in local mode because
      * they stay on 127.0.0.1, in machine-file mode only on request
      * (--plaintext-wan). */
-    fprintf(f, "; streams = %d; plaintext = %s; };\n", WAN_STREAMS,
-            job->tls_dir[0] == '\0' ? "true" : "false");
+    static const char *const wan_written[] = {"listen", "streams", "plaintext",
+                                              NULL};
+    const char *streams = relay_set_value(job, "wan.streams");
+    const char *plaintext = relay_set_value(job, "wan.plaintext");
+    fprintf(f, "; streams = ");
+    if (streams != NULL)
+        put_setting_value(f, streams);
+    else
+        fprintf(f, "%d", WAN_STREAMS);
+    fprintf(f, "; plaintext = ");
+    if (plaintext != NULL)
+        put_setting_value(f, plaintext);
+    else
+        fputs(job->tls_dir[0] == '\0' ? "true" : "false", f);
+    fputs("; ", f);
+    put_relay_sets(f, job, "wan", wan_written);
+    fputs("};\n", f);
     if (job->tls_dir[0] != '\0') {
         char path[PATH_MAX + 80];
         fprintf(f, "tls = { cert = ");
@@ -273,12 +367,21 @@ static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
         put_quoted(f, path);
         fprintf(f, "; };\n");
     }
-    fprintf(f,
-            "http = { listen = \"%s:%d\"; };\nlog = { level = \"info\"; "
-            "file = ",
+    static const char *const http_written[] = {"listen", NULL};
+    static const char *const log_written[] = {"level", "file", NULL};
+    const char *level = relay_set_value(job, "log.level");
+    fprintf(f, "http = { listen = \"%s:%d\"; ",
             s->http_host[0] != '\0' ? s->http_host : "127.0.0.1", s->http_port);
+    put_relay_sets(f, job, "http", http_written);
+    fputs("};\nlog = { level = ", f);
+    put_quoted(f, level != NULL ? level : "info");
+    fputs("; file = ", f);
     put_quoted(f, s->log);
-    fprintf(f, "; };\npeers = (\n");
+    fputs("; ", f);
+    put_relay_sets(f, job, "log", log_written);
+    fputs("};\n", f);
+    put_other_relay_groups(f, job);
+    fprintf(f, "peers = (\n");
     const char *sep = "";
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *p = &job->sites[i];
@@ -514,6 +617,49 @@ static size_t netns_prefix(const struct gr_site *s, char **argv)
     argv[2] = "exec";
     argv[3] = (char *)s->netns;
     return 4;
+}
+
+/* With --relay-set: the relay's own validation (gridrelay --check) of the
+ * first site's configuration, whose --relay-set part every site shares; its
+ * FILE:LINE messages go to stderr.  0 = valid. */
+static int check_relay_sets(const struct gr_job *job)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "gridrun: pipe: %s\n", strerror(errno));
+        return -1;
+    }
+    char *argv[] = {(char *)job->relay_bin, "--check",
+                    (char *)job->sites[0].conf, NULL};
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    pid_t pid = null_fd < 0 ? -1 : spawn(argv, null_fd, fds[1], fds[1]);
+    if (null_fd >= 0)
+        close(null_fd);
+    close(fds[1]);
+    if (pid < 0) {
+        fprintf(stderr, "gridrun: cannot run %s: %s\n", job->relay_bin,
+                strerror(errno));
+        close(fds[0]);
+        return -1;
+    }
+    char out[8192];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0 ||
+           (n < 0 && errno == EINTR))
+        len += n > 0 ? (size_t)n : 0;
+    close(fds[0]);
+    out[len] = '\0';
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        continue;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    fprintf(stderr,
+            "gridrun: --relay-set: gridrelay rejects the "
+            "configuration:\n%s",
+            out);
+    return -1;
 }
 
 static int start_relays(struct gr_job *job)
@@ -1498,6 +1644,7 @@ static int final_status(struct runner *r)
     char what[64];
     switch (r->reason) {
     case END_SUCCESS: return 0;
+    case END_BAD_RELAY_SET: return 2;
     case END_MPI_FAILED: {
         struct gr_site *s = r->failed_site;
         /* --native has one mpiexec for every site. */
@@ -1553,6 +1700,10 @@ int gr_job_run(struct gr_job *job)
     }
     if (make_job_dir(job) != 0) {
         r.reason = END_ERROR;
+        goto teardown;
+    }
+    if (job->relay_set_count > 0 && check_relay_sets(job) != 0) {
+        r.reason = END_BAD_RELAY_SET;
         goto teardown;
     }
     if (job->wan_argv != NULL) {

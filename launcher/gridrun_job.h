@@ -87,6 +87,10 @@ struct gr_job {
     bool native;
     /* --model, absolute: GRIDCOLL_MODEL of every rank; "" = none. */
     char model[PATH_MAX];
+    /* --relay-set GROUP.NAME=VALUE items (local mode), in the order given:
+     * for a key given twice the last value counts. */
+    char **relay_set;
+    int relay_set_count;
 
     /* State. */
     char dir[PATH_MAX];

@@ -278,6 +278,85 @@ def bad_flags():
           "124" in r.stdout, "--help incomplete")
 
 
+def relay_set():
+    """--relay-set: keys land in every relay's configuration (the relays
+    start with them and every link comes up with the streams asked for);
+    keys and values the relay's table rejects are its FILE:LINE errors,
+    exit 2, nothing started; keys gridrun owns and malformed items are
+    usage errors."""
+    sets = ["wan.streams=6", "tcp.congestion=reno", "wan.chunk_size=1M",
+            "flow.rank_credit=16M", "wan.streams=3"]
+    args = ["--sites", "2", "-n", "2", "--keep-job-dir", "--verbose"]
+    for item in sets:
+        args += ["--relay-set", item]
+    rc, _, err, kept, _, files = run_kept(
+        args, 'echo "ok $PMI_RANK"', ["alpha.conf", "beta.conf"])
+    check(rc == 0 and kept is not None, "exit %d: %s" % (rc, err))
+    for name in ("alpha.conf", "beta.conf"):
+        conf = files.get(name, "")
+        for text in ("streams = 3;", 'chunk_size = "1M";',
+                     'tcp = { congestion = "reno"; };',
+                     'flow = { rank_credit = "16M"; };'):
+            check(text in conf, "%s lacks %r:\n%s" % (name, text, conf))
+        check("streams = 6" not in conf, "%s: the first wan.streams "
+              "stayed:\n%s" % (name, conf))
+    check("all relays up" in err, "relays with --relay-set: %s" % err)
+    cases = [
+        (["wan.streams=99"], r"alpha\.conf:\d+: wan\.streams: 99 is out of "
+         r"range 1\.\.64"),
+        (["flow.bogus=1", "tcp.congestion=nope"],
+         r"alpha\.conf:\d+: unknown key 'flow\.bogus'(.|\n)*alpha\.conf:\d+: "
+         r"tcp\.congestion: congestion control 'nope' is not available"),
+        (["wan.listen=127.0.0.1:1"], r"gridrun sets wan\.listen itself"),
+        (["local.unix=/x"], r"gridrun sets local\.unix itself"),
+        (["streams=4"], r"'streams=4' is not GROUP\.NAME=VALUE"),
+        (["wan.streams"], r"'wan\.streams' is not GROUP\.NAME=VALUE"),
+    ]
+    for items, pattern in cases:
+        job = Job(["--sites", "2", "-n", "2"] +
+                  [w for i in items for w in ("--relay-set", i)], "true")
+        try:
+            rc = job.wait()
+        finally:
+            job.finish()
+        check(rc == 2 and re.search(pattern, job.err),
+              "%r: exit %d, %r" % (items, rc, job.err))
+
+
+def local_tls():
+    """--tls-dir in local mode: TLS between the loopback relays, the files
+    checked before anything starts; not with --native."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    d = tempfile.mkdtemp(prefix="gr-tls-")
+    try:
+        tls = os.path.join(d, "tls")
+        subprocess.run(["bash", MAKE_CERTS, tls, "alpha", "beta"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       check=True, timeout=60)
+        rc, out, err, kept, _, files = run_kept(
+            ["--sites", "2", "-n", "2", "--tls-dir", tls, "--verbose",
+             "--keep-job-dir"], 'echo "ok $PMI_RANK"', ["beta.conf"])
+        check(rc == 0 and "gridrun: all relays up" in err,
+              "exit %d: %s" % (rc, err))
+        conf = files.get("beta.conf", "")
+        check("plaintext = false" in conf and
+              os.path.join(tls, "beta.key") in conf, "beta.conf:\n" + conf)
+        os.remove(os.path.join(tls, "alpha.crt"))
+        for args, text in (
+                (["--sites", "2", "-n", "2", "--tls-dir", tls],
+                 os.path.join(tls, "alpha.crt")),
+                (["--sites", "2", "-n", "2", "--wan", "delay=1ms", "--native",
+                  "--tls-dir", tls], "--native runs no relays")):
+            r = subprocess.run([GRIDRUN] + args + ["--", "true"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=10)
+            check(r.returncode == 2 and text in r.stderr,
+                  "%r: exit %d, %r" % (args, r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # ---- machine-file mode (-f) ------------------------------------------------
 #
 # The hosts are fake names: --rsh runs fake-rsh.sh, which runs every command
@@ -477,6 +556,8 @@ if __name__ == "__main__":
           ("exit_status", exit_status), ("relay_dies", relay_dies),
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
-          ("bad_flags", bad_flags), ("mf_environment", mf_environment),
+          ("bad_flags", bad_flags), ("relay_set", relay_set),
+          ("local_tls", local_tls),
+          ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
           ("mf_errors", mf_errors)])

@@ -137,7 +137,7 @@ static void test_minimal_defaults(void)
     CHECK(cfg.tcp_nodelay == 1 && cfg.tcp_keepalive == 1, "nodelay/keepalive");
     CHECK(cfg.tcp_keepalive_idle_s == 30, "keepalive_idle %u",
           cfg.tcp_keepalive_idle_s);
-    CHECK(cfg.rank_credit == 8ull << 20, "rank_credit %llu",
+    CHECK(cfg.rank_credit == 32ull << 20, "rank_credit %llu",
           (unsigned long long)cfg.rank_credit);
     CHECK(cfg.link_window == 64ull << 20, "link_window %llu",
           (unsigned long long)cfg.link_window);

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""bench/run-wan.sh --quick (alltoall and barrier only, to stay within a
+minute): it exits 0 and writes well-formed output: the relay CSV with the
+default-config row and numbers in it; the collectives CSV with a row for
+every algorithm gridcoll-info lists (plus auto) and the native baseline, for
+every size, with its WAN bound; the targets CSV with every issue-5 target
+and a result; the markdown report with its sections; the PNG plots.  Needs
+root, /dev/net/tun, iperf3 and gnuplot (skipped otherwise: the script would
+install gnuplot-nox itself, which a test must not)."""
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+
+from harness import BIN, BUILD_DIR, SOURCE_DIR, Skip, check, main
+
+SCRIPT = os.path.join(SOURCE_DIR, "bench", "run-wan.sh")
+COLLS = ["alltoall", "barrier"]
+TARGETS = ["relay link, default config (", "relay / iperf3",
+           "relay link, default config with TLS", "relay with TLS / iperf3",
+           "alltoall 64 KiB/pair 4+4: native / lg",
+           "alltoall 64 KiB/pair 4+4: lg / bound",
+           "barrier 2+2 (auto) / (L + local barrier)", "model:",
+           "auto / best forced"]
+
+
+def need():
+    if os.geteuid() != 0:
+        raise Skip("needs root (network namespaces and TAP devices)")
+    if not os.path.exists("/dev/net/tun"):
+        raise Skip("/dev/net/tun is missing (no TUN/TAP support)")
+    for tool, package in (("iperf3", "iperf3"), ("gnuplot", "gnuplot-nox"),
+                          ("ip", "iproute2")):
+        if shutil.which(tool) is None:
+            raise Skip("%s is not installed (Debian package %s)"
+                       % (tool, package))
+
+
+def algorithms(coll):
+    r = subprocess.run([os.path.join(BIN, "gridcoll-info"), "--algorithms",
+                        "--csv"], stdout=subprocess.PIPE, text=True,
+                       check=True, timeout=30)
+    return [row["algo"] for row in csv.DictReader(io.StringIO(r.stdout))
+            if row["coll"] == coll]
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def quick():
+    need()
+    out = tempfile.mkdtemp(prefix="run-wan-test-")
+    try:
+        r = subprocess.run(["bash", SCRIPT, "--quick", "--build", BUILD_DIR,
+                            "--out", out, "--colls", ",".join(COLLS),
+                            "--budget", "100"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=180)
+        check(r.returncode == 0, "run-wan.sh --quick exited %d:\n%s\n%s" %
+              (r.returncode, r.stdout, r.stderr))
+        relay = rows(os.path.join(out, "wan-quick-relay.csv"))
+        check([x["config"] for x in relay] == ["default"],
+              "relay rows: %r" % relay)
+        for col in ("relay_Mbit", "iperf3_Mbit", "relay_over_iperf3",
+                    "gridwan_cpu_s_per_GB", "ranks_cores", "relays_cores"):
+            check(number(relay[0][col]) and float(relay[0][col]) > 0,
+                  "relay %s: %r" % (col, relay[0][col]))
+
+        coll = rows(os.path.join(out, "wan-quick-coll.csv"))
+        got = sorted((x["coll"], x["lib"], x["algo"], x["bytes"])
+                     for x in coll)
+        want = []
+        for c in COLLS:
+            sizes = ["0"] if c == "barrier" else ["8", "65536"]
+            for b in sizes:
+                want += [(c, "gridcoll", a, b) for a in algorithms(c)]
+                want += [(c, "gridcoll", "auto", b), (c, "native", "native",
+                                                        b)]
+        check(got == sorted(want), "collective rows:\n%s\nwant\n%s" %
+              (got, sorted(want)))
+        for x in coll:
+            check(x["layout"] == "2+2" and x["ranks"] == "4", "row %r" % x)
+            check(number(x["bound_us"]) and float(x["bound_us"]) >= 20000,
+                  "bound of %r" % x)
+            if x["median_us"] != "n/a":
+                check(number(x["median_us"]) and
+                      number(x["bound_over_median"]), "numbers of %r" % x)
+
+        targets = rows(os.path.join(out, "wan-quick-targets.csv"))
+        for name in TARGETS:
+            hit = [t for t in targets if t["target"].startswith(name)]
+            check(len(hit) == 1 and hit[0]["result"] in
+                  ("pass", "fail", "not measured"),
+                  "target %r: %r" % (name, hit))
+        barrier = [t for t in targets if t["target"].startswith("barrier")]
+        check(barrier[0]["result"] != "not measured",
+              "barrier target not measured: %r" % barrier)
+
+        with open(os.path.join(out, "wan-quick-report.md")) as f:
+            md = f.read()
+        for heading in ("## Targets (issue 5)", "## Relay link against "
+                        "iperf3", "### alltoall", "### barrier",
+                        "load before:", "load after:"):
+            check(heading in md, "report lacks %r" % heading)
+        # --quick has no relay sweep, so no relay plot.
+        for png in ("wan-quick-coll-alltoall.png",
+                    "wan-quick-coll-barrier.png"):
+            with open(os.path.join(out, png), "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", "%s is no PNG" % png)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main([("quick", quick)])
