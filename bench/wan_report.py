@@ -272,6 +272,11 @@ class Report:
                             r["ranks"], r["bytes"], r["median_us"],
                             r["p10_us"], r["p90_us"], "%.1f" % r["bound_us"],
                             fmt(r["fraction"], 4)])
+        if self.model:
+            with open(self.path("model.csv"), "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(self.model[0].keys()))
+                w.writeheader()
+                w.writerows(self.model)
         with open(self.path("targets.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["target", "median", "min", "max", "goal", "result",
@@ -539,10 +544,30 @@ class Report:
                         " | ".join(cells),
                         fmt(native / best, 2) if ok(native) and ok(best)
                         else "n/a"))
+        if self.model:
+            w("")
+            w("## The model: predicted against measured")
+            w("")
+            w("`bench/model_check.sh`: gridcoll-probe measures the model on "
+              "each layout, `gridcoll-info --predict` predicts, gridcoll-bench "
+              "(run with the model, so the forced algorithm takes the "
+              "predicted segment size) measures; ratio = predicted / "
+              "measured ([model.md](../model.md)).")
+            w("")
+            w("| coll | algo | layout | bytes | predicted ms | measured ms | "
+              "ratio |")
+            w("|---|---|---|---|---|---|---|")
+            for r in self.model:
+                w("| %s | %s | %s | %s | %s | %s | %s |" % (
+                    r["coll"], r["algo"], r["layout"],
+                    size_text(int(num(r["bytes"]))),
+                    ms(num(r["predicted_us"])), ms(num(r["measured_us"])),
+                    fmt(num(r["ratio"]), 2)))
         w("")
         w("## Files")
         w("")
-        for name in ("relay.csv", "coll.csv", "targets.csv"):
+        for name in ("relay.csv", "coll.csv", "targets.csv") + (
+                ("model.csv",) if self.model else ()):
             w("- [%s-%s](%s-%s)" % (a.prefix, name, a.prefix, name))
         for p in plots:
             w("- [%s](%s)" % (os.path.basename(p), os.path.basename(p)))
