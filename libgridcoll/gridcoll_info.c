@@ -6,12 +6,11 @@
  * `--model FILE --predict COLL ...` what model mode predicts and picks
  * (docs/model.md).  No MPI job is needed.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_model.h"
 #include "gridcoll.h"
@@ -45,29 +44,7 @@ static void usage(FILE *out)
         "  --version     the libgridcoll version\n");
 }
 
-/* Bytes with an optional K, M or G suffix (powers of 1024), not 0. */
-static int parse_bytes(const char *text, size_t *value)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-' || v == 0)
-        return -1;
-    int shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case '\0': break;
-    default: return -1;
-    }
-    if ((shift > 0 && end[1] != '\0') || v > (SIZE_MAX >> shift))
-        return -1;
-    *value = (size_t)v << shift;
-    return 0;
-}
-
-/* A comma-separated list of parse_bytes values; the count, or -1. */
+/* A comma-separated list of sizes (coll_parse_size); the count, or -1. */
 static int parse_list(const char *text, size_t *values, int max)
 {
     char copy[1024];
@@ -77,7 +54,7 @@ static int parse_list(const char *text, size_t *values, int max)
     int count = 0;
     for (char *save, *item = strtok_r(copy, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
-        if (count == max || parse_bytes(item, &values[count]) != 0)
+        if (count == max || coll_parse_size(item, &values[count]) != 0)
             return -1;
         count++;
     }
