@@ -417,10 +417,11 @@ class Report:
           "edit by hand. -->")
         w("# WAN report: relays and collectives over an emulated WAN")
         w("")
-        w("Mode: %s. WAN (gridwan): `%s`. Run time %d s. The machine has 2 "
-          "cores and was shared with other developers' jobs during the run "
-          "(load below): the figures are what this machine gave, not what "
-          "the software can do on idle hosts." % (a.mode, a.wan, a.seconds))
+        w("Mode: %s. WAN (gridwan): `%s`. Run time %d s. Every process of "
+          "the run (gridwan, relays, ranks, iperf3) shares this machine's "
+          "cores with whatever else ran (load below): the figures are what "
+          "this machine gave, not what the software can do on hosts of "
+          "their own." % (a.mode, a.wan, a.seconds))
         w("")
         w("- load before: `%s`" % a.load_before.strip())
         w("- load after: `%s`" % a.load_after.strip())
