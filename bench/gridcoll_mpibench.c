@@ -2,7 +2,8 @@
  * gridcoll-mpibench: MPI micro-benchmarks for the MPI layer (issue 3), an
  * ordinary MPI program.
  *
- *   gridcoll-mpibench allreduce|alltoall|pingpong|stream [--bytes LIST]
+ *   gridcoll-mpibench allreduce|alltoall|barrier|pingpong|stream
+ *                     [--bytes LIST]
  *                     [--iters LIST] [--warmup LIST] [--peer R]
  *                     [--seconds S] [--window W] [--nap US] [--csv]
  *
@@ -15,6 +16,9 @@
  * Tests, all on MPI_COMM_WORLD:
  *   allreduce  MPI_Allreduce (MPI_SUM) of BYTES / 8 int64 values;
  *   alltoall   MPI_Alltoall of BYTES per pair (BYTES / 4 uint32 values);
+ *   barrier    MPI_Barrier back to back (--bytes is ignored; the rows say
+ *              0 bytes): unlike a barrier timed alone after another one,
+ *              no skew between the ranks' exits is inside the time;
  *   pingpong   rank 0 sends BYTES to rank R (--peer, default 1), which
  *              sends them back; the other ranks wait for rank 0's "done"
  *              in MPI_Test with a 1 ms sleep between calls, so they do not
@@ -102,7 +106,7 @@
 #define LIB_NAME "gridcoll"
 #endif
 
-enum test { T_ALLREDUCE, T_ALLTOALL, T_PINGPONG, T_STREAM };
+enum test { T_ALLREDUCE, T_ALLTOALL, T_BARRIER, T_PINGPONG, T_STREAM };
 
 static int rank, size;
 /* stream --nap: microseconds to sleep between MPI_Testany calls instead of
@@ -137,7 +141,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: " PROG
-            " allreduce|alltoall|pingpong|stream [--bytes LIST]\n"
+            " allreduce|alltoall|barrier|pingpong|stream [--bytes LIST]\n"
             "       [--iters LIST] [--warmup LIST] [--peer R] [--seconds S]\n"
             "       [--window W] [--nap US] [--csv]\n"
             "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
@@ -194,6 +198,8 @@ static int parse_options(int argc, char **argv, struct options *o)
         o->test = T_ALLREDUCE;
     else if (strcmp(argv[1], "alltoall") == 0)
         o->test = T_ALLTOALL;
+    else if (strcmp(argv[1], "barrier") == 0)
+        o->test = T_BARRIER;
     else if (strcmp(argv[1], "pingpong") == 0)
         o->test = T_PINGPONG;
     else if (strcmp(argv[1], "stream") == 0)
@@ -311,6 +317,31 @@ static double max_at_root(double value)
     return out;
 }
 
+/*
+ * The timed loop of a collective test: an MPI_Barrier, then `iters` calls
+ * of op(arg) back to back.  usec_per_op: the loop's duration / iters on
+ * the slowest rank; usec_median: rank 0's per-call median over blocks.
+ */
+static void timed_loop(void (*op)(void *), void *arg, long iters,
+                       struct result *res)
+{
+    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
+    double start = MPI_Wtime(), prev = start;
+    for (long i = 0; i < iters; i++) {
+        op(arg);
+        if ((i + 1) % block == 0 || i + 1 == iters) {
+            double now = MPI_Wtime();
+            t[nt++] = (now - prev) / (double)(i % block + 1);
+            prev = now;
+        }
+    }
+    res->usec_per_op = max_at_root(prev - start) / (double)iters * 1e6;
+    res->usec_median = bench_quantile(t, nt, 0.5) * 1e6;
+    free(t);
+}
+
 /* ---- allreduce -------------------------------------------------------- */
 
 /* Iteration `round` (-1: the timed loop) of rank r contributes, at i:
@@ -331,42 +362,38 @@ static long allreduce_check(const int64_t *out, long count, long round)
     return bad;
 }
 
+struct allreduce_call {
+    const int64_t *in;
+    int64_t *out;
+    long count;
+};
+
+static void allreduce_op(void *arg)
+{
+    const struct allreduce_call *c = arg;
+    bench_mpi_check(MPI_Allreduce(c->in, c->out, (int)c->count, MPI_INT64_T,
+                                  MPI_SUM, MPI_COMM_WORLD),
+                    "MPI_Allreduce");
+}
+
 static struct result run_allreduce(uint64_t bytes, long iters, long warmup)
 {
     struct result res = {0};
     long count = (long)(bytes / 8);
     int64_t *in = bench_malloc(bytes), *out = bench_malloc(bytes);
-    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
+    struct allreduce_call call = {in, out, count};
     for (long w = 0; w < warmup; w++) {
         allreduce_fill(in, count, w);
         memset(out, 0, bytes);
-        bench_mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
-                                      MPI_COMM_WORLD),
-                        "MPI_Allreduce");
+        allreduce_op(&call);
         res.bad += allreduce_check(out, count, w);
     }
     allreduce_fill(in, count, -1);
     memset(out, 0, bytes);
-    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
-    double start = MPI_Wtime(), prev = start;
-    for (long i = 0; i < iters; i++) {
-        bench_mpi_check(MPI_Allreduce(in, out, (int)count, MPI_INT64_T, MPI_SUM,
-                                      MPI_COMM_WORLD),
-                        "MPI_Allreduce");
-        if ((i + 1) % block == 0 || i + 1 == iters) {
-            double now = MPI_Wtime();
-            t[nt++] = (now - prev) / (double)(i % block + 1);
-            prev = now;
-        }
-    }
-    double elapsed = prev - start;
+    timed_loop(allreduce_op, &call, iters, &res);
     res.bad += allreduce_check(out, count, -1);
-    res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(in);
     free(out);
-    free(t);
     return res;
 }
 
@@ -390,42 +417,57 @@ static long alltoall_check(const uint32_t *recv, size_t words, long round)
     return bad;
 }
 
+struct alltoall_call {
+    const uint32_t *send;
+    uint32_t *recv;
+    size_t words;
+};
+
+static void alltoall_op(void *arg)
+{
+    const struct alltoall_call *c = arg;
+    bench_mpi_check(MPI_Alltoall(c->send, (int)c->words, MPI_UINT32_T, c->recv,
+                                 (int)c->words, MPI_UINT32_T, MPI_COMM_WORLD),
+                    "MPI_Alltoall");
+}
+
 static struct result run_alltoall(uint64_t bytes, long iters, long warmup)
 {
     struct result res = {0};
     size_t words = (size_t)(bytes / 4), total = (size_t)bytes * (size_t)size;
     uint32_t *send = bench_malloc(total), *recv = bench_malloc(total);
-    double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
+    struct alltoall_call call = {send, recv, words};
     for (long w = 0; w < warmup; w++) {
         alltoall_fill(send, words, w);
         memset(recv, 0, total);
-        bench_mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv,
-                                     (int)words, MPI_UINT32_T, MPI_COMM_WORLD),
-                        "MPI_Alltoall");
+        alltoall_op(&call);
         res.bad += alltoall_check(recv, words, w);
     }
     alltoall_fill(send, words, -1);
     memset(recv, 0, total);
-    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
-    double start = MPI_Wtime(), prev = start;
-    for (long i = 0; i < iters; i++) {
-        bench_mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv,
-                                     (int)words, MPI_UINT32_T, MPI_COMM_WORLD),
-                        "MPI_Alltoall");
-        if ((i + 1) % block == 0 || i + 1 == iters) {
-            double now = MPI_Wtime();
-            t[nt++] = (now - prev) / (double)(i % block + 1);
-            prev = now;
-        }
-    }
-    double elapsed = prev - start;
+    timed_loop(alltoall_op, &call, iters, &res);
     res.bad += alltoall_check(recv, words, -1);
-    res.usec_per_op = max_at_root(elapsed) / (double)iters * 1e6;
-    res.usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(send);
     free(recv);
-    free(t);
+    return res;
+}
+
+/* ---- barrier ---------------------------------------------------------- */
+
+static void barrier_op(void *arg)
+{
+    (void)arg;
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
+/* Back to back, so every call but the first starts when the previous one
+ * has released its rank: no skew between the sites inside the time. */
+static struct result run_barrier(long iters, long warmup)
+{
+    struct result res = {0};
+    for (long w = 0; w < warmup; w++)
+        barrier_op(NULL);
+    timed_loop(barrier_op, NULL, iters, &res);
     return res;
 }
 
@@ -726,6 +768,7 @@ int main(int argc, char **argv)
         switch (o.test) {
         case T_ALLREDUCE: r = run_allreduce(bytes, iters, warmup); break;
         case T_ALLTOALL: r = run_alltoall(bytes, iters, warmup); break;
+        case T_BARRIER: r = run_barrier(iters, warmup); break;
         case T_STREAM:
             r = run_stream(bytes, warmup, o.window, o.seconds, o.peer);
             iters = r.ops;
@@ -750,6 +793,8 @@ int main(int argc, char **argv)
                     o.test_name, (unsigned long long)bytes, failed);
             break;
         }
+        if (o.test == T_BARRIER)
+            bytes = 0;
         double moved = (double)bytes;
         if (o.test == T_ALLTOALL)
             moved *= size - 1;

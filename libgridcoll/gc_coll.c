@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -296,6 +297,20 @@ int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
 /* ---- layer-internal collectives ---------------------------------------- */
 
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
+int coll_local_wait(MPI_Request *req)
+{
+    const struct timespec nap = {0, 50 * 1000};
+    int done = 0, status = MPI_SUCCESS;
+    for (int polls = 0; status == MPI_SUCCESS; polls++) {
+        status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            break;
+        if (polls >= 100)
+            nanosleep(&nap, NULL);
+    }
+    return status;
+}
+
 int gc_coll_barrier(struct gc_comm *c)
 {
     int status = PMPI_Barrier(c->local);
@@ -317,7 +332,9 @@ int gc_coll_barrier(struct gc_comm *c)
     }
     if (status != MPI_SUCCESS)
         return status;
-    return PMPI_Barrier(c->local);
+    MPI_Request req;
+    status = PMPI_Ibarrier(c->local, &req);
+    return status == MPI_SUCCESS ? coll_local_wait(&req) : status;
 }
 
 /*
