@@ -33,7 +33,9 @@
 #     to 16 MiB; alltoall bytes per pair and allgather bytes per rank, 8 B
 #     to 1 MiB (so the report fits its budget: 16 MiB per pair would be
 #     256 MiB per direction on 4+4).  Native 16 MiB runs as a job of its own
-#     with one timed call.  Plus the local barrier of 2 ranks on one site.
+#     with one timed call.  Plus the barrier target's own measurement:
+#     50 back-to-back MPI_Barrier calls (gridcoll-mpibench barrier) on 2+2,
+#     GridColl and native alternating, and on one site of 2 ranks, N rounds.
 #  3. bench/model_check.sh, when it exists: predicted against measured.
 #
 # --colls: only these collectives (comma-separated; default all five).
@@ -43,7 +45,7 @@
 #   OUT/wan-relay.csv, OUT/wan-relay.png          the relay sweep
 #   OUT/wan-coll.csv, OUT/wan-coll-COLL.png       the collectives
 #   OUT/wan-targets.csv                           the issue-5 targets
-#   OUT/wan-local-barrier.csv                     barrier on 1 site, 2 ranks
+#   OUT/wan-barrier.csv                           back-to-back barriers
 #   OUT/wan-report.md                             tables for performance.md
 set -euo pipefail
 
@@ -314,14 +316,37 @@ for layout in $layouts; do
     done
 done
 
-# The local barrier of the barrier target: 2 ranks on one site (MPICH).
-local_csv=$out/$prefix-local-barrier.csv
-if in_budget "local barrier"; then
-    timeout 60 nice "$bin/gridrun" --timeout 30 --job-dir "$tmp/jobs" \
-        --sites 1 -n 2 -- "$bin/gridcoll-bench" barrier --iters 50 \
-        --warmup 5 --csv >"$local_csv" 2>>"$tmp/err" ||
-        echo "failed: local barrier" >>"$failures"
-fi
+# The barrier target: back-to-back MPI_Barrier (gridcoll-mpibench barrier:
+# a barrier timed alone after another one carries the sites' exit skew,
+# up to one delay) on 2+2, GridColl and native alternating, N rounds; the
+# local barrier of 2 ranks on one site (MPICH) for the limit.
+barrier_csv=$out/$prefix-barrier.csv
+echo "round,lib,layout,iters,usec_per_op" >"$barrier_csv"
+barrier_job() { # round lib sites-args...
+    local round=$1 lib=$2 layout=$3
+    shift 3
+    local prog=$bin/gridcoll-mpibench
+    [ "$lib" = native ] && prog=$bin/gridcoll-mpibench-plain
+    job "barrier back to back $layout $lib round $round" "$tmp/barrier.out" 120 \
+        "$@" -- "$prog" barrier --iters 50 --warmup 5 --csv || return 0
+    awk -F, -v r="$round" -v lib="$lib" -v l="$layout" \
+        '$1 == "barrier" { print r "," lib "," l "," $8 "," $9 }' \
+        "$tmp/barrier.out" >>"$barrier_csv"
+}
+barrier_rounds=$runs
+[ "$quick" = 1 ] && barrier_rounds=1
+for round in $(seq 1 "$barrier_rounds"); do
+    if [ $((round % 2)) = 1 ]; then order="gridcoll native"; else order="native gridcoll"; fi
+    for lib in $order; do
+        if [ "$lib" = native ]; then
+            barrier_job "$round" native 2+2 --site-sizes 2,2 --wan "$wan" --native
+        else
+            barrier_job "$round" gridcoll 2+2 --site-sizes 2,2 --wan "$wan" \
+                "${relay_sets[@]}"
+        fi
+    done
+    barrier_job "$round" local 2 --sites 1 -n 2
+done
 
 # ---- 3. model ------------------------------------------------------------------
 
@@ -339,7 +364,7 @@ duration=$(elapsed)
 
 python3 "$src/bench/wan_report.py" --wan "$wan" --prefix "$prefix" \
     --out "$out" --relay "$relay_csv" --coll "$coll_csv" \
-    --local-barrier "$local_csv" --model "$model_csv" \
+    --barrier "$barrier_csv" --model "$model_csv" \
     --failures "$failures" --load-before "$uptime_before" \
     --load-after "$uptime_after" --seconds "$duration" \
     --mode "$([ "$quick" = 1 ] && echo quick || echo full)" --gnuplot "$tmp" \

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -299,14 +298,11 @@ int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
 int coll_local_wait(MPI_Request *req)
 {
-    const struct timespec nap = {0, 50 * 1000};
-    int done = 0, status = MPI_SUCCESS;
-    for (int polls = 0; status == MPI_SUCCESS; polls++) {
+    unsigned idle = 0;
+    int done = 0, status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    while (status == MPI_SUCCESS && !done) {
+        gc_idle(&idle);
         status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (done)
-            break;
-        if (polls >= 100)
-            nanosleep(&nap, NULL);
     }
     return status;
 }

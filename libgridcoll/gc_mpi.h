@@ -171,6 +171,15 @@ void gc_fatal_relay(const char *during);
 void gc_progress(int timeout_ms);
 
 /*
+ * Between two polls that found nothing done: the first GC_SPIN_POLLS of a
+ * wait (*idle_polls counts them, start it at 0) only yield, for latency;
+ * later ones sleep 50 us, so that the processes that must make progress
+ * (relays, gridwan, peers on an oversubscribed node) get the processor
+ * instead of a rank spinning in MPICH's or our progress loop.
+ */
+void gc_idle(unsigned *idle_polls);
+
+/*
  * Blocking byte transfers between members of a grid communicator on
  * different sites, on its collective context; `tag` tells concurrent
  * collective phases apart.  Received length must equal `len` exactly.

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gc_mpi.h"
 #include "gc_relay_client.h"
@@ -461,11 +462,17 @@ void gc_progress(int timeout_ms)
     engine.in_progress = 0;
 }
 
-/* Between two polls of something MPICH or the relay must finish. */
-static void progress_and_yield(void)
+#define GC_SPIN_POLLS 100
+
+void gc_idle(unsigned *idle_polls)
 {
-    gc_progress(0);
-    sched_yield();
+    static const struct timespec nap = {0, 50 * 1000};
+    if (*idle_polls < GC_SPIN_POLLS) {
+        ++*idle_polls;
+        sched_yield();
+    } else {
+        nanosleep(&nap, NULL);
+    }
 }
 
 /* ---- generalized request callbacks ------------------------------------- */
@@ -530,9 +537,12 @@ static int request_wait(int count, void **extras, double timeout,
 {
     (void)timeout;
     (void)status;
+    unsigned idle = 0;
     for (int i = 0; i < count; i++)
-        while (!((struct op *)extras[i])->done)
-            progress_and_yield();
+        while (!((struct op *)extras[i])->done) {
+            gc_progress(0);
+            gc_idle(&idle);
+        }
     return MPI_SUCCESS;
 }
 
@@ -812,13 +822,15 @@ static int complete_requests(enum completion kind, int count,
 static int wait_for(enum completion kind, int count, MPI_Request *requests,
                     int *index, int *indices, MPI_Status *statuses)
 {
+    unsigned idle = 0;
     for (;;) {
         int done = 0;
         int rc = complete_requests(kind, count, requests, &done, index, indices,
                                    statuses);
         if (done || rc != MPI_SUCCESS)
             return rc;
-        progress_and_yield();
+        gc_progress(0);
+        gc_idle(&idle);
     }
 }
 
@@ -1010,12 +1022,13 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
 static int grid_probe(struct gc_comm *c, int src, int tag, MPI_Message *message,
                       MPI_Status *status)
 {
+    unsigned idle = 0;
     for (;;) {
         int flag;
         int rc = grid_iprobe(c, src, tag, &flag, message, status);
         if (rc != MPI_SUCCESS || flag)
             return rc;
-        sched_yield();
+        gc_idle(&idle);
     }
 }
 

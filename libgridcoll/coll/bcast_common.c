@@ -4,7 +4,6 @@
  */
 #include "bcast_common.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,6 +457,7 @@ static int reap(struct run *r, int *status, int *remote_failed)
 static int run_all(struct run *r, int *remote_failed)
 {
     int status = MPI_SUCCESS;
+    unsigned idle = 0;
     while (r->left > 0) {
         int moved = 0;
         if (status == MPI_SUCCESS)
@@ -471,7 +471,9 @@ static int run_all(struct run *r, int *remote_failed)
             gc_progress(0);
             /* MPICH's shared memory needs polling: let the peers run. */
             if (moved == 0)
-                sched_yield();
+                gc_idle(&idle);
+            else
+                idle = 0;
         } else {
             /* Only the relay can finish what is left: wait in poll(). */
             gc_progress(10);

@@ -3,8 +3,9 @@
 minute): it exits 0 and writes well-formed output: the relay CSV with the
 default-config row and numbers in it; the collectives CSV with a row for
 every algorithm gridcoll-info lists (plus auto) and the native baseline, for
-every size, with its WAN bound; the targets CSV with every issue-5 target
-and a result; the markdown report with its sections; the PNG plots.  Needs
+every size, with its WAN bound; the back-to-back barrier CSV with a
+GridColl, a native and a local row (the WAN ones at least the delay); the
+targets CSV with every issue-5 target and a result; the markdown report with its sections; the PNG plots.  Needs
 root, /dev/net/tun, iperf3 and gnuplot (skipped otherwise: the script would
 install gnuplot-nox itself, which a test must not)."""
 
@@ -23,7 +24,7 @@ TARGETS = ["relay link, default config (", "relay / iperf3",
            "relay link, default config with TLS", "relay with TLS / iperf3",
            "alltoall 64 KiB/pair 4+4: native / lg",
            "alltoall 64 KiB/pair 4+4: lg / bound",
-           "barrier 2+2 (auto) / (L + local barrier)", "model:",
+           "barrier 2+2, back to back / (L + local barrier)", "model:",
            "auto / best forced"]
 
 
@@ -66,9 +67,9 @@ def quick():
     try:
         r = subprocess.run(["bash", SCRIPT, "--quick", "--build", BUILD_DIR,
                             "--out", out, "--colls", ",".join(COLLS),
-                            "--budget", "100"],
+                            "--budget", "150"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=180)
+                           text=True, timeout=240)
         check(r.returncode == 0, "run-wan.sh --quick exited %d:\n%s\n%s" %
               (r.returncode, r.stdout, r.stderr))
         relay = rows(os.path.join(out, "wan-quick-relay.csv"))
@@ -98,6 +99,16 @@ def quick():
             if x["median_us"] != "n/a":
                 check(number(x["median_us"]) and
                       number(x["bound_over_median"]), "numbers of %r" % x)
+
+        barrier = rows(os.path.join(out, "wan-quick-barrier.csv"))
+        check(sorted(r["lib"] for r in barrier) ==
+              ["gridcoll", "local", "native"] and
+              all(number(r["usec_per_op"]) and r["iters"] == "50"
+                  for r in barrier),
+              "back-to-back barrier rows: %r" % barrier)
+        # Over a 20 ms one-way delay no WAN barrier takes less than it.
+        check(all(float(r["usec_per_op"]) >= 20000 for r in barrier
+                  if r["lib"] != "local"), "barrier below L: %r" % barrier)
 
         targets = rows(os.path.join(out, "wan-quick-targets.csv"))
         for name in TARGETS:
