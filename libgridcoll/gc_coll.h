@@ -123,6 +123,11 @@ void coll_blocks_free(struct coll_blocks *b);
  * failure goes through the communicator's error handler.
  */
 int coll_wait(struct gc_comm *c, int n, struct gc_xfer **reqs, int status);
+/*
+ * Wait for a PMPI request on the site's communicator that depends on a
+ * WAN step (e.g. the release after the leaders' exchange), sleeping
+ * between polls (gc_idle) instead of busy-polling inside MPICH.
+ */
 int coll_local_wait(MPI_Request *req);
 /* Post into reqs[*n], counting only what was posted. */
 int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
