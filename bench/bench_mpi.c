@@ -38,6 +38,15 @@ void bench_mpi_check(int rc, const char *call)
     exit(2);
 }
 
+double bench_max_at_root(double value)
+{
+    double out = value;
+    bench_mpi_check(
+        MPI_Reduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
+        "MPI_Reduce");
+    return out;
+}
+
 void *bench_malloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -18,6 +18,9 @@ void bench_set_program(const char *prog);
  * and aborts the job with status 2. */
 void bench_mpi_check(int rc, const char *call);
 
+/* The slowest rank's value, at rank 0 (an MPI_Reduce with MPI_MAX). */
+double bench_max_at_root(double value);
+
 /* malloc that aborts the job (status 2) when memory runs out. */
 void *bench_malloc(size_t n);
 

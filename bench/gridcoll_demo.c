@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_mpi.h"
+
 #define RING_BYTES      (1u << 20)
 #define ALLREDUCE_COUNT (256 * 1024)
 #define ALLTOALL_BLOCK  (64u << 10)
@@ -39,72 +41,13 @@
 
 static int rank, size;
 
-static void mpi_check(int rc, const char *call)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
-        snprintf(text, sizeof text, "error code %d", rc);
-    fprintf(stderr, "gridcoll-demo: rank %d: %s failed: %s\n", rank, call,
-            text);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n);
-    if (p == NULL) {
-        fprintf(stderr, "gridcoll-demo: rank %d: out of memory (%zu bytes)\n",
-                rank, n);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-        exit(2);
-    }
-    return p;
-}
-
-/* A word of the test pattern: depends on who made it, for whom, and where. */
-static uint32_t pattern(uint32_t a, uint32_t b, uint32_t i)
-{
-    uint32_t x = a * 0x9e3779b9u ^ b * 0x85ebca6bu ^ i * 0xc2b2ae35u;
-    x ^= x >> 16;
-    return x * 0x7feb352du;
-}
-
-static void fill(uint32_t *buf, size_t words, uint32_t a, uint32_t b)
-{
-    for (size_t i = 0; i < words; i++)
-        buf[i] = pattern(a, b, (uint32_t)i);
-}
-
-/* Number of words that differ from the pattern. */
-static long count_bad(const uint32_t *buf, size_t words, uint32_t a, uint32_t b)
-{
-    long bad = 0;
-    for (size_t i = 0; i < words; i++)
-        bad += buf[i] != pattern(a, b, (uint32_t)i);
-    return bad;
-}
-
-/* The slowest rank's value, at rank 0. */
-static double max_at_root(double value)
-{
-    double out = value;
-    mpi_check(
-        MPI_Reduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
-        "MPI_Reduce");
-    return out;
-}
-
 /* Ranks that found errors, known to every rank. */
 static int ranks_with_errors(long bad)
 {
     int mine = bad != 0, total = 0;
-    mpi_check(MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
-              "MPI_Allreduce");
+    bench_mpi_check(
+        MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
     return total;
 }
 
@@ -121,12 +64,12 @@ static void print_where(void)
     char host[MPI_MAX_PROCESSOR_NAME];
     char site_name[GRIDCOLL_MAX_SITE_NAME + 1];
     int host_len = 0, site = -1, name_len = 0;
-    mpi_check(MPI_Get_processor_name(host, &host_len),
-              "MPI_Get_processor_name");
-    mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, rank, &site),
-              "GridColl_Comm_site_of");
-    mpi_check(GridColl_Site_name(site, site_name, &name_len),
-              "GridColl_Site_name");
+    bench_mpi_check(MPI_Get_processor_name(host, &host_len),
+                    "MPI_Get_processor_name");
+    bench_mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, rank, &site),
+                    "GridColl_Comm_site_of");
+    bench_mpi_check(GridColl_Site_name(site, site_name, &name_len),
+                    "GridColl_Site_name");
     printf("rank %d of %d on host %s, site %d (%s)\n", rank, size, host, site,
            site_name);
     fflush(stdout);
@@ -136,7 +79,7 @@ static void print_run(int site, int first, int last)
 {
     char name[GRIDCOLL_MAX_SITE_NAME + 1];
     int len = 0;
-    mpi_check(GridColl_Site_name(site, name, &len), "GridColl_Site_name");
+    bench_mpi_check(GridColl_Site_name(site, name, &len), "GridColl_Site_name");
     printf("  site %d (%s): ranks %d..%d\n", site, name, first, last);
 }
 
@@ -146,8 +89,8 @@ static int print_sites(void)
     int sites = 0, run_site = -1, run_first = 0;
     for (int r = 0; r < size; r++) {
         int site = -1;
-        mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, r, &site),
-                  "GridColl_Comm_site_of");
+        bench_mpi_check(GridColl_Comm_site_of(MPI_COMM_WORLD, r, &site),
+                        "GridColl_Comm_site_of");
         if (site != run_site) {
             if (run_site >= 0)
                 print_run(run_site, run_first, r - 1);
@@ -165,27 +108,27 @@ static struct result ring(void)
 {
     struct result res = {.name = "ring"};
     size_t words = RING_BYTES / sizeof(uint32_t);
-    uint32_t *send = xmalloc(RING_BYTES), *recv = xmalloc(RING_BYTES);
+    uint32_t *send = bench_malloc(RING_BYTES), *recv = bench_malloc(RING_BYTES);
     int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     long bad = 0;
-    fill(send, words, (uint32_t)rank, 0);
-    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    bench_fill(send, words, (uint32_t)rank, 0);
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     double start = MPI_Wtime();
     for (int step = 0; step < size; step++) {
-        mpi_check(MPI_Sendrecv(send, (int)words, MPI_UINT32_T, next, step, recv,
-                               (int)words, MPI_UINT32_T, prev, step,
-                               MPI_COMM_WORLD, MPI_STATUS_IGNORE),
-                  "MPI_Sendrecv");
+        bench_mpi_check(MPI_Sendrecv(send, (int)words, MPI_UINT32_T, next, step,
+                                     recv, (int)words, MPI_UINT32_T, prev, step,
+                                     MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                        "MPI_Sendrecv");
         /* After step s we hold the block that started at rank - s - 1. */
         int origin = ((rank - step - 1) % size + size) % size;
-        bad += count_bad(recv, words, (uint32_t)origin, 0);
+        bad += bench_count_bad(recv, words, (uint32_t)origin, 0);
         uint32_t *t = send;
         send = recv;
         recv = t;
     }
     double elapsed = MPI_Wtime() - start;
     /* Home again: our own block, after a full lap. */
-    bad += count_bad(send, words, (uint32_t)rank, 0);
+    bad += bench_count_bad(send, words, (uint32_t)rank, 0);
     if (bad)
         fprintf(stderr, "gridcoll-demo: rank %d: ring: %ld bad words\n", rank,
                 bad);
@@ -193,7 +136,7 @@ static struct result ring(void)
     free(recv);
     snprintf(res.what, sizeof res.what, "1 MiB x %d steps", size);
     res.failed_ranks = ranks_with_errors(bad);
-    res.seconds = max_at_root(elapsed) / size;
+    res.seconds = bench_max_at_root(elapsed) / size;
     res.mib = (double)RING_BYTES / (1 << 20);
     return res;
 }
@@ -201,15 +144,15 @@ static struct result ring(void)
 static struct result allreduce(void)
 {
     struct result res = {.name = "allreduce"};
-    int64_t *in = xmalloc(ALLREDUCE_COUNT * sizeof *in);
-    int64_t *out = xmalloc(ALLREDUCE_COUNT * sizeof *out);
+    int64_t *in = bench_malloc(ALLREDUCE_COUNT * sizeof *in);
+    int64_t *out = bench_malloc(ALLREDUCE_COUNT * sizeof *out);
     for (int64_t i = 0; i < ALLREDUCE_COUNT; i++)
         in[i] = (int64_t)rank * 1000003 + i;
-    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     double start = MPI_Wtime();
-    mpi_check(MPI_Allreduce(in, out, ALLREDUCE_COUNT, MPI_INT64_T, MPI_SUM,
-                            MPI_COMM_WORLD),
-              "MPI_Allreduce");
+    bench_mpi_check(MPI_Allreduce(in, out, ALLREDUCE_COUNT, MPI_INT64_T,
+                                  MPI_SUM, MPI_COMM_WORLD),
+                    "MPI_Allreduce");
     double elapsed = MPI_Wtime() - start;
     long bad = 0;
     int64_t ranks = (int64_t)size * (size - 1) / 2;
@@ -223,7 +166,7 @@ static struct result allreduce(void)
     snprintf(res.what, sizeof res.what, "%d Ki int64, sum",
              ALLREDUCE_COUNT / 1024);
     res.failed_ranks = ranks_with_errors(bad);
-    res.seconds = max_at_root(elapsed);
+    res.seconds = bench_max_at_root(elapsed);
     res.mib = (double)ALLREDUCE_COUNT * sizeof(int64_t) / (1 << 20);
     return res;
 }
@@ -233,26 +176,26 @@ static struct result alltoall(void)
     struct result res = {.name = "alltoall"};
     size_t words = ALLTOALL_BLOCK / sizeof(uint32_t);
     size_t total = (size_t)size * words;
-    uint32_t *send = xmalloc(total * sizeof *send);
-    uint32_t *recv = xmalloc(total * sizeof *recv);
+    uint32_t *send = bench_malloc(total * sizeof *send);
+    uint32_t *recv = bench_malloc(total * sizeof *recv);
     long bad = 0;
     double elapsed = 0;
     for (int it = 0; it < ALLTOALL_ITERS; it++) {
-        /* Block for rank d, iteration it: pattern(me, d, ...) varies per
+        /* Block for rank d, iteration it: bench_pattern(me, d, ...) varies per
          * iteration so a stale buffer cannot pass. */
         for (int d = 0; d < size; d++)
-            fill(send + (size_t)d * words, words, (uint32_t)(rank + it * size),
-                 (uint32_t)d);
+            bench_fill(send + (size_t)d * words, words,
+                       (uint32_t)(rank + it * size), (uint32_t)d);
         memset(recv, 0, total * sizeof *recv);
-        mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         double start = MPI_Wtime();
-        mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv, (int)words,
-                               MPI_UINT32_T, MPI_COMM_WORLD),
-                  "MPI_Alltoall");
+        bench_mpi_check(MPI_Alltoall(send, (int)words, MPI_UINT32_T, recv,
+                                     (int)words, MPI_UINT32_T, MPI_COMM_WORLD),
+                        "MPI_Alltoall");
         elapsed += MPI_Wtime() - start;
         for (int s = 0; s < size; s++)
-            bad += count_bad(recv + (size_t)s * words, words,
-                             (uint32_t)(s + it * size), (uint32_t)rank);
+            bad += bench_count_bad(recv + (size_t)s * words, words,
+                                   (uint32_t)(s + it * size), (uint32_t)rank);
     }
     if (bad)
         fprintf(stderr, "gridcoll-demo: rank %d: alltoall: %ld bad words\n",
@@ -261,7 +204,7 @@ static struct result alltoall(void)
     free(recv);
     snprintf(res.what, sizeof res.what, "64 KiB blocks x %d", ALLTOALL_ITERS);
     res.failed_ranks = ranks_with_errors(bad);
-    res.seconds = max_at_root(elapsed) / ALLTOALL_ITERS;
+    res.seconds = bench_max_at_root(elapsed) / ALLTOALL_ITERS;
     /* What each rank sends to the others per call. */
     res.mib = (double)(size - 1) * ALLTOALL_BLOCK / (1 << 20);
     return res;
@@ -271,20 +214,21 @@ static struct result bcast(void)
 {
     struct result res = {.name = "bcast"};
     size_t words = BCAST_BYTES / sizeof(uint32_t);
-    uint32_t *buf = xmalloc(BCAST_BYTES);
+    uint32_t *buf = bench_malloc(BCAST_BYTES);
     long bad = 0;
     double elapsed = 0;
     for (int it = 0; it < BCAST_ITERS; it++) {
         if (rank == 0)
-            fill(buf, words, 0xbc, (uint32_t)it);
+            bench_fill(buf, words, 0xbc, (uint32_t)it);
         else
             memset(buf, 0, BCAST_BYTES);
-        mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         double start = MPI_Wtime();
-        mpi_check(MPI_Bcast(buf, (int)words, MPI_UINT32_T, 0, MPI_COMM_WORLD),
-                  "MPI_Bcast");
+        bench_mpi_check(
+            MPI_Bcast(buf, (int)words, MPI_UINT32_T, 0, MPI_COMM_WORLD),
+            "MPI_Bcast");
         elapsed += MPI_Wtime() - start;
-        bad += count_bad(buf, words, 0xbc, (uint32_t)it);
+        bad += bench_count_bad(buf, words, 0xbc, (uint32_t)it);
     }
     if (bad)
         fprintf(stderr, "gridcoll-demo: rank %d: bcast: %ld bad words\n", rank,
@@ -292,7 +236,7 @@ static struct result bcast(void)
     free(buf);
     snprintf(res.what, sizeof res.what, "16 MiB from rank 0 x %d", BCAST_ITERS);
     res.failed_ranks = ranks_with_errors(bad);
-    res.seconds = max_at_root(elapsed) / BCAST_ITERS;
+    res.seconds = bench_max_at_root(elapsed) / BCAST_ITERS;
     res.mib = (double)BCAST_BYTES / (1 << 20);
     return res;
 }
@@ -301,13 +245,13 @@ static struct result barrier(void)
 {
     struct result res = {.name = "barrier", .failed_ranks = -1};
     for (int i = 0; i < BARRIER_WARMUP; i++)
-        mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     double start = MPI_Wtime();
     for (int i = 0; i < BARRIER_ITERS; i++)
-        mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     double elapsed = MPI_Wtime() - start;
     snprintf(res.what, sizeof res.what, "average of %d", BARRIER_ITERS);
-    res.seconds = max_at_root(elapsed) / BARRIER_ITERS;
+    res.seconds = bench_max_at_root(elapsed) / BARRIER_ITERS;
     return res;
 }
 
@@ -329,14 +273,15 @@ static void print_row(const struct result *r)
 
 int main(int argc, char **argv)
 {
-    mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
-    mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-              "MPI_Comm_set_errhandler");
-    mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-    mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
+    bench_set_program("gridcoll-demo");
+    bench_mpi_check(MPI_Init(&argc, &argv), "MPI_Init");
+    bench_mpi_check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+                    "MPI_Comm_set_errhandler");
+    bench_mpi_check(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
+    bench_mpi_check(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
 
     print_where();
-    mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     int sites = 1;
     if (rank == 0) {
         printf("gridcoll-demo (GridColl %s): %d ranks\n", GRIDCOLL_VERSION,
@@ -370,6 +315,6 @@ int main(int argc, char **argv)
                               : "gridcoll-demo: all checks passed");
         fflush(stdout);
     }
-    mpi_check(MPI_Finalize(), "MPI_Finalize");
+    bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
     return failed ? 1 : 0;
 }

@@ -307,16 +307,6 @@ bad:
 
 /* ---- data ------------------------------------------------------------- */
 
-/* The slowest rank's value, at rank 0. */
-static double max_at_root(double value)
-{
-    double out = value;
-    bench_mpi_check(
-        MPI_Reduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD),
-        "MPI_Reduce");
-    return out;
-}
-
 /*
  * The timed loop of a collective test: an MPI_Barrier, then `iters` calls
  * of op(arg) back to back.  usec_per_op: the loop's duration / iters on
@@ -337,7 +327,7 @@ static void timed_loop(void (*op)(void *), void *arg, long iters,
             prev = now;
         }
     }
-    res->usec_per_op = max_at_root(prev - start) / (double)iters * 1e6;
+    res->usec_per_op = bench_max_at_root(prev - start) / (double)iters * 1e6;
     res->usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(t);
 }
