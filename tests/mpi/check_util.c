@@ -68,3 +68,38 @@ void passed(void)
         fflush(stdout);
     }
 }
+
+void matrix_product(void *in, void *inout, int *count, MPI_Datatype *type)
+{
+    (void)type;
+    const struct matrix *x = in;
+    struct matrix *y = inout;
+    for (int i = 0; i < *count; i++) {
+        struct matrix p = {
+            x[i].a * y[i].a + x[i].b * y[i].c,
+            x[i].a * y[i].b + x[i].b * y[i].d,
+            x[i].c * y[i].a + x[i].d * y[i].c,
+            x[i].c * y[i].b + x[i].d * y[i].d,
+        };
+        y[i] = p;
+    }
+}
+
+struct matrix matrix_of(int rank, size_t i)
+{
+    return (struct matrix){
+        1 + (unsigned)(rank * 3 + i) % 5, (unsigned)(rank + 2 * i) % 3,
+        (unsigned)(2 * rank + i) % 4, 1 + (unsigned)(rank + i) % 2};
+}
+
+struct matrix matrix_product_of(int lo, int hi, size_t i)
+{
+    /* Folded from the right, as MPI's rank order demands. */
+    struct matrix want = matrix_of(hi, i);
+    for (int r = hi - 1; r >= lo; r--) {
+        struct matrix x = matrix_of(r, i);
+        int one = 1;
+        matrix_product(&x, &want, &one, NULL);
+    }
+    return want;
+}

@@ -32,4 +32,17 @@ __attribute__((format(printf, 1, 2))) int begin(const char *format, ...);
 /* After a barrier, rank 0 prints "OK <case>". */
 void passed(void);
 
+/*
+ * A non-commutative reduction: 2x2 matrices under the product, as an
+ * MPI_Op function (in op inout = in * inout: earlier ranks on the left),
+ * rank r's matrix for element i, and the product of ranks lo..hi's
+ * matrices for element i in rank order (the expected result).
+ */
+struct matrix {
+    unsigned a, b, c, d;
+};
+void matrix_product(void *in, void *inout, int *count, MPI_Datatype *type);
+struct matrix matrix_of(int rank, size_t i);
+struct matrix matrix_product_of(int lo, int hi, size_t i);
+
 #endif

@@ -99,52 +99,11 @@ static void expect_doubles(const double *got, size_t n, size_t first, int lo,
     expect_guard(got, n * sizeof *got);
 }
 
-struct matrix {
-    unsigned a, b, c, d;
-};
-
-/* in op inout = in * inout: the MPI order (earlier ranks on the left). */
-static void matrix_product(void *in, void *inout, int *count,
-                           MPI_Datatype *type)
-{
-    (void)type;
-    const struct matrix *x = in;
-    struct matrix *y = inout;
-    for (int i = 0; i < *count; i++) {
-        struct matrix p = {
-            x[i].a * y[i].a + x[i].b * y[i].c,
-            x[i].a * y[i].b + x[i].b * y[i].d,
-            x[i].c * y[i].a + x[i].d * y[i].c,
-            x[i].c * y[i].b + x[i].d * y[i].d,
-        };
-        y[i] = p;
-    }
-}
-
-static struct matrix matrix_of(int r, size_t i)
-{
-    return (struct matrix){1 + (unsigned)(r * 3 + i) % 5,
-                           (unsigned)(r + 2 * i) % 3, (unsigned)(2 * r + i) % 4,
-                           1 + (unsigned)(r + i) % 2};
-}
-
-/* Product of ranks lo..hi's matrices for element i, in rank order. */
-static struct matrix product_of(int lo, int hi, size_t i)
-{
-    struct matrix want = matrix_of(hi, i);
-    for (int r = hi - 1; r >= lo; r--) {
-        struct matrix x = matrix_of(r, i);
-        int one = 1;
-        matrix_product(&x, &want, &one, NULL);
-    }
-    return want;
-}
-
 static void expect_matrices(const struct matrix *got, size_t n, size_t first,
                             int lo, int hi)
 {
     for (size_t i = 0; i < n; i++) {
-        struct matrix want = product_of(lo, hi, first + i);
+        struct matrix want = matrix_product_of(lo, hi, first + i);
         if (memcmp(&got[i], &want, sizeof want) != 0)
             fail("matrix %zu is {%u %u %u %u}, expected {%u %u %u %u}",
                  first + i, got[i].a, got[i].b, got[i].c, got[i].d, want.a,
