@@ -8,6 +8,7 @@ the harness starts is killed on exit, whatever happened.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -291,6 +292,45 @@ def finish(proc, timeout=120, expect_ok=True):
         check(proc.returncode == 0 and "ok " in out,
               "tool failed (exit %d):\n%s" % (proc.returncode, out))
     return out
+
+
+def tail(text, lines=40):
+    """The last `lines` lines of a program's output, for failure messages."""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+STATS_LINE = re.compile(r"gridcoll-stats: site=(\S+) coll=(\S+) algo=(\S+) "
+                        r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)")
+
+
+def wan_stats(text):
+    """GRIDCOLL_STATS=1 lines: {(site, coll, algo): (calls, bytes, messages)}."""
+    return {(m.group(1), m.group(2), m.group(3)):
+            tuple(int(m.group(i)) for i in (4, 5, 6))
+            for m in STATS_LINE.finditer(text)}
+
+
+def run_self_checking(program, sizes, args, env, timeout):
+    """Run a self-checking program of tests/mpi under gridrun --site-sizes
+    SIZES with exactly `env`; it must print no FAIL line, not hang and exit
+    0.  Returns its "OK <case>" names and its WAN stats."""
+    name = os.path.basename(program)
+    # gridrun's own --timeout tears the job down cleanly.
+    r = subprocess.run([os.path.join(BIN, "gridrun"), "--timeout",
+                        str(timeout), "--site-sizes",
+                        ",".join(map(str, sizes)), "--", program] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout + 30, env=env)
+    out, err = r.stdout, r.stderr
+    failures = [l for l in (out + err).splitlines() if "FAIL" in l]
+    check(not failures, "%s reported:\n%s\n--- stderr:\n%s" %
+          (name, "\n".join(failures[:10]), tail(err)))
+    check(r.returncode != 124, "%s hung; output:\n%s\n%s" %
+          (name, tail(out), tail(err)))
+    check(r.returncode == 0, "%s exited %d:\n%s\n--- stderr:\n%s"
+          % (name, r.returncode, tail(out), tail(err)))
+    ok = [l[3:] for l in out.splitlines() if re.match(r"OK \S+$", l)]
+    return ok, wan_stats(err)
 
 
 def gridrun(layout, program, env=None, timeout=90):

@@ -20,9 +20,8 @@ import os
 import re
 import subprocess
 
-from harness import BIN, SANITIZED, check, main
+from harness import BIN, SANITIZED, check, main, run_self_checking
 
-GRIDRUN = os.path.join(BIN, "gridrun")
 PROGRAM = os.path.join(BIN, "allgather_wan")
 INFO = os.path.join(BIN, "gridcoll-info")
 
@@ -78,10 +77,6 @@ def cases(allgather_algos, allreduce_algos):
     return names
 
 
-def tail(text, lines=40):
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def run(sizes, env_extra, args):
     env = dict(os.environ, GRIDCOLL_STATS="1", **env_extra)
     for var in ("GRIDCOLL_ALLGATHER", "GRIDCOLL_ALLGATHERV",
@@ -90,27 +85,7 @@ def run(sizes, env_extra, args):
     for var in NODE_ENV:
         if var not in env_extra:
             env.pop(var, None)
-    # gridrun's own --timeout tears the job down cleanly.
-    r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT), "--site-sizes",
-                        ",".join(map(str, sizes)), "--", PROGRAM] + args,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=TIMEOUT + 30, env=env)
-    out, err = r.stdout, r.stderr
-    failures = [l for l in (out + err).splitlines() if "FAIL" in l]
-    check(not failures, "allgather_wan reported:\n%s\n--- stderr:\n%s" %
-          ("\n".join(failures[:10]), tail(err)))
-    check(r.returncode != 124, "allgather_wan hung; output:\n%s\n%s" %
-          (tail(out), tail(err)))
-    check(r.returncode == 0, "allgather_wan exited %d:\n%s\n--- stderr:\n%s"
-          % (r.returncode, tail(out), tail(err)))
-    ok = [l[3:] for l in out.splitlines() if re.match(r"OK \S+$", l)]
-    stats = {}
-    for m in re.finditer(r"gridcoll-stats: site=(\S+) coll=(\S+) algo=(\S+) "
-                         r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)",
-                         err):
-        stats[(m.group(1), m.group(2), m.group(3))] = tuple(
-            int(m.group(i)) for i in (4, 5, 6))
-    return ok, stats
+    return run_self_checking(PROGRAM, sizes, args, env, TIMEOUT)
 
 
 def check_cases(ok, want):

@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, check, main
+from harness import BIN, check, main, tail
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 PROGRAM = os.path.join(BIN, "alltoall_wan")
@@ -30,10 +30,6 @@ TIMEOUT = 90
 
 STATS = re.compile(r"gridcoll-stats: site=(\S+) coll=alltoall algo=(\S+) "
                    r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)$")
-
-
-def tail(text, lines=30):
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def run(layout, algo, local=None, cases=CASES, args=(), gridrun_args=()):
@@ -49,7 +45,7 @@ def run(layout, algo, local=None, cases=CASES, args=(), gridrun_args=()):
                        stderr=subprocess.PIPE, text=True, timeout=TIMEOUT + 30)
     out = r.stdout + r.stderr
     check(r.returncode == 0 and "FAIL" not in out,
-          "alltoall_wan exited %d:\n%s" % (r.returncode, tail(out)))
+          "alltoall_wan exited %d:\n%s" % (r.returncode, tail(out, 30)))
     ok = [l[3:] for l in r.stdout.splitlines() if re.match(r"OK \S+$", l)]
     check(ok == cases, "OK lines %s, want %s" % (ok, cases))
     stats = {}
@@ -68,7 +64,7 @@ def check_traffic(layout, algo):
     for s, n in enumerate(layout):
         site = SITE_NAMES[s]
         check(site in stats, "no alltoall stats for site %s:\n%s" %
-              (site, tail(out)))
+              (site, tail(out, 30)))
         used, calls, wan_bytes, wan_messages = stats[site]
         where = "%s on %s, site %s (%d ranks)" % (
             algo, "+".join(map(str, layout)), site, n)

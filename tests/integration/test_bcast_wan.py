@@ -30,7 +30,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, check, main
+from harness import BIN, check, main, tail
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ALGORITHMS = ["hier", "multilane", "binomial", "scatter_allgather", "chain"]
@@ -145,10 +145,6 @@ def expected_stats(layout, algo):
                 total_bytes[s] += sent[s]
                 total_msgs[s] += msgs[s]
     return total_bytes, total_msgs
-
-
-def tail(text, lines=40):
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def run_layout(sizes, algorithms=ALGORITHMS, env_extra=None):

@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, SANITIZED, check, main
+from harness import BIN, SANITIZED, check, main, tail
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 
@@ -48,10 +48,6 @@ def gridrun(args, program):
                        program, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=TIMEOUT + 30)
     return r.returncode, r.stdout, r.stderr
-
-
-def tail(text, lines=40):
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def run_program(name, layout_args):
