@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -57,6 +58,7 @@ struct outsrc {
     int fd; /* -1 once at EOF */
     struct gr_site *site;
     bool is_err;
+    bool in_exit_codes; /* inside hydra's "Exit codes:" lines */
     size_t len;
     char buf[LINE_BYTES];
 };
@@ -747,24 +749,90 @@ static void reap(struct runner *r)
 
 /* ---- output forwarding -------------------------------------------------- */
 
-static const char exit_string_tag[] =
-    "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: ";
+/* The site of grid rank `rank`; the last one for a rank out of range. */
+static const struct gr_site *site_of_rank(const struct gr_job *job,
+                                          uint64_t rank)
+{
+    uint32_t i = 0;
+    while (i + 1 < job->site_count && rank >= job->sites[i + 1].offset)
+        i++;
+    return &job->sites[i];
+}
+
+/* How well a rank's wait status explains a failed job: an exit with a
+ * nonzero status, then a signal other than the SIGKILL hydra sends the
+ * rest of the job when it cleans up, then that SIGKILL. */
+static int culprit_rank_priority(int st)
+{
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st) != 0 ? 3 : 0;
+    if (WIFSIGNALED(st))
+        return WTERMSIG(st) != SIGKILL ? 2 : 1;
+    return 0;
+}
+
+/* One host's part of hydra's per-rank statuses, "[HOST] S,S,...\n": raw
+ * wait statuses of its ranks in rank order.  False if the line is not one.
+ * `line` ends with its newline, which stops every scan. */
+static bool take_rank_statuses(struct gr_site *s, const char *line, size_t len)
+{
+    const char *p = line[0] == '[' ? memmem(line, len, "] ", 2) : NULL;
+    if (p == NULL)
+        return false;
+    p += 2;
+    for (;;) {
+        if (*p < '0' || *p > '9')
+            return false;
+        char *end;
+        long st = strtol(p, &end, 10);
+        if (st > INT_MAX)
+            return false;
+        if (culprit_rank_priority((int)st) >
+            (s->culprit_rank < 0 ? 0
+                                 : culprit_rank_priority(s->culprit_status))) {
+            s->culprit_rank = s->statuses_seen;
+            s->culprit_status = (int)st;
+        }
+        s->statuses_seen++;
+        p = end;
+        if (*p != ',')
+            return *p == '\n' || *p == '\r';
+        p++;
+    }
+}
+
+/* gridrun asks mpiexec for the per-rank statuses (a killed rank can hide
+ * the exit status of the one that failed in mpiexec's own); they are ours,
+ * not the user's output:
+ *   [mpiexec@HOST] Exit codes: [HOST1] S,S,...
+ *   [HOST2] S,...                                   */
+static bool take_hydra_exit_codes(struct outsrc *o, const char *line,
+                                  size_t len)
+{
+    static const char head[] = "[mpiexec@", tag[] = "] Exit codes: ";
+    const char *codes =
+        len > sizeof(head) && memcmp(line, head, sizeof(head) - 1) == 0
+            ? memmem(line, len, tag, sizeof(tag) - 1)
+            : NULL;
+    if (o->is_err)
+        return false;
+    if (codes != NULL) {
+        codes += sizeof(tag) - 1;
+        o->in_exit_codes =
+            take_rank_statuses(o->site, codes, len - (size_t)(codes - line));
+        return true;
+    }
+    if (o->in_exit_codes)
+        o->in_exit_codes = take_rank_statuses(o->site, line, len);
+    return o->in_exit_codes;
+}
 
 static void emit_line(struct runner *r, struct outsrc *o, char *line,
                       size_t len)
 {
     int fd = o->is_err ? 2 : 1;
-    if (o->is_err) {
-        size_t tl = sizeof(exit_string_tag) - 1;
-        if (len > tl && memcmp(line, exit_string_tag, tl) == 0) {
-            size_t n = len - tl;
-            while (n > 0 &&
-                   (line[tl + n - 1] == '\n' || line[tl + n - 1] == '\r'))
-                n--;
-            snprintf(o->site->exit_string, sizeof(o->site->exit_string), "%.*s",
-                     (int)n, line + tl);
-        }
-    }
+    if (take_hydra_exit_codes(o, line, len))
+        return;
     if (!r->job->prefix) {
         write_all(fd, line, len);
         return;
@@ -788,11 +856,7 @@ static void emit_line(struct runner *r, struct outsrc *o, char *line,
     int hl;
     if (end != NULL && r->job->native) {
         /* One MPICH job for every site: its ranks are grid ranks. */
-        const struct gr_site *s = o->site;
-        for (uint32_t i = 0; i < r->job->site_count; i++)
-            if (rank >= r->job->sites[i].offset &&
-                rank - r->job->sites[i].offset < r->job->sites[i].count)
-                s = &r->job->sites[i];
+        const struct gr_site *s = site_of_rank(r->job, rank);
         hl = snprintf(head, sizeof(head), "[%s/%lu] ", s->name, rank);
     } else if (end != NULL)
         hl = snprintf(head, sizeof(head), "[%s/%lu] ", o->site->name,
@@ -1299,7 +1363,7 @@ static int start_mpiexecs(struct runner *r)
     if (null_fd < 0)
         return -1;
     int status = 0;
-    size_t max_args = (size_t)job->prog_argc + 56;
+    size_t max_args = (size_t)job->prog_argc + 64;
     char **argv = calloc(max_args, sizeof(*argv));
     if (argv == NULL) {
         close(null_fd);
@@ -1328,6 +1392,7 @@ static int start_mpiexecs(struct runner *r)
         };
         size_t a = netns_prefix(s, argv);
         argv[a++] = job->mpiexec;
+        argv[a++] = "-print-all-exitcodes";
         if (job->prefix)
             argv[a++] = "-l";
         if (s->mpi_hosts != NULL) {
@@ -1406,6 +1471,7 @@ static int start_mpiexecs(struct runner *r)
             break;
         }
         s->mpi_running = true;
+        s->culprit_rank = -1;
         vlog(job, "site %s: mpiexec pid %ld", s->name, (long)s->mpi_pid);
         if (job->native)
             break; /* one mpiexec for every site */
@@ -1638,6 +1704,11 @@ static int setup_signals(void)
     return 0;
 }
 
+static int exit_code_of(int st)
+{
+    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+}
+
 static int final_status(struct runner *r)
 {
     struct gr_job *job = r->job;
@@ -1647,19 +1718,30 @@ static int final_status(struct runner *r)
     case END_BAD_RELAY_SET: return 2;
     case END_MPI_FAILED: {
         struct gr_site *s = r->failed_site;
-        /* --native has one mpiexec for every site. */
-        char site[MF_NAME_MAX + 8] = "";
-        if (!job->native)
-            snprintf(site, sizeof(site), "site %s: ", s->name);
         describe_status(s->mpi_status, what, sizeof(what));
-        if (s->exit_string[0] != '\0')
-            fprintf(stderr, "gridrun: %smpiexec %s (hydra: %s)\n", site, what,
-                    s->exit_string);
+        if (s->culprit_rank < 0) {
+            /* --native has one mpiexec for every site. */
+            if (job->native)
+                fprintf(stderr, "gridrun: mpiexec %s\n", what);
+            else
+                fprintf(stderr, "gridrun: site %s: mpiexec %s\n", s->name,
+                        what);
+            return exit_code_of(s->mpi_status);
+        }
+        char rank_what[64];
+        describe_status(s->culprit_status, rank_what, sizeof(rank_what));
+        const struct gr_site *rank_site = s;
+        uint64_t rank = (uint64_t)s->culprit_rank;
+        if (job->native)
+            rank_site = site_of_rank(job, rank);
         else
-            fprintf(stderr, "gridrun: %smpiexec %s\n", site, what);
-        if (WIFSIGNALED(s->mpi_status))
-            return 128 + WTERMSIG(s->mpi_status);
-        return WEXITSTATUS(s->mpi_status);
+            rank += s->offset;
+        fprintf(stderr, "gridrun: site %s: rank %" PRIu64 " %s",
+                rank_site->name, rank, rank_what);
+        if (s->culprit_status != s->mpi_status)
+            fprintf(stderr, " (mpiexec %s)", what);
+        fputc('\n', stderr);
+        return exit_code_of(s->culprit_status);
     }
     case END_RELAY_DIED:
         relay_died_message(job, r->failed_site, "while ranks ran");

@@ -55,7 +55,12 @@ struct gr_site {
     pid_t mpi_pid;
     bool mpi_running;
     int mpi_status;
-    char exit_string[256]; /* hydra's "EXIT STRING", if it printed one */
+    /* From hydra's per-rank wait statuses (-print-all-exitcodes): the
+     * rank that best explains a failed mpiexec.  Its index counts this
+     * mpiexec's ranks (grid ranks under --native); -1 = not known. */
+    int64_t culprit_rank;
+    int culprit_status;
+    uint32_t statuses_seen;
 };
 
 struct gr_job {
