@@ -17,7 +17,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, check, main, tail
+from harness import BIN, check, main, tail, wan_stats
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 PROGRAM = os.path.join(BIN, "alltoall_wan")
@@ -27,10 +27,6 @@ SIZES = [0, 1, 1000, 65536, 1048576]
 CASES = ["m%d" % m for m in SIZES]
 LAYOUTS = [[3, 5], [2, 1, 2]]
 TIMEOUT = 90
-
-STATS = re.compile(r"gridcoll-stats: site=(\S+) coll=alltoall algo=(\S+) "
-                   r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)$")
-
 
 def run(layout, algo, local=None, cases=CASES, args=(), gridrun_args=()):
     env = dict(os.environ, GRIDCOLL_STATS="1", GRIDCOLL_ALLTOALL=algo)
@@ -48,12 +44,9 @@ def run(layout, algo, local=None, cases=CASES, args=(), gridrun_args=()):
           "alltoall_wan exited %d:\n%s" % (r.returncode, tail(out, 30)))
     ok = [l[3:] for l in r.stdout.splitlines() if re.match(r"OK \S+$", l)]
     check(ok == cases, "OK lines %s, want %s" % (ok, cases))
-    stats = {}
-    for line in out.splitlines():
-        m = STATS.match(line)
-        if m:
-            stats[m.group(1)] = (m.group(2), int(m.group(3)), int(m.group(4)),
-                                 int(m.group(5)))
+    stats = {site: (algo,) + counts
+             for (site, coll, algo), counts in wan_stats(out).items()
+             if coll == "alltoall"}
     return stats, out
 
 

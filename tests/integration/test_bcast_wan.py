@@ -30,7 +30,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, check, main, tail
+from harness import BIN, check, main, tail, wan_stats
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ALGORITHMS = ["hier", "multilane", "binomial", "scatter_allgather", "chain"]
@@ -179,11 +179,9 @@ def run_layout(sizes, algorithms=ALGORITHMS, env_extra=None):
           (sorted(set(want) - set(ok)),
            sorted(l for l in ok if l not in want or ok.count(l) > 1)))
 
-    stats = {}
-    for m in re.finditer(r"gridcoll-stats: site=(\S+) coll=bcast algo=(\S+) "
-                         r"calls=(\d+) wan_bytes=(\d+) wan_messages=(\d+)",
-                         out + err):
-        stats[(m.group(1), m.group(2))] = tuple(map(int, m.group(3, 4, 5)))
+    stats = {(site, algo): counts
+             for (site, coll, algo), counts in wan_stats(out + err).items()
+             if coll == "bcast"}
     calls = len(SIZES) * len(roots(layout.p))
     problems = []
     for algo in algorithms:

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 
-from harness import BIN, check, gridrun, main
+from harness import BIN, STATS_LINE, check, gridrun, main
 
 STATS = os.path.join(BIN, "coll_stats")
 INFO = os.path.join(BIN, "gridcoll-info")
@@ -24,11 +24,6 @@ LAYOUT = ["--site-sizes", "2,1"]  # sites alpha (ranks 0, 1) and beta (2)
 TABLES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan",
           "gather", "gatherv", "scatter", "scatterv", "allgather",
           "allgatherv", "alltoall", "alltoallv", "alltoallw"]
-
-STATS_LINE = re.compile(
-    r"gridcoll-stats: site=(\S+) coll=(\S+) algo=(\S+) calls=(\d+) "
-    r"wan_bytes=(\d+) wan_messages=(\d+)$")
-
 
 def info_csv():
     r = subprocess.run([INFO, "--algorithms", "--csv"],
@@ -114,7 +109,7 @@ def stats_lines(env, args):
                            env=dict(env, GRIDCOLL_STATS="1"))
     check(rc == 0, "coll_stats %s exited %d:\n%s\n%s" %
           (" ".join(args), rc, out, err))
-    found = [STATS_LINE.match(l) for l in err.splitlines()
+    found = [STATS_LINE.fullmatch(l) for l in err.splitlines()
              if l.startswith("gridcoll-stats:")]
     check(all(found), "malformed gridcoll-stats line in:\n" + err)
     return sorted(m.groups() for m in found), out, err
