@@ -71,6 +71,7 @@ struct gc_rc_send {
     const uint8_t *buf;
     uint64_t len;
     uint64_t msg_seq;
+    uint32_t chunk; /* payload bytes per frame, the last one excepted */
     uint64_t nframes;
     uint64_t frame_idx; /* next frame to (finish) writing */
     uint64_t frame_pos; /* bytes of that frame already written */
@@ -114,6 +115,7 @@ struct gc_rc {
     uint32_t rank;
     uint8_t version; /* negotiated protocol version */
     uint32_t max_chunk;
+    uint32_t wan_streams; /* the relay's streams per link; 0 = not told */
     gc_rc_alloc_fn on_alloc;
     gc_rc_complete_fn on_complete;
     void *cb_arg;
@@ -606,6 +608,7 @@ static int handshake(struct gc_rc *rc, const struct gc_rc_options *opt,
     }
     rc->version = (uint8_t)theirs.version_max;
     rc->max_chunk = theirs.max_chunk;
+    rc->wan_streams = theirs.stream_count;
 
     h = (struct gc_frame_header){
         .version = rc->version,
@@ -710,18 +713,37 @@ cleanup:
 
 /* ---- send path -------------------------------------------------------- */
 
-static uint32_t frame_payload_len(const struct gc_rc *rc,
-                                  const struct gc_rc_send *req, uint64_t idx)
+/*
+ * The chunk size of a message: the relay's max_chunk, but a message that
+ * fits in fewer chunks than the relay has WAN streams is cut into one
+ * chunk per stream (in whole pages, at least one), so it crosses the WAN on
+ * all of them at once.  Why: TCP BBR paces a request/response flow at what
+ * it last saw it deliver, about one burst per round trip, so a burst costs
+ * a fraction of a round trip on top of the delay however fast the link;
+ * smaller bursts on more streams pay less of it (docs/protocol.md §8.1,
+ * docs/performance.md has the measurements).
+ */
+static uint32_t message_chunk(const struct gc_rc *rc, uint64_t len)
 {
-    uint64_t off = idx * rc->max_chunk;
-    uint64_t left = req->len - off;
-    return (uint32_t)(left < rc->max_chunk ? left : rc->max_chunk);
+    enum { PAGE = 4096 };
+    if (rc->wan_streams < 2)
+        return rc->max_chunk;
+    uint64_t per_stream = (len + rc->wan_streams - 1) / rc->wan_streams;
+    per_stream = (per_stream + PAGE - 1) / PAGE * PAGE;
+    if (per_stream < PAGE)
+        per_stream = PAGE;
+    return per_stream < rc->max_chunk ? (uint32_t)per_stream : rc->max_chunk;
 }
 
-static uint64_t frame_wire_len(const struct gc_rc *rc,
-                               const struct gc_rc_send *req, uint64_t idx)
+static uint32_t frame_payload_len(const struct gc_rc_send *req, uint64_t idx)
 {
-    return GC_HEADER_SIZE + (uint64_t)frame_payload_len(rc, req, idx);
+    uint64_t left = req->len - idx * req->chunk;
+    return (uint32_t)(left < req->chunk ? left : req->chunk);
+}
+
+static uint64_t frame_wire_len(const struct gc_rc_send *req, uint64_t idx)
+{
+    return GC_HEADER_SIZE + (uint64_t)frame_payload_len(req, idx);
 }
 
 /*
@@ -733,8 +755,8 @@ static size_t add_frame(const struct gc_rc *rc, const struct gc_rc_send *req,
                         uint64_t idx, uint64_t pos, uint8_t *hdr,
                         struct iovec *iov, int *niov)
 {
-    uint32_t plen = frame_payload_len(rc, req, idx);
-    uint64_t off = idx * rc->max_chunk;
+    uint32_t plen = frame_payload_len(req, idx);
+    uint64_t off = idx * req->chunk;
     struct gc_frame_header h = {
         .version = rc->version,
         .type = GC_FRAME_DATA,
@@ -795,7 +817,7 @@ static void advance_data(struct gc_rc *rc, size_t n)
 {
     while (n > 0) {
         struct gc_rc_send *req = rc->tx_head;
-        uint64_t rem = frame_wire_len(rc, req, req->frame_idx) - req->frame_pos;
+        uint64_t rem = frame_wire_len(req, req->frame_idx) - req->frame_pos;
         if (n < rem) {
             req->frame_pos += n;
             rc->tx_pending -= n;
@@ -817,7 +839,7 @@ static void tx_advance(struct gc_rc *rc, size_t n)
 {
     struct gc_rc_send *req = rc->tx_head;
     if (req != NULL && req->frame_pos > 0) {
-        uint64_t rem = frame_wire_len(rc, req, req->frame_idx) - req->frame_pos;
+        uint64_t rem = frame_wire_len(req, req->frame_idx) - req->frame_pos;
         size_t take = n < rem ? n : (size_t)rem;
         advance_data(rc, take);
         n -= take;
@@ -938,7 +960,8 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
     r->context_id = context_id;
     r->tag = tag;
     r->msg_seq = (*seq)++;
-    r->nframes = len == 0 ? 1 : (len + rc->max_chunk - 1) / rc->max_chunk;
+    r->chunk = message_chunk(rc, len);
+    r->nframes = len == 0 ? 1 : (len + r->chunk - 1) / r->chunk;
     r->in_queue = 1;
     if (rc->tx_tail != NULL)
         rc->tx_tail->next = r;

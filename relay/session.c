@@ -217,6 +217,7 @@ static int handle_hello(struct session *s, const struct gc_frame_header *h,
         .version_max = version,
         .capabilities = hello.capabilities & GC_CAPS_ALL,
         .role = GC_ROLE_RELAY,
+        .stream_count = cfg->streams, /* a hint for cutting messages */
         .max_chunk = cfg->chunk_size,
         .epoch = s->relay->epoch,
         .credit = cfg->rank_credit,

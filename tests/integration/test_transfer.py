@@ -44,6 +44,26 @@ def ordering_under_striping():
             finish(p)
 
 
+def medium_message_spread():
+    # A message that fits in fewer chunks than there are streams is cut
+    # into one page-rounded chunk per stream (BBR paces each stream's
+    # burst): 64 KiB over 8 streams is 8 KiB on each, 1 MiB 128 KiB on
+    # each; 20 KiB is one page on each of 5 (chunks are whole pages).
+    for size, want in ((65536, [8192] * 8),
+                       (20 * 1024, [4096] * 5 + [0] * 3),
+                       (1 << 20, [131072] * 8)):
+        with Grid(sizes=(1, 1), streams=8, chunk=CHUNK) as g:
+            g.start()
+            a, b = g.sites
+            recv = g.tool("recv", b, 1, "--expect", 1, "--sizes", size)
+            finish(g.tool("send", a, 0, "--to", 1, "--sizes", size))
+            finish(recv)
+            sent = sorted((s["bytes_sent"] for s in
+                           a.link("beta")["stream_detail"]), reverse=True)
+            check(sent == want, "%d B: bytes per stream %s, want %s"
+                  % (size, sent, want))
+
+
 def many_sessions():
     # One session per rank: half of each site sends, the other half receives.
     n = 12
@@ -90,5 +110,6 @@ if __name__ == "__main__":
           ("k8_tls", transfer(8, True)),
           ("k8_plain", transfer(8, False)),
           ("ordering_under_striping", ordering_under_striping),
+          ("medium_message_spread", medium_message_spread),
           ("many_sessions", many_sessions),
           ("local_and_three_sites", local_and_three_sites)])
