@@ -15,6 +15,7 @@
  * gridrun makes itself a child subreaper: anything its children leave
  * behind is re-parented to gridrun, where a /proc scan finds and kills it.
  */
+#include "default_model.h"
 #include "gc_model.h"
 #include "gridrun_job.h"
 #include "netns.h"
@@ -52,6 +53,8 @@ enum {
     OPT_WAN,
     OPT_NATIVE,
     OPT_MODEL,
+    OPT_NO_MODEL,
+    OPT_PROBE,
     OPT_RELAY_SET,
 };
 
@@ -79,6 +82,20 @@ struct wan_opts {
     char *buf;        /* spec, cut into keys and values */
     char ns_list[GR_MAX_SITES * WAN_NS_NAME_MAX];
     char *argv[3 + 2 * WAN_KEYS + 1];
+    /* The items in wan_keys order, whatever order they were given in:
+     * part of the layout a default model belongs to. */
+    char canonical[1024];
+};
+
+/* The default model (default_model.h): --probe writes it, other jobs use
+ * it unless --model, GRIDCOLL_MODEL or --no-model says otherwise. */
+struct model_opts {
+    bool probe;
+    bool no_model;
+    char **probe_args; /* after '--' with --probe: gridcoll-probe's own */
+    int probe_argc;
+    char *layout;
+    char path[PATH_MAX];
 };
 
 /* Machine-file mode's options, before they become the job. */
@@ -103,6 +120,8 @@ static void usage(FILE *out)
         "       gridrun -f MACHINEFILE -n NP [--rsh CMD]\n"
         "               (--tls-dir DIR | --plaintext-wan) [OPTIONS]\n"
         "               -- PROGRAM [ARGS...]\n"
+        "       gridrun --probe (LOCAL OR MACHINE-FILE LAYOUT) [OPTIONS]\n"
+        "               [-- PROBE-OPTIONS...]\n"
         "\n"
         "Local mode (--sites, --site-sizes) simulates N GridColl sites on\n"
         "this machine: one gridrelay per site on loopback.  Machine-file\n"
@@ -160,6 +179,11 @@ static void usage(FILE *out)
         "  --model FILE         performance model from gridcoll-probe: the\n"
         "                       ranks choose algorithms by predicted cost\n"
         "                       (GRIDCOLL_MODEL=FILE, docs/model.md)\n"
+        "  --probe              run gridcoll-probe on the layout instead of a\n"
+        "                       program (its options after '--') and make\n"
+        "                       its model the layout's default model\n"
+        "  --no-model           no model for this job: neither the layout's\n"
+        "                       default model nor GRIDCOLL_MODEL\n"
         "  --prefix             prefix output lines with [SITE/GRIDRANK]\n"
         "  --preload            set LD_PRELOAD=<bindir>/../lib/libgridcoll.so\n"
         "                       for the ranks\n"
@@ -167,6 +191,12 @@ static void usage(FILE *out)
         "                       logs); it is always kept when the job fails\n"
         "  --verbose            report each step on standard error\n"
         "  --help               print this help\n"
+        "\n"
+        "Without --model and GRIDCOLL_MODEL, a job whose layout has a default\n"
+        "model (written by --probe) uses it: $GRIDCOLL_MODEL_DIR, else\n"
+        "${XDG_CACHE_HOME:-$HOME/.cache}/gridcoll, holds one model-HASH.cfg\n"
+        "per layout (sites, rank counts, --wan, the machine file's relays\n"
+        "and hosts).\n"
         "\n"
         "environment of every rank (besides MPICH's PMI_RANK, PMI_SIZE):\n"
         "  GRIDCOLL_JOB_ID      job id (decimal)\n"
@@ -181,12 +211,18 @@ static void usage(FILE *out)
         "  GRIDCOLL_SITES       name:offset:count,... for every site\n"
         "  GRIDCOLL_FATTREE     M1,...,ML from the site's fattree= or from\n"
         "                       --fattree; else gridrun's own, if set\n"
+        "  GRIDCOLL_MODEL       the model file (--model or the default\n"
+        "                       model); else gridrun's own, if set\n"
         "  grid rank = GRIDCOLL_SITE_OFFSET + PMI_RANK\n"
         "\n"
         "gridrun's own environment:\n"
         "  GRIDCOLL_RELAY_BIN   gridrelay to run (default: next to gridrun)\n"
         "  GRIDCOLL_MPIEXEC     mpiexec to run (default: mpiexec from PATH)\n"
         "  GRIDCOLL_WAN_BIN     gridwan to run (default: next to gridrun)\n"
+        "  GRIDCOLL_PROBE_BIN   gridcoll-probe to run with --probe (default:\n"
+        "                       next to gridrun)\n"
+        "  GRIDCOLL_MODEL       model for the ranks when --model is not given\n"
+        "  GRIDCOLL_MODEL_DIR   where default models live (see above)\n"
         "  TMPDIR               where the job directory is made (default "
         "/tmp)\n"
         "\n"
@@ -294,7 +330,8 @@ static int add_relay_set(struct gr_job *job, char *item)
 }
 
 static int parse_args(int argc, char **argv, struct gr_job *job,
-                      struct mf_opts *mo, struct wan_opts *wo)
+                      struct mf_opts *mo, struct wan_opts *wo,
+                      struct model_opts *md)
 {
     static const struct option longopts[] = {
         {"sites", required_argument, NULL, OPT_SITES},
@@ -313,6 +350,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"wan", required_argument, NULL, OPT_WAN},
         {"native", no_argument, NULL, OPT_NATIVE},
         {"model", required_argument, NULL, OPT_MODEL},
+        {"no-model", no_argument, NULL, OPT_NO_MODEL},
+        {"probe", no_argument, NULL, OPT_PROBE},
         {"relay-set", required_argument, NULL, OPT_RELAY_SET},
         {NULL, 0, NULL, 0},
     };
@@ -347,6 +386,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
                 return usage_error("--model: cannot read '%s': %s", optarg,
                                    strerror(errno));
             break;
+        case OPT_NO_MODEL: md->no_model = true; break;
+        case OPT_PROBE: md->probe = true; break;
         case OPT_RELAY_SET: {
             int rc = add_relay_set(job, optarg);
             if (rc >= 0)
@@ -384,13 +425,26 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind == argc || strcmp(argv[optind - 1], "--") != 0) {
+    bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
+    if (md->probe) {
+        if (optind < argc && !after_dashes)
+            return usage_error("put '--' before gridcoll-probe's options: %s",
+                               argv[optind]);
+        if (job->model[0] != '\0' || job->native)
+            return usage_error("%s", "--probe measures the layout: --model "
+                                     "and --native do not apply");
+        md->probe_args = argv + optind;
+        md->probe_argc = argc - optind;
+    } else if (optind == argc || !after_dashes) {
         if (optind < argc)
             return usage_error("put '--' before the program: %s", argv[optind]);
         return usage_error("%s", "no program given (after '--')");
+    } else {
+        job->prog_argv = argv + optind;
+        job->prog_argc = argc - optind;
     }
-    job->prog_argv = argv + optind;
-    job->prog_argc = argc - optind;
+    if (md->no_model && job->model[0] != '\0')
+        return usage_error("%s", "--model and --no-model exclude each other");
 
     if (mo->path != NULL) {
         if (sites != 0 || sizes != NULL)
@@ -491,7 +545,7 @@ static int setup_wan(struct gr_job *job, struct wan_opts *wo)
     wo->argv[argc++] = "gridwan";
     wo->argv[argc++] = "--ns";
     wo->argv[argc++] = wo->ns_list;
-    bool seen[WAN_KEYS] = {false};
+    const char *values[WAN_KEYS] = {NULL};
     char *save = NULL;
     for (char *item = strtok_r(wo->buf, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
@@ -507,13 +561,21 @@ static int setup_wan(struct gr_job *job, struct wan_opts *wo)
                                "rate, loss, queue, queue-ms, mtu, seed or "
                                "rt)",
                                item);
-        if (seen[k])
+        if (values[k] != NULL)
             return usage_error("--wan: '%s' is given twice", item);
-        seen[k] = true;
+        values[k] = eq + 1;
         wo->argv[argc++] = (char *)wan_keys[k].option;
         wo->argv[argc++] = eq + 1;
     }
     wo->argv[argc] = NULL;
+    size_t len = 0;
+    for (size_t k = 0; k < WAN_KEYS && len < sizeof wo->canonical; k++)
+        if (values[k] != NULL)
+            len += (size_t)snprintf(
+                wo->canonical + len, sizeof wo->canonical - len, "%s%s=%s",
+                len > 0 ? "," : "", wan_keys[k].key, values[k]);
+    if (len >= sizeof wo->canonical)
+        return usage_error("--wan: too long: %s", wo->spec);
     struct wan_options o;
     char err[256];
     if (wan_options_parse(argc, wo->argv, &o, err, sizeof err) !=
@@ -738,28 +800,165 @@ static int find_in_path(const char *name)
 }
 
 /*
- * --model: the file loads and names every site of the job, checked here
- * so that a broken model stops the job before anything starts, with the
- * parser's file:line message (the ranks check again: GRIDCOLL_MODEL may
- * be set without gridrun).
+ * A model for the job (--model, the layout's default model, or what
+ * --probe just wrote; `what` says which): the file loads and names every
+ * site of the job, checked here so that a broken model stops the job
+ * before anything starts, with the parser's file:line message (the ranks
+ * check again: GRIDCOLL_MODEL may be set without gridrun).
  */
-static int check_model(const struct gr_job *job)
+static int check_model(const struct gr_job *job, const char *path,
+                       const char *what)
 {
     static struct gc_model model;
     char err[512];
-    if (gc_model_load(job->model, &model, err, sizeof err) != 0) {
-        fprintf(stderr, "gridrun: --model: %s\n", err);
+    if (gc_model_load(path, &model, err, sizeof err) != 0) {
+        fprintf(stderr, "gridrun: %s: %s\n", what, err);
         return -1;
     }
     for (uint32_t i = 0; i < job->site_count; i++)
         if (gc_model_site_index(&model, job->sites[i].name) < 0) {
             fprintf(stderr,
-                    "gridrun: --model: %s: no site '%s' (the job's sites "
+                    "gridrun: %s: %s: no site '%s' (the job's sites "
                     "must be among the model's)\n",
-                    job->model, job->sites[i].name);
+                    what, path, job->sites[i].name);
             return -1;
         }
     return 0;
+}
+
+/*
+ * No --model, no GRIDCOLL_MODEL, no --no-model: the layout's default
+ * model, if --probe wrote one, checked like --model.  Without a model
+ * directory (no HOME) there is none.  Returns -1 to go on, else gridrun's
+ * exit status.
+ */
+static int use_default_model(struct gr_job *job, struct model_opts *md)
+{
+    char dir[PATH_MAX], err[PATH_MAX + 64];
+    if (dm_dir(dir, sizeof dir, err, sizeof err) != 0 ||
+        dm_path(dir, md->layout, md->path, sizeof md->path) != 0)
+        return -1;
+    /* Present but unreadable is an error, for check_model to name. */
+    if (access(md->path, F_OK) != 0 && (errno == ENOENT || errno == ENOTDIR))
+        return -1;
+    if (check_model(job, md->path, "default model") != 0) {
+        fprintf(stderr,
+                "gridrun: %s is this layout's default model (%s): remove it "
+                "and re-probe (gridrun --probe with the same layout "
+                "options), or run with --no-model\n",
+                md->path, md->layout);
+        return 2;
+    }
+    snprintf(job->model, sizeof job->model, "%s", md->path);
+    if (job->verbose)
+        fprintf(stderr,
+                "gridrun: model %s (this layout's default; --no-model runs "
+                "without)\n",
+                md->path);
+    return -1;
+}
+
+/* gridcoll-probe: $GRIDCOLL_PROBE_BIN, else next to gridrun. */
+static int resolve_probe(char *out, size_t len)
+{
+    const char *probe = getenv("GRIDCOLL_PROBE_BIN");
+    char dir[PATH_MAX];
+    if (probe != NULL && *probe != '\0')
+        snprintf(out, len, "%s", probe);
+    else if (self_dir(dir, sizeof dir) != 0 ||
+             snprintf(out, len, "%s/gridcoll-probe", dir) >= (int)len) {
+        fprintf(stderr, "gridrun: --probe: cannot find gridcoll-probe; set "
+                        "GRIDCOLL_PROBE_BIN\n");
+        return -1;
+    }
+    if (access(out, X_OK) != 0) {
+        fprintf(stderr,
+                "gridrun: --probe: %s is not executable (%s); set "
+                "GRIDCOLL_PROBE_BIN\n",
+                out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * --probe: gridcoll-probe as the job, writing a temporary file next to
+ * the layout's default model.  Only a model that loads and names the
+ * job's sites is renamed into place, so a failed probe leaves no model
+ * behind, not even half of one.  Returns gridrun's exit status.
+ */
+static int run_probe(struct gr_job *job, struct model_opts *md)
+{
+    char probe[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 64];
+    char tmp[PATH_MAX + 8];
+    if (resolve_probe(probe, sizeof probe) != 0)
+        return 1;
+    if (dm_dir(dir, sizeof dir, err, sizeof err) != 0) {
+        fprintf(stderr, "gridrun: --probe: %s\n", err);
+        return 1;
+    }
+    if (dm_path(dir, md->layout, md->path, sizeof md->path) != 0 ||
+        snprintf(tmp, sizeof tmp, "%s.XXXXXX", md->path) >= (int)sizeof tmp) {
+        fprintf(stderr,
+                "gridrun: --probe: the model directory %s is too "
+                "long\n",
+                dir);
+        return 1;
+    }
+    if (dm_make_dir(dir) != 0) {
+        fprintf(stderr, "gridrun: --probe: cannot make %s: %s\n", dir,
+                strerror(errno));
+        return 1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "gridrun: --probe: cannot create a file in %s: %s\n",
+                dir, strerror(errno));
+        return 1;
+    }
+    close(fd);
+    int status = 1;
+    /* The user's probe options first: the last --output counts, ours. */
+    char **argv = calloc((size_t)md->probe_argc + 4, sizeof *argv);
+    if (argv == NULL) {
+        fprintf(stderr, "gridrun: out of memory\n");
+        goto cleanup;
+    }
+    int argc = 0;
+    argv[argc++] = probe;
+    for (int i = 0; i < md->probe_argc; i++)
+        argv[argc++] = md->probe_args[i];
+    argv[argc++] = "--output";
+    argv[argc++] = tmp;
+    job->prog_argv = argv;
+    job->prog_argc = argc;
+    /* The probe measures with fixed algorithms; a model of the user's is
+     * of no use to it, and a broken one must not stop a re-probe. */
+    unsetenv("GRIDCOLL_MODEL");
+    status = gr_job_run(job);
+    if (status != 0)
+        goto cleanup;
+    status = 1;
+    if (dm_record_layout(tmp, md->layout) != 0) {
+        fprintf(stderr, "gridrun: --probe: %s: %s\n", tmp, strerror(errno));
+        goto cleanup;
+    }
+    if (check_model(job, tmp, "--probe: gridcoll-probe wrote no valid model") !=
+        0)
+        goto cleanup;
+    if (rename(tmp, md->path) != 0) {
+        fprintf(stderr, "gridrun: --probe: cannot rename %s to %s: %s\n", tmp,
+                md->path, strerror(errno));
+        goto cleanup;
+    }
+    status = 0;
+    printf("gridrun: model written to %s\n", md->path);
+
+cleanup:
+    if (status != 0)
+        unlink(tmp);
+    free(argv);
+    return status;
 }
 
 static int resolve_programs(struct gr_job *job)
@@ -872,7 +1071,8 @@ int main(int argc, char **argv)
     static struct wan_opts wo;
     int status = 1;
 
-    int rc = parse_args(argc, argv, &job, &mo, &wo);
+    static struct model_opts md;
+    int rc = parse_args(argc, argv, &job, &mo, &wo, &md);
     if (rc >= 0)
         return rc;
     if (wo.spec != NULL) {
@@ -904,13 +1104,36 @@ int main(int argc, char **argv)
         status = 2;
         goto cleanup;
     }
-    if (job.model[0] != '\0' && check_model(&job) != 0) {
+    if (md.probe && job.site_count < 2) {
+        status = usage_error("%s", "--probe needs at least two sites");
+        goto cleanup;
+    }
+    if (md.no_model)
+        unsetenv("GRIDCOLL_MODEL");
+    const char *env_model = getenv("GRIDCOLL_MODEL");
+    bool env_has_model = env_model != NULL && env_model[0] != '\0';
+    if (md.probe || (job.model[0] == '\0' && !env_has_model && !md.no_model &&
+                     !job.native)) {
+        md.layout = dm_layout(&job, mo.path != NULL, wo.canonical);
+        if (md.layout == NULL) {
+            fprintf(stderr, "gridrun: out of memory\n");
+            goto cleanup;
+        }
+    }
+    if (!md.probe && md.layout != NULL) {
+        rc = use_default_model(&job, &md);
+        if (rc >= 0) {
+            status = rc;
+            goto cleanup;
+        }
+    } else if (job.model[0] != '\0' &&
+               check_model(&job, job.model, "--model") != 0) {
         status = 2;
         goto cleanup;
     }
     if (resolve_programs(&job) != 0)
         goto cleanup;
-    status = gr_job_run(&job);
+    status = md.probe ? run_probe(&job, &md) : gr_job_run(&job);
 
 cleanup:
     for (uint32_t i = 0; i < job.site_count; i++)
@@ -919,5 +1142,6 @@ cleanup:
         machinefile_free(&mo.mf);
     free(mo.rsh_buf);
     free(wo.buf);
+    free(md.layout);
     return status;
 }

@@ -37,6 +37,13 @@ def _kill_children():
 
 
 atexit.register(_kill_children)
+
+# A job whose layout has a default model uses it (gridrun --probe,
+# docs/model.md): no test may pick up one the developer probed, so the
+# tests get an empty model directory of their own.
+_model_dir = tempfile.mkdtemp(prefix="gridcoll-models.")
+atexit.register(shutil.rmtree, _model_dir, ignore_errors=True)
+os.environ["GRIDCOLL_MODEL_DIR"] = _model_dir
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 

@@ -3,7 +3,10 @@
 with small settings writes a model file that parses; jobs with the model
 (gridrun --model) choose, per GRIDCOLL_STATS=1, the algorithms
 `gridcoll-info --predict` marks chosen for the same sizes; a broken model
-file stops the job with file:line; gridrun --model checks the file."""
+file stops the job with file:line; gridrun --model checks the file.
+gridrun --probe writes the layout's default model, which later jobs on the
+same layout (and only those) use unless --no-model, --model or
+GRIDCOLL_MODEL says otherwise; a failed probe leaves none."""
 
 import atexit
 import csv
@@ -63,13 +66,14 @@ def predicted_choice(model, coll, nbytes):
     return chosen[0]
 
 
-def used_algorithms(model, coll, nbytes):
+def used_algorithms(model, coll, nbytes, env=None):
     """The algorithms GRIDCOLL_STATS=1 reports for `coll` in a
-    gridcoll-bench run of the automatic choice."""
-    rc, out, err = gridrun(["--model", model] + LAYOUT,
+    gridcoll-bench run of the automatic choice; `model` None: no --model."""
+    rc, out, err = gridrun((["--model", model] if model else []) + LAYOUT,
                            [BENCH, coll, "--sizes", str(nbytes), "--algos",
                             "auto", "--iters", "2", "--warmup", "0"],
-                           env={"GRIDCOLL_STATS": "1"}, timeout=60)
+                           env=dict(env or {}, GRIDCOLL_STATS="1"),
+                           timeout=60)
     check(rc == 0, "bench %s with the model exited %d:\n%s\n%s" %
           (coll, rc, out, err))
     return set(re.findall(r"gridcoll-stats: site=\S+ coll=%s algo=(\S+)"
@@ -133,6 +137,137 @@ def test_gridrun_checks_the_file():
     rc, out, err = gridrun(["--model", missing] + LAYOUT, ["true"])
     check(rc == 2 and "--model: cannot read '%s'" % missing in err,
           "gridrun --model on a missing file: %d\n%s" % (rc, err))
+
+
+SHOW_MODEL = ["sh", "-c", 'echo "model=$GRIDCOLL_MODEL"']
+
+
+def models_seen(layout, model_dir, env=None):
+    """Run a shell job; the GRIDCOLL_MODEL values its ranks saw, and
+    gridrun's stderr."""
+    rc, out, err = gridrun(layout, SHOW_MODEL, timeout=30,
+                           env=dict(env or {}, GRIDCOLL_MODEL_DIR=model_dir))
+    check(rc == 0, "%s: exit %d:\n%s\n%s" % (layout, rc, out, err))
+    seen = set(re.findall(r"^model=(.*)$", out, re.M))
+    check(len(re.findall(r"^model=", out, re.M)) == sum(
+        int(n) for n in layout[layout.index("--site-sizes") + 1].split(",")),
+        "not every rank printed its model:\n" + out)
+    return seen, err
+
+
+def probe_default(model_dir, probe_options=SMALL, env=None):
+    return gridrun(["--probe"] + LAYOUT, probe_options, timeout=60,
+                   env=dict(env or {}, GRIDCOLL_MODEL_DIR=model_dir))
+
+
+def test_default_model():
+    model_dir = os.path.join(workdir, "cache", "gridcoll")
+    rc, out, err = probe_default(model_dir)
+    check(rc == 0, "gridrun --probe exited %d:\n%s\n%s" % (rc, out, err))
+    names = os.listdir(model_dir)
+    check(len(names) == 1, "one model file expected: %s" % names)
+    model = os.path.join(model_dir, names[0])
+    check("gridrun: model written to %s\n" % model in out,
+          "no 'model written to' line:\n" + out)
+    check(os.stat(model_dir).st_mode & 0o777 == 0o700 and
+          os.stat(os.path.dirname(model_dir)).st_mode & 0o777 == 0o700,
+          "the model directories should be made with mode 0700")
+    check("# layout: alpha:2,beta:2\n" in open(model).read(),
+          "the model does not record its layout:\n" + open(model).read())
+    predicted_choice(model, "alltoall", 65536)  # gc_model parses it
+
+    seen, err = models_seen(LAYOUT, model_dir)
+    check(seen == {model}, "same layout: the ranks saw %s" % seen)
+    check(model not in err, "the default model is only reported with "
+          "--verbose:\n" + err)
+    seen, err = models_seen(["--verbose"] + LAYOUT, model_dir)
+    check(seen == {model} and
+          len([l for l in err.splitlines() if model in l]) == 1,
+          "--verbose should name the default model in one line:\n" + err)
+    seen, _ = models_seen(["--site-sizes", "1,3"], model_dir)
+    check(seen == {""}, "another layout: the ranks saw %s" % seen)
+    seen, _ = models_seen(["--no-model"] + LAYOUT, model_dir)
+    check(seen == {""}, "--no-model: the ranks saw %s" % seen)
+    slow = write("slow.cfg", SLOW_MESSAGES)
+    seen, _ = models_seen(["--model", slow] + LAYOUT, model_dir)
+    check(seen == {slow}, "--model: the ranks saw %s" % seen)
+    seen, _ = models_seen(LAYOUT, model_dir, env={"GRIDCOLL_MODEL": slow})
+    check(seen == {slow}, "GRIDCOLL_MODEL: the ranks saw %s" % seen)
+
+    # libgridcoll chooses by it: with the slow-message model in the
+    # default place, alltoall takes hier where the rules take lg.
+    shutil.copy(slow, model)
+    got = used_algorithms(None, "alltoall", 1024,
+                          env={"GRIDCOLL_MODEL_DIR": model_dir})
+    check(got == {"hier"}, "alltoall 1024 with the default model ran %s"
+          % got)
+
+    with open(model, "w") as f:
+        f.write(SLOW_MESSAGES.replace("gamma = 1.0;", "gamma = 1e9;", 1))
+    rc, out, err = gridrun(LAYOUT, SHOW_MODEL, timeout=30,
+                           env={"GRIDCOLL_MODEL_DIR": model_dir})
+    check(rc == 2, "a broken default model: exit %d:\n%s" % (rc, out))
+    check("gridrun: default model: %s:3: sites[0].gamma = 1e+09 is out of "
+          "bounds" % model in err and "--probe" in err and
+          "--no-model" in err,
+          "no file:line error naming the model and the way out:\n" + err)
+    seen, _ = models_seen(["--no-model"] + LAYOUT, model_dir)
+    check(seen == {""}, "--no-model with a broken default model")
+    rc, out, err = probe_default(model_dir)
+    check(rc == 0 and os.listdir(model_dir) == names,
+          "re-probing over a broken model: exit %d, %s:\n%s" %
+          (rc, os.listdir(model_dir), err))
+    predicted_choice(model, "alltoall", 65536)
+
+
+FAKE_PROBE = """#!/bin/sh
+# Writes half a model to its --output, as a probe dying mid-way would.
+while [ $# -gt 0 ]; do
+    [ "$1" = --output ] && out=$2
+    shift
+done
+if [ "$GRIDCOLL_SITE_INDEX$PMI_RANK" = 00 ]; then
+    printf 'version = 1;\nsites = (\n  { name = "alpha";' > "$out"
+fi
+exit $FAKE_PROBE_STATUS
+"""
+
+
+def test_failed_probe_leaves_no_model():
+    model_dir = os.path.join(workdir, "failed")
+    rc, out, err = probe_default(model_dir, ["--iters", "0"])
+    check(rc == 2 and os.listdir(model_dir) == [],
+          "probe with a bad option: exit %d, left %s:\n%s" %
+          (rc, os.listdir(model_dir), err))
+    fake = write("fake-probe.sh", FAKE_PROBE)
+    os.chmod(fake, 0o755)
+    for status, want_rc, want_err in (
+            (3, 3, "exited with status 3"),
+            (0, 1, "gridrun: --probe: gridcoll-probe wrote no valid model: ")):
+        rc, out, err = probe_default(
+            model_dir, [], env={"GRIDCOLL_PROBE_BIN": fake,
+                                "FAKE_PROBE_STATUS": str(status)})
+        check(rc == want_rc and want_err in err and
+              os.listdir(model_dir) == [],
+              "half a model, probe status %d: exit %d, left %s:\n%s" %
+              (status, rc, os.listdir(model_dir), err))
+
+
+def test_probe_usage():
+    for args, message in (
+            (["--probe", "--sites", "1", "-n", "2"],
+             "--probe needs at least two sites"),
+            (["--probe", "--model", "/dev/null"] + LAYOUT,
+             "--model and --native do not apply"),
+            (["--probe"] + LAYOUT + ["x"],
+             "put '--' before gridcoll-probe's options"),
+            (["--no-model", "--model", "/dev/null"] + LAYOUT + ["--", "true"],
+             "--model and --no-model exclude each other")):
+        r = subprocess.run([os.path.join(BIN, "gridrun")] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=30)
+        check(r.returncode == 2 and message in r.stderr,
+              "%s: exit %d:\n%s" % (args, r.returncode, r.stderr))
 
 
 if __name__ == "__main__":
