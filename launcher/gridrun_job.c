@@ -831,8 +831,11 @@ static void emit_line(struct runner *r, struct outsrc *o, char *line,
                       size_t len)
 {
     int fd = o->is_err ? 2 : 1;
-    if (take_hydra_exit_codes(o, line, len))
+    if (take_hydra_exit_codes(o, line, len)) {
+        vlog(r->job, "site %s: hydra: %.*s", o->site->name,
+             (int)(len > 0 && line[len - 1] == '\n' ? len - 1 : len), line);
         return;
+    }
     if (!r->job->prefix) {
         write_all(fd, line, len);
         return;

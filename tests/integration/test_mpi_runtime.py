@@ -97,7 +97,9 @@ def rank_exits_with_status_3():
     # other rank waits for it across the relays: the job must end with its
     # status, say where, and leave nothing behind.
     start = time.time()
-    job = Job(["--site-sizes", "2,2"], HELLO + ' die 3 "$0"')
+    # exec: the rank is grid_hello itself, not a shell that a signal may
+    # end before it reports its child's status.
+    job = Job(["--site-sizes", "2,2"], "exec " + HELLO + ' die 3 "$0"')
     try:
         rc = job.wait(30)
         # mpiexec's own status is 3, or 9 when the SIGKILL hydra sends the
