@@ -659,15 +659,12 @@ static struct outcome measure(const struct run *r, long iters, long warmup,
         bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
     }
     for (long i = 0; i < warmup + iters; i++) {
-        double start;
-        if (calibrated != NULL) {
+        if (calibrated != NULL)
             bench_window_start(&w);
-            start = w.t0;
-        } else {
+        else
             bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-            start = MPI_Wtime();
-        }
         force(r->coll, forced);
+        double start = calibrated != NULL ? w.t0 : MPI_Wtime();
         int rc = call(r);
         double elapsed =
             (calibrated != NULL ? bench_clock() : MPI_Wtime()) - start;
