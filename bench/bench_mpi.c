@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *bench_prog = "bench";
 
@@ -140,4 +141,105 @@ double bench_quantile(double *v, long n, double q)
         return v[n - 1];
     double frac = at - (double)below;
     return v[below] + frac * (v[below + 1] - v[below]);
+}
+
+/* ---- start window ------------------------------------------------------ */
+
+/* Rounds of bench_window_calibrate, and the window as a multiple of the
+ * median round's slowest broadcast: a margin for the rounds that take
+ * longer than the median (scheduling on a shared machine, a lost segment
+ * on the WAN); bench_window_missed doubles the window when it was not
+ * enough. */
+#define WINDOW_ROUNDS       5
+#define WINDOW_FACTOR       3
+#define WINDOW_MAX_DOUBLING 8
+
+int bench_parse_start(const char *text, enum bench_start *out)
+{
+    if (strcmp(text, "barrier") == 0)
+        *out = BENCH_START_BARRIER;
+    else if (strcmp(text, "window") == 0)
+        *out = BENCH_START_WINDOW;
+    else
+        return -1;
+    return 0;
+}
+
+double bench_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Whether any rank's flag is set, on every rank; the MPI_Allreduce is
+ * also what synchronises the ranks before the next window. */
+static int any_rank(int flag)
+{
+    int any = 0;
+    bench_mpi_check(
+        MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD),
+        "MPI_Allreduce");
+    return any;
+}
+
+/* Rank 0's clock + ahead, on every rank. */
+static double bcast_deadline(double ahead)
+{
+    double t = world_rank() == 0 ? bench_clock() + ahead : 0;
+    bench_mpi_check(MPI_Bcast(&t, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD),
+                    "MPI_Bcast");
+    return t;
+}
+
+void bench_window_calibrate(struct bench_window *w)
+{
+    double worst[WINDOW_ROUNDS];
+    for (int i = 0; i < WINDOW_ROUNDS; i++) {
+        any_rank(0);
+        double picked = bcast_deadline(0);
+        worst[i] = bench_clock() - picked;
+    }
+    bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, worst, WINDOW_ROUNDS,
+                                  MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+                    "MPI_Allreduce");
+    w->seconds = WINDOW_FACTOR * bench_quantile(worst, WINDOW_ROUNDS, 0.5);
+    w->t0 = 0;
+    w->late = 0;
+    w->misses = 0;
+}
+
+void bench_window_start(struct bench_window *w)
+{
+    w->t0 = bcast_deadline(w->seconds);
+    w->late = bench_clock() >= w->t0;
+    if (w->late)
+        return;
+    struct timespec until;
+    until.tv_sec = (time_t)w->t0;
+    until.tv_nsec = (long)((w->t0 - (double)until.tv_sec) * 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) ==
+           EINTR)
+        ;
+}
+
+int bench_window_missed(struct bench_window *w)
+{
+    if (!any_rank(w->late)) {
+        w->misses = 0;
+        return 0;
+    }
+    if (++w->misses > WINDOW_MAX_DOUBLING) {
+        if (world_rank() == 0)
+            fprintf(stderr,
+                    "%s: --start window: a rank got the start time too late "
+                    "%d times in a row (window now %.3f ms): the ranks cannot "
+                    "start together here; use --start barrier\n",
+                    bench_prog, w->misses, w->seconds * 1e3);
+        fflush(stderr);
+        MPI_Finalize();
+        exit(2);
+    }
+    w->seconds *= 2;
+    return 1;
 }

@@ -19,16 +19,46 @@
  * first on fresh buffers or last.  For one algorithm and size:
  *   - send buffers get a pattern that depends on sender, receiver and
  *     offset, receive buffers a sentinel;
- *   - warm-up and timed calls, each preceded by an MPI_Barrier and timed
- *     alone with MPI_Wtime on every rank;
+ *   - warm-up and timed calls, each timed alone on every rank, starting
+ *     as --start says (below);
  *   - the result of the first call is checked byte for byte on every rank;
  *   - one MPI_Allreduce (MPI_MAX) gives, per timed call, the slowest
  *     rank's time, and whether any rank saw a wrong result; rank 0 prints
  *     the median, 10th and 90th percentiles over the timed calls.
+ *
+ * How a call is timed (--start; bench_mpi.h):
+ *   barrier (the default): each call follows an MPI_Barrier, and each
+ *     rank times from its own exit of the barrier to the call's return
+ *     (MPI_Wtime).  A barrier across a WAN releases the sites up to one
+ *     one-way delay L apart (the last site to enter leaves at once, the
+ *     others L later), so the time holds that skew: rooted one-way
+ *     collectives such as bcast read about 2 L, and an all-to-all pattern
+ *     may read less than L.
+ *   window: the ranks start together at a time t0 on a clock they share
+ *     (SKaMPI's and ReproMPI's window scheme).  Before the first
+ *     measurement bench_window_calibrate times how long after rank 0 read
+ *     its clock the last rank gets rank 0's broadcast (5 rounds); every
+ *     measurement (algorithm and size) starts from a window of 3 times
+ *     the median round's.  Per call: rank 0 picks t0 = its
+ *     CLOCK_MONOTONIC + the window and broadcasts it, every rank sleeps
+ *     until t0 (clock_nanosleep), calls, and takes end - t0 on the same
+ *     clock; the call's time is the slowest rank's end - t0.  After the
+ *     call an MPI_Allreduce tells every rank whether any rank got t0 too
+ *     late; that call does not count, the window doubles for the rest of
+ *     the measurement and the call is repeated; after 8 doublings in a
+ *     row the program stops (status 2).  The MPI_Allreduce is also what
+ *     synchronises the ranks before the next t0 is picked (one
+ *     MPI_Barrier after the buffers are filled, before the first).  The
+ *     time thus holds the call and the delay of the wake-up from the
+ *     sleep, not the sites' skew.  It needs one clock for all ranks: one
+ *     host (gridrun --wan: the namespaces share CLOCK_MONOTONIC) or
+ *     synchronised clocks (PTP); with clocks apart, the times are off by
+ *     the offset, or every window is missed.
  * The algorithm is forced (GridColl_Set_algorithm) around the measured
- * call only: the barrier and the bench's own MPI_Allreduce run under the
- * automatic choice, which matters when the collective measured is a
- * barrier or an allreduce.
+ * call only: the barrier, the start window's MPI_Bcast and MPI_Allreduce
+ * and the bench's own MPI_Allreduce run under the automatic choice, which
+ * matters when the collective measured is a barrier, a bcast or an
+ * allreduce.
  *
  * A forced algorithm that cannot run the call (its restrictions) either
  * fails before any communication with MPI_ERR_ARG, or the library runs
@@ -37,7 +67,8 @@
  * rather than another algorithm's time.  A wrong result: a FAIL line on stdout,
  * the first wrong byte per rank on stderr, exit status 1 (the remaining
  * measurements are skipped: a broken algorithm may leave messages behind).
- * Usage errors: status 2.  MPI errors: message and MPI_Abort (status 2).
+ * Usage errors, a start window missed too often: status 2.  MPI errors:
+ * message and MPI_Abort (status 2).
  */
 #ifdef GRIDCOLL_BENCH_PLAIN
 #include <mpi.h>
@@ -118,6 +149,8 @@ static const char *const call_names[COLL_COUNT] = {
 };
 
 static int rank, size;
+/* --start window: calls repeated because a rank missed the window. */
+static long calls_repeated;
 
 struct options {
     enum coll coll;
@@ -129,6 +162,7 @@ struct options {
     const char **algos;
     int nalgos;
     int csv;
+    enum bench_start start;
 };
 
 /* ---- options ------------------------------------------------------------ */
@@ -138,7 +172,7 @@ static void usage(FILE *out)
     fprintf(
         out,
         "usage: " PROG " COLL [--sizes LIST] [--iters N] [--warmup N]\n"
-        "       [--algos LIST] [--csv]\n"
+        "       [--algos LIST] [--start barrier|window] [--csv]\n"
         "Times every algorithm of collective COLL on MPI_COMM_WORLD, forced\n"
         "in turn, and the automatic choice (\"auto\"), for every size.\n"
         "  COLL          alltoall alltoallv bcast allgather allreduce reduce\n"
@@ -159,18 +193,34 @@ static void usage(FILE *out)
         "                the choice without GridColl_Set_algorithm:\n"
         "                GRIDCOLL_<COLL> if set, else the default rules\n"
         "                [every algorithm, then auto]\n"
+        "  --start barrier|window\n"
+        "                how the ranks start a call [barrier]:\n"
+        "                  barrier: after an MPI_Barrier, each rank times\n"
+        "                    from its own exit of it (across a WAN that\n"
+        "                    holds the sites' exit skew, up to one one-way\n"
+        "                    delay);\n"
+        "                  window: rank 0 broadcasts a start time t0, a\n"
+        "                    window ahead (3 times the broadcast's time as\n"
+        "                    measured at start), every rank sleeps until\n"
+        "                    t0, and times from t0; a call that a rank\n"
+        "                    reached after t0 is repeated with the window\n"
+        "                    doubled (after 8 doublings in a row: status 2).\n"
+        "                    Needs one clock for all ranks\n"
+        "                    (CLOCK_MONOTONIC): one host, as gridrun --wan,\n"
+        "                    or synchronised clocks (PTP)\n"
         "  --csv         CSV instead of an aligned table\n"
         "  --help        this text\n"
-        "Root 0 for bcast, reduce, gather and scatter.  Every call follows\n"
-        "an MPI_Barrier; its time is the slowest rank's; median_us, p10_us\n"
-        "and p90_us are over the timed calls, in microseconds.  The first\n"
-        "call of every algorithm and size is checked byte for byte: a wrong\n"
-        "result prints a FAIL line and exits with status 1.  n/a: the\n"
-        "algorithm cannot run this call (see its restrictions in\n"
-        "gridcoll-info --algorithms).  On a single site every call passes\n"
-        "through to MPICH whatever the algorithm.\n"
+        "Root 0 for bcast, reduce, gather and scatter.  A call's time is the\n"
+        "slowest rank's, from its start (above) to the call's return;\n"
+        "median_us, p10_us and p90_us are over the timed calls, in\n"
+        "microseconds.  The first call of every algorithm and size is\n"
+        "checked byte for byte: a wrong result prints a FAIL line and\n"
+        "exits with status 1.  n/a: the algorithm cannot run this call\n"
+        "(see its restrictions in gridcoll-info --algorithms).  On a single\n"
+        "site every call passes through to MPICH whatever the algorithm.\n"
         "Columns: coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us\n"
-        "Exit status: 0; 1 wrong result; 2 usage or MPI error.\n");
+        "Exit status: 0; 1 wrong result; 2 usage or MPI error, or the start\n"
+        "window missed 8 times in a row.\n");
 }
 
 static int algo_count(enum coll c)
@@ -353,6 +403,11 @@ static int parse_options(int argc, char **argv, struct options *o)
         } else if (strcmp(a, "--algos") == 0 && has_value) {
             if (parse_algos(argv[++i], o) != 0)
                 return 2;
+        } else if (strcmp(a, "--start") == 0 && has_value) {
+            if (bench_parse_start(argv[++i], &o->start) != 0) {
+                err = "--start: barrier or window";
+                goto bad;
+            }
         } else {
             err = "unknown option or missing value";
             goto bad;
@@ -587,20 +642,32 @@ struct outcome {
     double median, p10, p90; /* microseconds */
 };
 
-static struct outcome measure(const struct run *r, long iters, long warmup)
+/* calibrated: the start window's calibration; NULL: --start barrier. */
+static struct outcome measure(const struct run *r, long iters, long warmup,
+                              const struct bench_window *calibrated)
 {
     struct outcome out = {1, NULL, 0, 0, 0, 0};
     const char *forced = strcmp(r->algo, AUTO) == 0 ? NULL : r->algo;
+    struct bench_window w = {0};
     /* The timed calls' durations, then whether the result was wrong: the
      * slowest rank's and any rank's in one MPI_MAX reduction. */
     double *t = bench_malloc((size_t)(iters + 1) * sizeof *t);
     prepare(r);
-    for (long i = 0; i < warmup + iters; i++) {
+    if (calibrated != NULL) {
+        /* Filling the buffers takes the ranks different times. */
+        w = *calibrated;
         bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+    }
+    for (long i = 0; i < warmup + iters; i++) {
+        if (calibrated != NULL)
+            bench_window_start(&w);
+        else
+            bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         force(r->coll, forced);
-        double start = MPI_Wtime();
+        double start = calibrated != NULL ? w.t0 : MPI_Wtime();
         int rc = call(r);
-        double elapsed = MPI_Wtime() - start;
+        double elapsed =
+            (calibrated != NULL ? bench_clock() : MPI_Wtime()) - start;
         force(r->coll, NULL);
         int cls = MPI_SUCCESS;
         if (rc != MPI_SUCCESS)
@@ -619,6 +686,11 @@ static struct outcome measure(const struct run *r, long iters, long warmup)
         }
         if (i == 0)
             t[iters] = result_wrong(r);
+        if (calibrated != NULL && bench_window_missed(&w)) {
+            calls_repeated++;
+            i--;
+            continue;
+        }
         if (i >= warmup)
             t[i - warmup] = elapsed;
     }
@@ -704,6 +776,9 @@ int main(int argc, char **argv)
     int sites = 1;
     bench_mpi_check(comm_site_count(MPI_COMM_WORLD, &sites),
                     "GridColl_Comm_site_count");
+    struct bench_window calibrated;
+    if (o.start == BENCH_START_WINDOW)
+        bench_window_calibrate(&calibrated);
     struct table tb = table_for(&o);
     if (rank == 0)
         print_header(&tb);
@@ -714,7 +789,9 @@ int main(int argc, char **argv)
         buffers_make(&r);
         for (int k = 0; k < o.nalgos && !failed; k++) {
             r.algo = o.algos[(k + s) % (size_t)o.nalgos];
-            struct outcome m = measure(&r, o.iters, o.warmup);
+            struct outcome m =
+                measure(&r, o.iters, o.warmup,
+                        o.start == BENCH_START_WINDOW ? &calibrated : NULL);
             failed = m.wrong;
             if (rank != 0)
                 continue;
@@ -737,6 +814,11 @@ int main(int argc, char **argv)
         }
         buffers_free(&r);
     }
+    if (o.start == BENCH_START_WINDOW && rank == 0)
+        fprintf(stderr,
+                PROG ": --start window: %.3f ms ahead after calibration; "
+                     "%ld calls repeated after a missed window\n",
+                calibrated.seconds * 1e3, calls_repeated);
     free(o.algos);
     bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
     return failed ? 1 : 0;

@@ -5,7 +5,8 @@
  *   gridcoll-mpibench allreduce|alltoall|barrier|pingpong|stream
  *                     [--bytes LIST]
  *                     [--iters LIST] [--warmup LIST] [--peer R]
- *                     [--seconds S] [--window W] [--nap US] [--csv]
+ *                     [--seconds S] [--window W] [--nap US]
+ *                     [--start barrier|window] [--csv]
  *
  * Built twice from this source: gridcoll-mpibench is linked with
  * libgridcoll (run it with gridrun, or with plain mpiexec, where the
@@ -49,7 +50,20 @@
  * byte verified; an MPI_Barrier (pingpong: an empty round trip between the
  * pair); the timed loop of --iters operations
  * (MPI_Wtime around the loop, buffers untouched inside it); then the
- * timed loop's final data is verified too.  Wrong data anywhere: a message
+ * timed loop's final data is verified too.
+ *
+ * allreduce and alltoall start their timed loop as --start says
+ * (bench_mpi.h).  barrier (the default): each rank times from its own exit
+ * of the MPI_Barrier, so the loop holds the sites' exit skew once (up to
+ * one one-way delay across a WAN, spread over --iters calls).  window:
+ * after the barrier, rank 0 broadcasts a start time t0 a window ahead on
+ * CLOCK_MONOTONIC (3 times the broadcast's time, measured once at the
+ * start, 5 rounds), every rank sleeps until t0, and times the loop from
+ * t0 on that clock; a loop that a rank started after t0 is repeated with
+ * the window doubled (after 8 doublings in a row: status 2).  It needs
+ * one clock for all ranks: one host, or synchronised clocks.  The barrier
+ * test always runs back to back (its point), pingpong and stream time
+ * one pair from its own round trip.  Wrong data anywhere: a message
  * on stderr, and every rank exits with status 1.  MPI errors: message and
  * MPI_Abort (status 2).  Usage errors: status 2.
  *
@@ -63,15 +77,13 @@
  *   peer, pair   pingpong only: --peer and whether it is on rank 0's site
  *                ("same" or "cross"); "-" otherwise;
  *   usec_per_op  collectives: the timed loop's duration / iters on the
- *                slowest rank; pingpong: half the mean round trip
- *                (one-way latency, as osu_latency reports it); stream:
- *                the receiver's time / data messages (iters: how many);
- *   usec_median  the median of rank 0's per-iteration times (pingpong:
- *                half the median round trip), each taken over a block of
- *                ceil(iters / 10000) consecutive iterations (one iteration
- *                when iters <= 10000);
- *   MBps         10^6 bytes per second: allreduce BYTES / usec_per_op,
- *                alltoall BYTES * (ranks - 1) / usec_per_op (what each
+ *                slowest rank (--start window: from t0); pingpong: half the
+ * mean round trip (one-way latency, as osu_latency reports it); stream: the
+ * receiver's time / data messages (iters: how many); usec_median  the median of
+ * rank 0's per-iteration times (pingpong: half the median round trip), each
+ * taken over a block of ceil(iters / 10000) consecutive iterations (one
+ * iteration when iters <= 10000); MBps         10^6 bytes per second: allreduce
+ * BYTES / usec_per_op, alltoall BYTES * (ranks - 1) / usec_per_op (what each
  *                rank sends to the others), pingpong and stream
  *                BYTES / usec_per_op.
  */
@@ -112,6 +124,10 @@ static int rank, size;
 /* stream --nap: microseconds to sleep between MPI_Testany calls instead of
  * waiting in MPI_Waitany (0). */
 static long nap_us;
+/* --start window: the calibrated window, and the one of the measurement
+ * running (from the calibration, doubled by every window missed). */
+static int start_window;
+static struct bench_window calibrated_window, loop_window;
 
 struct options {
     enum test test;
@@ -126,6 +142,7 @@ struct options {
     double seconds;
     int window;
     int csv;
+    enum bench_start start;
 };
 
 struct result {
@@ -143,7 +160,7 @@ static void usage(FILE *out)
             "usage: " PROG
             " allreduce|alltoall|barrier|pingpong|stream [--bytes LIST]\n"
             "       [--iters LIST] [--warmup LIST] [--peer R] [--seconds S]\n"
-            "       [--window W] [--nap US] [--csv]\n"
+            "       [--window W] [--nap US] [--start barrier|window] [--csv]\n"
             "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
             "                 allreduce: multiple of 8, alltoall: of 4;\n"
             "                 alltoall: bytes per pair) [8]\n"
@@ -155,6 +172,16 @@ static void usage(FILE *out)
             "  --window W     stream: messages in flight, 1..1024 [8]\n"
             "  --nap US       stream: wait in MPI_Testany with US microsecond\n"
             "                 sleeps instead of MPI_Waitany [0: Waitany]\n"
+            "  --start M      allreduce, alltoall: how the ranks start the\n"
+            "                 timed loop [barrier]: barrier: each rank times\n"
+            "                 from its own exit of an MPI_Barrier (across a\n"
+            "                 WAN the sites' exit skew is in the loop);\n"
+            "                 window: from a start time t0 that rank 0\n"
+            "                 broadcasts a window ahead, every rank sleeping\n"
+            "                 until t0 (a loop a rank started late is\n"
+            "                 repeated, the window doubled); needs one clock\n"
+            "                 for all ranks (CLOCK_MONOTONIC): one host, or\n"
+            "                 synchronised clocks (PTP)\n"
             "  --csv          print a CSV header and one row per size\n");
 }
 
@@ -263,6 +290,11 @@ static int parse_options(int argc, char **argv, struct options *o)
                 goto bad;
             }
             o->window = (int)v;
+        } else if (strcmp(a, "--start") == 0 && has_value) {
+            if (bench_parse_start(argv[++i], &o->start) != 0) {
+                err = "--start: barrier or window";
+                goto bad;
+            }
         } else {
             err = "unknown option or missing value";
             goto bad;
@@ -292,6 +324,11 @@ static int parse_options(int argc, char **argv, struct options *o)
             goto bad;
         }
     }
+    if (o->start == BENCH_START_WINDOW && o->test != T_ALLREDUCE &&
+        o->test != T_ALLTOALL) {
+        err = "--start window: allreduce and alltoall only";
+        goto bad;
+    }
     if ((o->test == T_PINGPONG || o->test == T_STREAM) && size < 2) {
         err = "pingpong and stream need at least 2 ranks";
         goto bad;
@@ -307,26 +344,41 @@ bad:
 
 /* ---- data ------------------------------------------------------------- */
 
+/* The timed loop's clock: the start window's is the one all ranks share. */
+static double loop_clock(void)
+{
+    return start_window ? bench_clock() : MPI_Wtime();
+}
+
 /*
- * The timed loop of a collective test: an MPI_Barrier, then `iters` calls
- * of op(arg) back to back.  usec_per_op: the loop's duration / iters on
- * the slowest rank; usec_median: rank 0's per-call median over blocks.
+ * The timed loop of a collective test: an MPI_Barrier (and with --start
+ * window the wait for t0), then `iters` calls of op(arg) back to back.
+ * usec_per_op: the loop's duration / iters on the slowest rank;
+ * usec_median: rank 0's per-call median over blocks.
  */
 static void timed_loop(void (*op)(void *), void *arg, long iters,
                        struct result *res)
 {
     double *t = bench_malloc(MAX_SAMPLES * sizeof *t);
-    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt = 0;
-    double start = MPI_Wtime(), prev = start;
-    for (long i = 0; i < iters; i++) {
-        op(arg);
-        if ((i + 1) % block == 0 || i + 1 == iters) {
-            double now = MPI_Wtime();
-            t[nt++] = (now - prev) / (double)(i % block + 1);
-            prev = now;
+    long block = (iters + MAX_SAMPLES - 1) / MAX_SAMPLES, nt;
+    double start, prev;
+    loop_window = calibrated_window;
+    do {
+        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        if (start_window)
+            bench_window_start(&loop_window);
+        start = start_window ? loop_window.t0 : MPI_Wtime();
+        prev = start;
+        nt = 0;
+        for (long i = 0; i < iters; i++) {
+            op(arg);
+            if ((i + 1) % block == 0 || i + 1 == iters) {
+                double now = loop_clock();
+                t[nt++] = (now - prev) / (double)(i % block + 1);
+                prev = now;
+            }
         }
-    }
+    } while (start_window && bench_window_missed(&loop_window));
     res->usec_per_op = bench_max_at_root(prev - start) / (double)iters * 1e6;
     res->usec_median = bench_quantile(t, nt, 0.5) * 1e6;
     free(t);
@@ -732,6 +784,9 @@ int main(int argc, char **argv)
         bench_mpi_check(MPI_Finalize(), "MPI_Finalize");
         return parsed == 1 ? 0 : 2;
     }
+    start_window = o.start == BENCH_START_WINDOW;
+    if (start_window)
+        bench_window_calibrate(&calibrated_window);
     int sites = world_sites();
     char peer[16] = "-";
     const char *pair = "-";

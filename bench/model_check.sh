@@ -5,7 +5,9 @@
 # (Steffenel eq. 7; 64 KiB..1 MiB per pair of ranks, gridcoll-bench's
 # --sizes for alltoall) and bcast multilane (64 KiB..16 MiB, the whole
 # buffer), and gridcoll-bench, run with the model so the forced algorithm
-# takes the segment size the prediction assumed, measures them.  Writes CSV
+# takes the segment size the prediction assumed, measures them (--start
+# window: from a start all ranks share, as the model, which knows no skew
+# between the sites, predicts).  Writes CSV
 #   coll,algo,layout,bytes,predicted_us,measured_us,ratio
 # with ratio = predicted / measured, measured the median over --runs of
 # gridcoll-bench's medians.  Needs root (gridrun --wan).  Bounded: about a
@@ -56,7 +58,7 @@ predictions() {
 measure() {
     nice "$bin/gridrun" --timeout 300 --site-sizes "$3" --wan "$wan" \
         --model "$5" -- "$bin/gridcoll-bench" "$1" --sizes "$4" \
-        --algos "$2" --iters 5 --warmup 1 --csv |
+        --algos "$2" --iters 5 --warmup 1 --start window --csv |
         awk -F, -v algo="$2" 'NR > 1 && $2 == algo { print $5, $6 }'
 }
 

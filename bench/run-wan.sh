@@ -33,7 +33,12 @@
 #     to 16 MiB; alltoall bytes per pair and allgather bytes per rank, 8 B
 #     to 1 MiB (so the report fits its budget: 16 MiB per pair would be
 #     256 MiB per direction on 4+4).  Native 16 MiB runs as a job of its own
-#     with one timed call.  Plus the barrier target's own measurement:
+#     with one timed call.  Both programs run with --start window: the
+#     ranks start every call together at a time rank 0 broadcasts on the
+#     clock all namespaces share, and a call's time is the slowest rank's
+#     end minus that start, so the skew with which a barrier releases the
+#     sites (up to one delay) is not in the times.  The model check
+#     (3.) times the same way.  Plus the barrier target's own measurement:
 #     50 back-to-back MPI_Barrier calls (gridcoll-mpibench barrier) on 2+2,
 #     GridColl and native alternating, and on one site of 2 ranks, N rounds.
 #  3. bench/model_check.sh, when it exists: predicted against measured.
@@ -289,7 +294,7 @@ coll_job() { # layout lib coll sizes iters warmup
     fi
     job "$coll $layout $lib sizes $sizes" "$tmp/coll.out" 240 "${args[@]}" -- \
         "$prog" "$coll" --sizes "$sizes" --iters "$n" --warmup "$warm" \
-        --csv || return 0
+        --start window --csv || return 0
     grep "^$coll," "$tmp/coll.out" | sed "s/^/${layout/,/+},$lib,/" |
         awk -F, 'BEGIN { OFS = "," } { print $1, $2, $3, $4, $6, $7, $8, $9, $10 }' \
             >>"$coll_csv"

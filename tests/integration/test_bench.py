@@ -2,8 +2,9 @@
 """gridcoll-bench under gridrun on two sites (2+1 ranks): the CSV header,
 one row per algorithm (as `gridcoll-info --algorithms --csv` lists them,
 plus "auto") and size, numbers that parse and are ordered p10 <= median <=
-p90 (n/a only for an algorithm with restrictions); the aligned table; an
-unknown algorithm in --algos exits 2 naming the valid ones."""
+p90 (n/a only for an algorithm with restrictions), also with --start
+window; the aligned table; an unknown algorithm in --algos or a bad
+--start exits 2 naming the valid ones."""
 
 import csv
 import io
@@ -37,9 +38,9 @@ def run_bench(args):
     return out
 
 
-def check_csv(coll, sizes):
+def check_csv(coll, sizes, extra=()):
     algos = algorithms()[coll]
-    out = run_bench([coll, "--sizes", SIZES, "--csv"] + TINY)
+    out = run_bench([coll, "--sizes", SIZES, "--csv"] + TINY + list(extra))
     lines = out.splitlines()
     check(lines and lines[0] == HEADER, "header: %r" % lines[:1])
     rows = list(csv.DictReader(io.StringIO(out)))
@@ -66,6 +67,21 @@ def test_bcast_csv():
 
 def test_alltoall_csv():
     check_csv("alltoall", [8, 1024])
+
+
+def test_start_window_csv():
+    # The ranks start together at a broadcast time on the shared clock:
+    # the same rows, the same checks.
+    check_csv("bcast", [8, 1024], ["--start", "window"])
+    check_csv("alltoall", [8, 1024], ["--start", "window"])
+
+
+def test_bad_start():
+    rc, out, err = gridrun(LAYOUT, [BENCH, "bcast", "--start", "later"])
+    check(rc == 2, "exit status %d, expected 2:\n%s\n%s" % (rc, out, err))
+    check("--start: barrier or window" in err,
+          "the error should name the valid --start values:\n" + err)
+    check(HEADER not in out, "rows printed despite the error:\n" + out)
 
 
 def test_barrier_one_row_per_algorithm():
@@ -96,7 +112,8 @@ def test_unknown_algorithm():
 def test_help():
     rc, out, err = gridrun(["--sites", "1", "-n", "1"], [BENCH, "--help"])
     check(rc == 0, "--help exited %d:\n%s" % (rc, err))
-    for word in ("--sizes", "--iters", "--warmup", "--algos", "--csv",
+    for word in ("--sizes", "--iters", "--warmup", "--algos", "--start",
+                 "CLOCK_MONOTONIC", "--csv",
                  "block of one pair", "whole buffer", HEADER):
         check(word in out, "--help does not mention %r:\n%s" % (word, out))
 
