@@ -3,7 +3,7 @@
 # against iperf3 and native MPICH over the same emulated WAN, one run.
 #
 #   bench/run-wan.sh [--build DIR] [--out DIR] [--wan SPEC] [--runs N]
-#                    [--budget S] [--colls LIST] [--quick]
+#                    [--budget S] [--colls LIST] [--quick] [--tuning]
 #
 # Needs root (gridrun --wan).  SPEC defaults to
 # delay=20ms,rate=1gbit,loss=0.1%.  Every job runs under gridrun --timeout
@@ -20,11 +20,12 @@
 #     (throwaway certificates from conf/tls/make-certs.sh, gridrun
 #     --tls-dir), once with the ranks sleeping 200 us between MPI_Testany
 #     calls instead of waiting in MPI_Waitany (--nap 200: the CPU their
-#     spinning takes), once without gridwan (the relay path alone),
-#     N rounds of flow.rank_credit 8M (the old default) against 32M (the
-#     new one), alternating, and three tuning variants beside them:
-#     flow.rank_credit=64M, wan.chunk_size=1M, gridwan rt=10.  CPU
-#     seconds per GB moved of gridwan, both ranks and both relays.
+#     spinning takes), once without gridwan (the relay path alone).  With
+#     --tuning also N rounds of flow.rank_credit 8M (the old default)
+#     against 32M (the new one), alternating, and three tuning variants
+#     beside them: flow.rank_credit=64M, wan.chunk_size=1M, gridwan rt=10
+#     (off by default: their time goes to the collectives' repetitions).
+#     CPU seconds per GB moved of gridwan, both ranks and both relays.
 #  2. Collectives alltoall, bcast, allgather, allreduce, barrier on 2+2,
 #     4+4, 3+5 ranks: gridcoll-bench (every algorithm forced in turn, and
 #     auto; relays with 8 streams and bbr) against gridcoll-bench-plain
@@ -61,6 +62,7 @@ wan="delay=20ms,rate=1gbit,loss=0.1%"
 runs=3
 budget=840
 quick=0
+tuning=0
 colls=alltoall,bcast,allgather,allreduce,barrier
 
 usage() {
@@ -76,6 +78,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --budget) budget=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --tuning) tuning=1; shift ;;
     --colls) colls=$2; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run-wan.sh: unknown option '$1'" >&2; usage 2 >&2 ;;
@@ -118,6 +121,9 @@ mkdir -p "$out"
 prefix=wan
 [ "$quick" = 1 ] && prefix="wan-quick"
 tmp=$(mktemp -d /tmp/run-wan.XXXXXX)
+# A default model the user probed (gridrun --probe) must not change what
+# `auto` picks here: an empty model directory for every job.
+export GRIDCOLL_MODEL_DIR=$tmp/models
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/jobs"
 job_base=$tmp/jobs
@@ -251,6 +257,8 @@ else
     relay_point default-tls 1 8 system tls
     relay_point default-nap 1 8 system nap
     relay_point loopback 1 8 system loopback
+fi
+if [ "$tuning" = 1 ] && [ "$quick" = 0 ]; then
     # Before and after the default rank credit went from 8M to 32M,
     # alternating; then other knobs.
     for round in $(seq 1 "$runs"); do
@@ -277,7 +285,7 @@ else
     big_sizes="8,64k,1m,16m"
     pair_sizes="8,64k,1m"
     native_big="16m"
-    iters=3
+    iters=5
 fi
 relay_sets=(--relay-set wan.streams=8 --relay-set tcp.congestion=bbr)
 turn=0
