@@ -307,9 +307,19 @@ int coll_local_wait(MPI_Request *req)
     return status;
 }
 
+/* A local barrier whose waiting ranks sleep (coll_local_wait): in
+ * PMPI_Barrier they would busy-poll, and on a node with fewer cores than
+ * ranks the ones the barrier waits for then get the cores late. */
+static int local_barrier(struct gc_comm *c)
+{
+    MPI_Request req;
+    int status = PMPI_Ibarrier(c->local, &req);
+    return status == MPI_SUCCESS ? coll_local_wait(&req) : status;
+}
+
 int gc_coll_barrier(struct gc_comm *c)
 {
-    int status = PMPI_Barrier(c->local);
+    int status = local_barrier(c);
     if (status != MPI_SUCCESS || c->site_count == 1)
         return status;
     if (c->local_rank == 0) {
@@ -326,11 +336,7 @@ int gc_coll_barrier(struct gc_comm *c)
         }
         status = coll_wait(c, n, reqs, status);
     }
-    if (status != MPI_SUCCESS)
-        return status;
-    MPI_Request req;
-    status = PMPI_Ibarrier(c->local, &req);
-    return status == MPI_SUCCESS ? coll_local_wait(&req) : status;
+    return status == MPI_SUCCESS ? local_barrier(c) : status;
 }
 
 /*

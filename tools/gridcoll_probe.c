@@ -15,8 +15,8 @@
  *    of Proposition 1, for every candidate threshold M among the sizes,
  *    keeping the M with the least residual (§IV).  All sites at once.
  * 3. Per pair of sites, one pair at a time, the sites' first members
- *    through the relays: a ping-pong at several sizes up to a few MiB
- *    (α_w, β_w), a burst of small messages back to back (the gap g per
+ *    through the relays: a ping-pong at several sizes up to a few MiB,
+ *    timed after a few untimed rounds of each size (α_w, β_w), a burst of small messages back to back (the gap g per
  *    message), and a burst of large messages in flight at once, which the
  *    relay stripes over its streams (the bulk β of segmented transfers).
  *
@@ -43,7 +43,7 @@ struct options {
     const char *output;
     uint64_t local_sizes[MAX_SIZES], wan_sizes[MAX_SIZES], a2a_sizes[MAX_SIZES];
     size_t n_local, n_wan, n_a2a;
-    uint64_t iters, wan_iters, burst, bulk_count, bulk_bytes;
+    uint64_t iters, wan_iters, wan_warmup, burst, bulk_count, bulk_bytes;
     int verbose;
 };
 
@@ -67,7 +67,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: " PROG " [--output FILE] [--iters N] [--wan-iters N]\n"
-            "       [--local-sizes LIST] [--wan-sizes LIST]\n"
+            "       [--wan-warmup N] [--local-sizes LIST] [--wan-sizes LIST]\n"
             "       [--alltoall-sizes LIST] [--burst N] [--bulk-count N]\n"
             "       [--bulk-bytes B] [--verbose]\n"
             "Measures the performance model of the grid it runs on and\n"
@@ -77,6 +77,8 @@ static void usage(FILE *out)
             "  --iters N            local ping-pongs and all-to-alls per "
             "size [20]\n"
             "  --wan-iters N        WAN ping-pongs per size and bursts [3]\n"
+            "  --wan-warmup N       untimed WAN ping-pongs before them, per\n"
+            "                       size, for TCP's pacing to settle [3]\n"
             "  --local-sizes LIST   local ping-pong sizes "
             "[8,1k,16k,64k,256k,1m]\n"
             "  --wan-sizes LIST     WAN ping-pong sizes "
@@ -97,6 +99,7 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
     *o = (struct options){.output = "gridcoll-model.cfg",
                           .iters = 20,
                           .wan_iters = 3,
+                          .wan_warmup = 3,
                           .burst = 64,
                           .bulk_count = 16,
                           .bulk_bytes = 1 << 20};
@@ -123,6 +126,9 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
         } else if (strcmp(a, "--wan-iters") == 0 && ok) {
             ok = bench_parse_u64(v, 0, &o->wan_iters) == 0 &&
                  o->wan_iters > 0 && o->wan_iters <= 1000;
+        } else if (strcmp(a, "--wan-warmup") == 0 && ok) {
+            ok = bench_parse_u64(v, 0, &o->wan_warmup) == 0 &&
+                 o->wan_warmup <= 1000;
         } else if (strcmp(a, "--burst") == 0 && ok) {
             ok = bench_parse_u64(v, 0, &o->burst) == 0 && o->burst > 0 &&
                  o->burst <= 100000;
@@ -296,13 +302,13 @@ static double median(double *v, int n)
  * `peer` on `comm` (PMPI: `local` is the site's communicator, else MPI
  * through the relays), rank `first` of the two starting. */
 static void ping_pong(MPI_Comm comm, int local, int peer, int first,
-                      const uint64_t *sizes, size_t n, uint64_t iters,
-                      char *buf, double *out)
+                      const uint64_t *sizes, size_t n, uint64_t warmup,
+                      uint64_t iters, char *buf, double *out)
 {
     double *round = bench_malloc(iters * sizeof *round);
     for (size_t s = 0; s < n; s++) {
         int len = (int)sizes[s];
-        for (uint64_t i = 0; i <= iters; i++) {
+        for (uint64_t i = 0; i < warmup + iters; i++) {
             double t0 = MPI_Wtime();
             if (first) {
                 bench_mpi_check(
@@ -325,9 +331,8 @@ static void ping_pong(MPI_Comm comm, int local, int peer, int first,
                           : MPI_Send(buf, len, MPI_BYTE, peer, TAG, comm),
                     "send");
             }
-            /* The first round warms up (connections, buffers). */
-            if (i > 0)
-                round[i - 1] = MPI_Wtime() - t0;
+            if (i >= warmup)
+                round[i - warmup] = MPI_Wtime() - t0;
         }
         out[s] = median(round, (long)iters) / 2;
     }
@@ -429,7 +434,8 @@ static void probe_site(MPI_Comm site, const struct options *o, char *buf,
         return; /* no local traffic to model */
     double t[MAX_SIZES];
     if (me < 2) {
-        ping_pong(site, 1, 1 - me, me == 0, o->local_sizes, o->n_local,
+        /* One round warms up (connections, buffers). */
+        ping_pong(site, 1, 1 - me, me == 0, o->local_sizes, o->n_local, 1,
                   o->iters, buf, t);
         if (me == 0)
             print_samples(o, "local one-way", o->local_sizes, t, o->n_local);
@@ -454,8 +460,11 @@ static void probe_link(int first, int peer, const struct options *o, char *buf,
                        double *v)
 {
     double t[MAX_SIZES];
+    /* Several warm-up rounds: BBR paces a stream of request and answer at
+     * what it saw delivered, which takes a few rounds of one size to
+     * settle (docs/performance.md, "Collectives"). */
     ping_pong(MPI_COMM_WORLD, 0, peer, first, o->wan_sizes, o->n_wan,
-              o->wan_iters, buf, t);
+              o->wan_warmup, o->wan_iters, buf, t);
     double alpha, beta;
     double res = fit_hockney(o->wan_sizes, t, (int)o->n_wan, &alpha, &beta);
     if (first)
