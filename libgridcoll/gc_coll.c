@@ -307,19 +307,9 @@ int coll_local_wait(MPI_Request *req)
     return status;
 }
 
-/* A local barrier whose waiting ranks sleep (coll_local_wait): in
- * PMPI_Barrier they would busy-poll, and on a node with fewer cores than
- * ranks the ones the barrier waits for then get the cores late. */
-static int local_barrier(struct gc_comm *c)
-{
-    MPI_Request req;
-    int status = PMPI_Ibarrier(c->local, &req);
-    return status == MPI_SUCCESS ? coll_local_wait(&req) : status;
-}
-
 int gc_coll_barrier(struct gc_comm *c)
 {
-    int status = local_barrier(c);
+    int status = coll_local_barrier(c->local);
     if (status != MPI_SUCCESS || c->site_count == 1)
         return status;
     if (c->local_rank == 0) {
@@ -336,7 +326,7 @@ int gc_coll_barrier(struct gc_comm *c)
         }
         status = coll_wait(c, n, reqs, status);
     }
-    return status == MPI_SUCCESS ? local_barrier(c) : status;
+    return status == MPI_SUCCESS ? coll_local_barrier(c->local) : status;
 }
 
 /*
@@ -389,8 +379,8 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
             memcpy((unsigned char *)all + (size_t)r * len,
                    blocks[c->site[r]] + (size_t)c->site_rank[r] * len, len);
     }
-    status =
-        PMPI_Bcast(all, (int)((size_t)c->size * len), MPI_BYTE, 0, c->local);
+    status = coll_local_bcast(all, (int)((size_t)c->size * len), MPI_BYTE, 0,
+                              c->local);
 cleanup:
     for (int s = 0; s < GC_MAX_SITES; s++)
         free(blocks[s]);

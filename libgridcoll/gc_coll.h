@@ -124,11 +124,23 @@ void coll_blocks_free(struct coll_blocks *b);
  */
 int coll_wait(struct gc_comm *c, int n, struct gc_xfer **reqs, int status);
 /*
- * Wait for a PMPI request on the site's communicator that depends on a
- * WAN step (e.g. the release after the leaders' exchange), sleeping
- * between polls (gc_idle) instead of busy-polling inside MPICH.
+ * Wait for a PMPI request of a local phase, sleeping between polls
+ * (gc_idle) instead of busy-polling inside MPICH.
  */
 int coll_local_wait(MPI_Request *req);
+/*
+ * Local phases (coll/local_phase.c): the PMPI collective of the same name
+ * and arguments; below 256 KiB per rank as its nonblocking form completed
+ * by coll_local_wait, so waiting ranks sleep instead of spinning in MPICH.
+ */
+int coll_local_barrier(MPI_Comm comm);
+int coll_local_bcast(void *buf, int count, MPI_Datatype type, int root,
+                     MPI_Comm comm);
+int coll_local_reduce(const void *sbuf, void *rbuf, int count,
+                      MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
+/* PMPI_Waitall, statuses ignored, sleeping between polls; every request
+ * completes, the first error is returned. */
+int coll_local_waitall(int count, MPI_Request reqs[]);
 /* Post into reqs[*n], counting only what was posted. */
 int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
                struct gc_xfer **reqs, int *n);

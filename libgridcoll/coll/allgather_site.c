@@ -144,13 +144,10 @@ int site_round_recv(struct site_round *r, const struct site_blocks *b, int peer,
 int site_round_wait(struct site_round *r, int status)
 {
     /* Posted operations use the caller's buffer: finish them even after
-     * a failed post.  (One PMPI_Wait each: GCC misreads PMPI_Waitall's
-     * MPI_STATUSES_IGNORE as a too-small array.) */
-    for (int i = 0; i < r->n; i++) {
-        int wait_status = PMPI_Wait(&r->reqs[i], MPI_STATUS_IGNORE);
-        if (status == MPI_SUCCESS)
-            status = wait_status;
-    }
+     * a failed post. */
+    int wait_status = coll_local_waitall(r->n, r->reqs);
+    if (status == MPI_SUCCESS)
+        status = wait_status;
     r->n = 0;
     return status;
 }

@@ -48,6 +48,7 @@
 #include <string.h>
 
 #include "allgather_site.h"
+#include "gc_coll.h"
 #include "node_shm.h"
 
 enum { LEADER_TAG = 1 };
@@ -196,11 +197,9 @@ static int run_round(const struct round *r, MPI_Request *recvs,
     if (leader) {
         status = leader_arrivals(r, recvs);
         /* The sends read the buffer: finished before the last post. */
-        for (int j = 0; j < n->nodes; j++) {
-            int wait_status = PMPI_Wait(&sends[j], MPI_STATUS_IGNORE);
-            if (status == MPI_SUCCESS)
-                status = wait_status;
-        }
+        int wait_status = coll_local_waitall(n->nodes, sends);
+        if (status == MPI_SUCCESS)
+            status = wait_status;
     } else {
         uint64_t base = n->seq;
         for (int a = 0; a < n->nodes - 1 && status == MPI_SUCCESS; a++) {

@@ -50,7 +50,8 @@ static int site_reduce(struct gc_comm *c, int shm, const void *sbuf, void *rbuf,
                        const struct coll_reduce_args *r)
 {
     return shm ? reduce_site_shm(c, sbuf, rbuf, r->count, r->type, r->op)
-               : PMPI_Reduce(sbuf, rbuf, r->count, r->type, r->op, 0, c->local);
+               : coll_local_reduce(sbuf, rbuf, r->count, r->type, r->op, 0,
+                                   c->local);
 }
 
 /* The leader: local reduce into rbuf, exchange, fold into rbuf. */
@@ -115,8 +116,9 @@ int allreduce_grid_hier(const struct coll_args *a)
         status = site_reduce(
             c, shm, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf, NULL, r);
     if (status == MPI_SUCCESS)
-        status = shm ? bcast_site_shm(c, r->rbuf, r->count, r->type)
-                     : PMPI_Bcast(r->rbuf, r->count, r->type, 0, c->local);
+        status =
+            shm ? bcast_site_shm(c, r->rbuf, r->count, r->type)
+                : coll_local_bcast(r->rbuf, r->count, r->type, 0, c->local);
     return status;
 }
 

@@ -157,7 +157,7 @@ static int bruck_step(MPI_Comm comm, struct bruck *b, int step)
         if (status == MPI_SUCCESS)
             status = bruck_take(b, bit, in, (size_t)in_size);
     }
-    int wait_status = PMPI_Wait(&send, MPI_STATUS_IGNORE);
+    int wait_status = coll_local_wait(&send);
     free(out);
     return status == MPI_SUCCESS ? wait_status : status;
 }

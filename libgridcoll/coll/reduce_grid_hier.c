@@ -118,7 +118,8 @@ static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
                                      (size_t)x->lo * esize,
                                  (size_t)(x->hi - x->lo) * esize, reqs, &n);
     }
-    status = PMPI_Reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
+    status =
+        coll_local_reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
     if (status == MPI_SUCCESS)
         status =
             coll_pack(c, rbuf, count, type, partials + (size_t)slot * len, len);
@@ -163,7 +164,7 @@ static int reduce_leader(struct gc_comm *c, const void *sbuf, int count,
     int status = coll_temp_alloc(c, count, type, 1, &t);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    status = PMPI_Reduce(sbuf, t.base, count, type, op, 0, c->local);
+    status = coll_local_reduce(sbuf, t.base, count, type, op, 0, c->local);
     if (status != MPI_SUCCESS)
         goto cleanup;
     int segments = (count - 1) / seg + 1;
@@ -206,10 +207,10 @@ static int reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
     if (c->rank == root)
         return reduce_root(c, sbuf, rbuf, count, type, op, esize, seg);
     if (c->site[c->rank] == c->site[root])
-        return PMPI_Reduce(sbuf, NULL, count, type, op, c->site_rank[root],
-                           c->local);
+        return coll_local_reduce(sbuf, NULL, count, type, op,
+                                 c->site_rank[root], c->local);
     if (c->local_rank != 0)
-        return PMPI_Reduce(sbuf, NULL, count, type, op, 0, c->local);
+        return coll_local_reduce(sbuf, NULL, count, type, op, 0, c->local);
     return reduce_leader(c, sbuf, count, type, op, root, esize, seg);
 }
 

@@ -167,9 +167,9 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
         status = cyclic_make(c, type, op, &g, &ok);
     if (status != MPI_SUCCESS || !ok) {
         cyclic_free(&g);
-        return status != MPI_SUCCESS
-                   ? status
-                   : PMPI_Reduce(sbuf, rbuf, count, type, op, 0, c->local);
+        return status != MPI_SUCCESS ? status
+                                     : coll_local_reduce(sbuf, rbuf, count,
+                                                         type, op, 0, c->local);
     }
     struct coll_node *n = g.n;
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
@@ -193,8 +193,8 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
                 status = node_type_copy(&g.t, element(&g, p - 1, 0), out, round,
                                         g.bounce);
             else if (status == MPI_SUCCESS)
-                status = PMPI_Reduce(element(&g, p - 1, 0), out, round, type,
-                                     op, 0, n->leaders);
+                status = coll_local_reduce(element(&g, p - 1, 0), out, round,
+                                           type, op, 0, n->leaders);
         }
         if (status == MPI_SUCCESS)
             status = node_post(n);

@@ -135,7 +135,7 @@ int scan_grid_hier(const struct coll_args *a)
         status =
             coll_combine(c, totals, me, len, len, p, r->count, r->type, r->op);
     if (status == MPI_SUCCESS)
-        status = PMPI_Bcast(p, r->count, r->type, 0, c->local);
+        status = coll_local_bcast(p, r->count, r->type, 0, c->local);
     if (status == MPI_SUCCESS && p != r->rbuf)
         status = PMPI_Reduce_local(p, r->rbuf, r->count, r->type, r->op);
 cleanup:
