@@ -810,12 +810,12 @@ static bool take_hydra_exit_codes(struct outsrc *o, const char *line,
                                   size_t len)
 {
     static const char head[] = "[mpiexec@", tag[] = "] Exit codes: ";
+    if (o->is_err)
+        return false;
     const char *codes =
         len > sizeof(head) && memcmp(line, head, sizeof(head) - 1) == 0
             ? memmem(line, len, tag, sizeof(tag) - 1)
             : NULL;
-    if (o->is_err)
-        return false;
     if (codes != NULL) {
         codes += sizeof(tag) - 1;
         o->in_exit_codes =
