@@ -16,9 +16,10 @@
  *    keeping the M with the least residual (§IV).  All sites at once.
  * 3. Per pair of sites, one pair at a time, the sites' first members
  *    through the relays: a ping-pong at several sizes up to a few MiB,
- *    timed after a few untimed rounds of each size (α_w, β_w), a burst of small messages back to back (the gap g per
- *    message), and a burst of large messages in flight at once, which the
- *    relay stripes over its streams (the bulk β of segmented transfers).
+ *    timed after a few untimed rounds of each size (α_w, β_w), a burst of small
+ * messages back to back (the gap g per message), and a burst of large messages
+ * in flight at once, which the relay stripes over its streams (the bulk β of
+ * segmented transfers).
  *
  * Fits weigh every point by 1/t², so the residual is relative and small
  * sizes count as much as large ones.  Rank 0 prints every fitted value
