@@ -340,6 +340,17 @@ def run_self_checking(program, sizes, args, env, timeout):
     return ok, wan_stats(err)
 
 
+def gridrun_usage_errors(cases, timeout=10):
+    """Each (ARGS, TEXT): `gridrun ARGS` must refuse to start, with exit
+    status 2 and TEXT in its standard error."""
+    for args, text in cases:
+        r = subprocess.run([os.path.join(BIN, "gridrun")] + args,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+        check(r.returncode == 2 and text in r.stderr,
+              "%r: exit %d, %r" % (args, r.returncode, r.stderr))
+
+
 def gridrun(layout, program, env=None, timeout=90):
     """Run `gridrun --timeout T LAYOUT -- PROGRAM...`; (rc, stdout, stderr).
     gridrun's own --timeout tears the job down cleanly (killing gridrun from

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BIN, check, gridrun, main
+from harness import BIN, check, gridrun, gridrun_usage_errors, main
 
 PROBE = os.path.join(BIN, "gridcoll-probe")
 BENCH = os.path.join(BIN, "gridcoll-bench")
@@ -254,20 +254,16 @@ def test_failed_probe_leaves_no_model():
 
 
 def test_probe_usage():
-    for args, message in (
-            (["--probe", "--sites", "1", "-n", "2"],
-             "--probe needs at least two sites"),
-            (["--probe", "--model", "/dev/null"] + LAYOUT,
-             "--model and --native do not apply"),
-            (["--probe"] + LAYOUT + ["x"],
-             "put '--' before gridcoll-probe's options"),
-            (["--no-model", "--model", "/dev/null"] + LAYOUT + ["--", "true"],
-             "--model and --no-model exclude each other")):
-        r = subprocess.run([os.path.join(BIN, "gridrun")] + args,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, timeout=30)
-        check(r.returncode == 2 and message in r.stderr,
-              "%s: exit %d:\n%s" % (args, r.returncode, r.stderr))
+    gridrun_usage_errors([
+        (["--probe", "--sites", "1", "-n", "2"],
+         "--probe needs at least two sites"),
+        (["--probe", "--model", "/dev/null"] + LAYOUT,
+         "--model and --native do not apply"),
+        (["--probe"] + LAYOUT + ["x"],
+         "put '--' before gridcoll-probe's options"),
+        (["--no-model", "--model", "/dev/null"] + LAYOUT + ["--", "true"],
+         "--model and --no-model exclude each other"),
+    ], timeout=30)
 
 
 if __name__ == "__main__":
