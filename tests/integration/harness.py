@@ -340,6 +340,19 @@ def run_self_checking(program, sizes, args, env, timeout):
     return ok, wan_stats(err)
 
 
+def need_wan_devices(tools):
+    """Skip unless this process may make network namespaces and TAP
+    devices, and every (TOOL, DEBIAN PACKAGE) of `tools` is installed."""
+    if os.geteuid() != 0:
+        raise Skip("needs root (network namespaces and TAP devices)")
+    if not os.path.exists("/dev/net/tun"):
+        raise Skip("/dev/net/tun is missing (no TUN/TAP support)")
+    for tool, package in tools:
+        if shutil.which(tool) is None:
+            raise Skip("%s is not installed (Debian package %s)"
+                       % (tool, package))
+
+
 def gridrun_usage_errors(cases, timeout=10):
     """Each (ARGS, TEXT): `gridrun ARGS` must refuse to start, with exit
     status 2 and TEXT in its standard error."""

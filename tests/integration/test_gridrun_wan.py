@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 
-from harness import BIN, Skip, check, main
+from harness import BIN, Skip, check, main, need_wan_devices
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 DELAY_MS = 5
@@ -55,14 +55,7 @@ atexit.register(_cleanup)
 
 
 def need_devices():
-    if os.geteuid() != 0:
-        raise Skip("needs root (network namespaces and TAP devices)")
-    if not os.path.exists("/dev/net/tun"):
-        raise Skip("/dev/net/tun is missing (no TUN/TAP support)")
-    for tool, package in (("ip", "iproute2"), ("unshare", "util-linux")):
-        if shutil.which(tool) is None:
-            raise Skip("%s is not installed (Debian package %s)"
-                       % (tool, package))
+    need_wan_devices((("ip", "iproute2"), ("unshare", "util-linux")))
 
 
 class Job:

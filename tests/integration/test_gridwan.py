@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 
-from harness import BIN, Skip, check, main
+from harness import BIN, Skip, check, main, need_wan_devices
 
 GRIDWAN = os.path.join(BIN, "gridwan")
 PREFIX = "gw%d" % os.getpid()
@@ -65,15 +65,8 @@ atexit.register(_cleanup)
 
 
 def need_devices():
-    if os.geteuid() != 0:
-        raise Skip("needs root (network namespaces and TAP devices)")
-    if not os.path.exists("/dev/net/tun"):
-        raise Skip("/dev/net/tun is missing (no TUN/TAP support)")
-    for tool, package in (("ip", "iproute2"), ("ping", "iputils-ping"),
-                          ("iperf3", "iperf3")):
-        if shutil.which(tool) is None:
-            raise Skip("%s is not installed (Debian package %s)"
-                       % (tool, package))
+    need_wan_devices((("ip", "iproute2"), ("ping", "iputils-ping"),
+                      ("iperf3", "iperf3")))
 
 
 class Wan:

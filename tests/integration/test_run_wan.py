@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BIN, BUILD_DIR, SOURCE_DIR, Skip, check, main
+from harness import BIN, BUILD_DIR, SOURCE_DIR, check, main, need_wan_devices
 
 SCRIPT = os.path.join(SOURCE_DIR, "bench", "run-wan.sh")
 COLLS = ["alltoall", "barrier"]
@@ -29,15 +29,8 @@ TARGETS = ["relay link, default config (", "relay / iperf3",
 
 
 def need():
-    if os.geteuid() != 0:
-        raise Skip("needs root (network namespaces and TAP devices)")
-    if not os.path.exists("/dev/net/tun"):
-        raise Skip("/dev/net/tun is missing (no TUN/TAP support)")
-    for tool, package in (("iperf3", "iperf3"), ("gnuplot", "gnuplot-nox"),
-                          ("ip", "iproute2")):
-        if shutil.which(tool) is None:
-            raise Skip("%s is not installed (Debian package %s)"
-                       % (tool, package))
+    need_wan_devices((("iperf3", "iperf3"), ("gnuplot", "gnuplot-nox"),
+                      ("ip", "iproute2")))
 
 
 def algorithms(coll):
