@@ -3,7 +3,8 @@
  * writes the model of a layout into the model directory, and every later
  * job on the same layout finds it there.  One file per layout, named by a
  * hash of the layout's description; the file records the description in a
- * comment, so whoever reads it can tell which layout it belongs to.
+ * comment (gridcoll-probe --layout), so whoever reads it can tell which
+ * layout it belongs to.
  */
 #ifndef GRIDRUN_DEFAULT_MODEL_H
 #define GRIDRUN_DEFAULT_MODEL_H
@@ -37,9 +38,5 @@ int dm_path(const char *dir, const char *layout, char *out, size_t len);
 /* Make `dir` and its missing parents with mode 0700; 0, or -1 with errno
  * set. */
 int dm_make_dir(const char *dir);
-
-/* Add "# layout: LAYOUT" to the model file at `path`, after its leading
- * comment lines, and flush it to disk; 0, or -1 with errno set. */
-int dm_record_layout(const char *path, const char *layout);
 
 #endif

@@ -918,8 +918,9 @@ static int run_probe(struct gr_job *job, struct model_opts *md)
     }
     close(fd);
     int status = 1;
-    /* The user's probe options first: the last --output counts, ours. */
-    char **argv = calloc((size_t)md->probe_argc + 4, sizeof *argv);
+    /* The user's probe options first: the last --output and --layout
+     * count, ours. */
+    char **argv = calloc((size_t)md->probe_argc + 6, sizeof *argv);
     if (argv == NULL) {
         fprintf(stderr, "gridrun: out of memory\n");
         goto cleanup;
@@ -930,6 +931,8 @@ static int run_probe(struct gr_job *job, struct model_opts *md)
         argv[argc++] = md->probe_args[i];
     argv[argc++] = "--output";
     argv[argc++] = tmp;
+    argv[argc++] = "--layout";
+    argv[argc++] = md->layout;
     job->prog_argv = argv;
     job->prog_argc = argc;
     /* The probe measures with fixed algorithms; a model of the user's is
@@ -939,10 +942,6 @@ static int run_probe(struct gr_job *job, struct model_opts *md)
     if (status != 0)
         goto cleanup;
     status = 1;
-    if (dm_record_layout(tmp, md->layout) != 0) {
-        fprintf(stderr, "gridrun: --probe: %s: %s\n", tmp, strerror(errno));
-        goto cleanup;
-    }
     if (check_model(job, tmp, "--probe: gridcoll-probe wrote no valid model") !=
         0)
         goto cleanup;

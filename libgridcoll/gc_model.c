@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 enum field_type { FIELD_NAME, FIELD_INT, FIELD_DOUBLE };
 
@@ -374,9 +375,13 @@ int gc_model_write(const struct gc_model *m, const char *path,
     if (out == NULL)
         return -1;
     fprintf(out,
-            "# GridColl performance model (docs/model.md); seconds, bytes.\n"
-            "# %s\nversion = %d;\nsites = (\n",
-            comment, GC_MODEL_VERSION);
+            "# GridColl performance model (docs/model.md); seconds, bytes.\n");
+    for (const char *line = comment; line != NULL && *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        fprintf(out, "# %.*s\n", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    fprintf(out, "version = %d;\nsites = (\n", GC_MODEL_VERSION);
     for (int i = 0; i < m->site_count; i++) {
         fprintf(out, "  {");
         write_fields(out, site_fields, COUNT(site_fields), &m->sites[i]);
@@ -400,7 +405,9 @@ int gc_model_write(const struct gc_model *m, const char *path,
                     a + 2 < m->site_count || b + 1 < m->site_count ? "," : "");
         }
     fprintf(out, ");\n");
-    int status = ferror(out) ? -1 : 0;
+    /* On disk before the writer renames it into place (gridrun --probe). */
+    int status =
+        fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0 ? -1 : 0;
     if (fclose(out) != 0)
         status = -1;
     return status;

@@ -71,8 +71,9 @@ gc_model_link(const struct gc_model *m, int a, int b)
 double gc_model_one_way(const struct gc_model_link *l, double m);
 
 /*
- * Write `m` as a model file; 0 or -1 with errno set.  `comment` goes into
- * a comment at the top (how it was measured).
+ * Write `m` as a model file, flushed to disk; 0 or -1 with errno set.
+ * `comment` goes into comment lines at the top, one per line of it (how
+ * and where it was measured).
  */
 int gc_model_write(const struct gc_model *m, const char *path,
                    const char *comment);

@@ -42,6 +42,7 @@
 
 struct options {
     const char *output;
+    const char *layout; /* recorded in the model file; NULL: none */
     uint64_t local_sizes[MAX_SIZES], wan_sizes[MAX_SIZES], a2a_sizes[MAX_SIZES];
     size_t n_local, n_wan, n_a2a;
     uint64_t iters, wan_iters, wan_warmup, burst, bulk_count, bulk_bytes;
@@ -70,11 +71,13 @@ static void usage(FILE *out)
             "usage: " PROG " [--output FILE] [--iters N] [--wan-iters N]\n"
             "       [--wan-warmup N] [--local-sizes LIST] [--wan-sizes LIST]\n"
             "       [--alltoall-sizes LIST] [--burst N] [--bulk-count N]\n"
-            "       [--bulk-bytes B] [--verbose]\n"
+            "       [--bulk-bytes B] [--layout TEXT] [--verbose]\n"
             "Measures the performance model of the grid it runs on and\n"
             "writes it (docs/model.md).  Sizes in bytes, K, M, G suffixes.\n"
             "  --output FILE        model file rank 0 writes\n"
             "                       [gridcoll-model.cfg]\n"
+            "  --layout TEXT        what the model describes, recorded in a\n"
+            "                       comment line \"layout: TEXT\"\n"
             "  --iters N            local ping-pongs and all-to-alls per "
             "size [20]\n"
             "  --wan-iters N        WAN ping-pongs per size and bursts [3]\n"
@@ -121,6 +124,9 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
             continue;
         } else if (strcmp(a, "--output") == 0 && ok) {
             o->output = v;
+        } else if (strcmp(a, "--layout") == 0 && ok) {
+            ok = strchr(v, '\n') == NULL;
+            o->layout = v;
         } else if (strcmp(a, "--iters") == 0 && ok) {
             ok = bench_parse_u64(v, 0, &o->iters) == 0 && o->iters > 0 &&
                  o->iters <= 100000;
@@ -654,11 +660,17 @@ int main(int argc, char **argv)
                        l->beta_bulk * 1e9,
                        l->beta_bulk > 0 ? 8e-6 / l->beta_bulk : 0.0);
             }
-        char comment[256];
-        snprintf(comment, sizeof comment,
-                 "measured by gridcoll-probe on %d sites, %d ranks, in %.1f s",
-                 sites, size, elapsed);
-        if (gc_model_write(&m, o.output, comment) != 0) {
+        const char *layout = o.layout != NULL ? o.layout : "";
+        size_t len = strlen(layout) + 128;
+        char *comment = bench_malloc(len);
+        snprintf(comment, len,
+                 "measured by gridcoll-probe on %d sites, %d ranks, in %.1f "
+                 "s%s%s",
+                 sites, size, elapsed, o.layout != NULL ? "\nlayout: " : "",
+                 layout);
+        int written = gc_model_write(&m, o.output, comment);
+        free(comment);
+        if (written != 0) {
             fprintf(stderr, PROG ": cannot write %s\n", o.output);
             status = 1;
         } else {
