@@ -296,17 +296,6 @@ int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
 /* ---- layer-internal collectives ---------------------------------------- */
 
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
-int coll_local_wait(MPI_Request *req)
-{
-    unsigned idle = 0;
-    int done = 0, status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-    while (status == MPI_SUCCESS && !done) {
-        gc_idle(&idle);
-        status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
-    }
-    return status;
-}
-
 int gc_coll_barrier(struct gc_comm *c)
 {
     int status = coll_local_barrier(c->local);

@@ -22,6 +22,17 @@
 
 #define LARGE_PHASE (256 * 1024)
 
+int coll_local_wait(MPI_Request *req)
+{
+    unsigned idle = 0;
+    int done = 0, status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    while (status == MPI_SUCCESS && !done) {
+        gc_idle(&idle);
+        status = PMPI_Test(req, &done, MPI_STATUS_IGNORE);
+    }
+    return status;
+}
+
 /* `status`: what posting `req` returned. */
 static int complete(int status, MPI_Request *req)
 {
