@@ -83,6 +83,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         add_link_metric(out, "link_chunks_sent_total", p, l->chunks_out);
         add_link_metric(out, "link_chunks_received_total", p, l->chunks_in);
         add_link_metric(out, "link_chunks_resent_total", p, l->chunks_resent);
+        add_link_metric(out, "link_chunks_copied_total", p, l->chunks_copied);
         add_link_metric(out, "link_chunks_duplicate_total", p,
                         l->chunks_duplicate);
         add_link_metric(out, "link_acks_received_total", p, l->acks_in);
@@ -139,6 +140,7 @@ static void on_status(struct evhttp_request *req, void *arg)
             "\"streams_up\":%d,\"streams\":%u,\"bytes_sent\":%llu,"
             "\"bytes_received\":%llu,\"chunks_sent\":%llu,"
             "\"chunks_received\":%llu,\"chunks_resent\":%llu,"
+            "\"chunks_copied\":%llu,"
             "\"chunks_duplicate\":%llu,\"unacked_bytes\":%llu,"
             "\"reorder_bytes\":%llu,\"stream_detail\":[",
             i ? "," : "", l->peer->name, link_state_name(l->state),
@@ -146,6 +148,7 @@ static void on_status(struct evhttp_request *req, void *arg)
             (unsigned long long)l->bytes_out, (unsigned long long)l->bytes_in,
             (unsigned long long)l->chunks_out, (unsigned long long)l->chunks_in,
             (unsigned long long)l->chunks_resent,
+            (unsigned long long)l->chunks_copied,
             (unsigned long long)l->chunks_duplicate,
             (unsigned long long)l->unacked_bytes,
             (unsigned long long)l->reorder_bytes);

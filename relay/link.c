@@ -19,6 +19,8 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,13 @@
 #define REORDER_MAX_AHEAD   (1u << 22) /* chunks beyond recv_cum accepted */
 #define HANDSHAKE_TIMEOUT_S 10
 
-static void stream_transmit(struct stream *st, struct chunk *c, int resent);
+/* How a chunk goes out: the first time, again after its stream broke
+ * (§8.3 of docs/protocol.md), or as the redundant second copy a lossy
+ * link sends in a burst; re-sent chunks and copies carry GC_FLAG_RESENT. */
+enum transmit_kind { TRANSMIT_FIRST, TRANSMIT_RESEND, TRANSMIT_COPY };
+
+static void stream_transmit(struct stream *st, struct chunk *c,
+                            enum transmit_kind kind);
 static void stream_down(struct stream *st, const char *why);
 static void stream_dial(struct stream *st);
 static void stream_connected(struct stream *st);
@@ -95,16 +103,17 @@ static void link_reset(struct link *link)
  * from the last pick, so a link whose kernel buffers absorb everything
  * (short RTT) still spreads a burst over all its streams.  A stream whose
  * kernel buffer is full (long RTT, loss) keeps data queued here and is
- * passed over until it drains.
+ * passed over until it drains.  `except` (or NULL) is never picked.
  */
-static struct stream *least_loaded_stream(struct link *link)
+static struct stream *least_loaded_stream(struct link *link,
+                                          const struct stream *except)
 {
     struct stream *best = NULL;
     size_t best_len = SIZE_MAX;
     for (uint32_t n = 1; n <= link->stream_count; n++) {
         uint32_t i = (link->last_stream + n) % link->stream_count;
         struct stream *st = &link->streams[i];
-        if (st->state != STREAM_UP)
+        if (st->state != STREAM_UP || st == except)
             continue;
         size_t len = evbuffer_get_length(bufferevent_get_output(st->bev));
         if (len < best_len) {
@@ -152,7 +161,7 @@ void link_wake_waiters(struct link *link)
 
 static void send_control(struct link *link, const struct gc_frame_header *h)
 {
-    struct stream *st = least_loaded_stream(link);
+    struct stream *st = least_loaded_stream(link, NULL);
     if (st != NULL)
         frame_send(st->bev, h, NULL);
 }
@@ -239,6 +248,39 @@ int link_can_accept(struct link *link, const struct chunk *c)
     return credit_available(link, idx) >= cost || nothing_in_flight;
 }
 
+/* Send `c` on the least loaded stream but `except`, at once if nothing
+ * waits for the link; the stream, or NULL when none is up. */
+static struct stream *transmit_now(struct link *link, struct chunk *c,
+                                   const struct stream *except,
+                                   enum transmit_kind kind)
+{
+    struct stream *st = least_loaded_stream(link, except);
+    if (st == NULL)
+        return NULL;
+    size_t queued_before = evbuffer_get_length(bufferevent_get_output(st->bev));
+    stream_transmit(st, c, kind);
+    if (TAILQ_EMPTY(&link->waiters))
+        relay_write_small_now(st->bev, queued_before);
+    return st;
+}
+
+/*
+ * A burst after a quiet spell is latency-bound: a segment TCP loses in it
+ * costs the whole burst a round trip (the loss is noticed a round trip
+ * after it happened), unless a second copy of the chunk, on another
+ * stream, gets through; random loss rarely hits both.  Worth it only on a
+ * link that loses segments at all, while the burst is small enough that
+ * the copies use capacity the link would leave idle, and for messages big
+ * enough to be hit.
+ */
+static int worth_a_copy(const struct link *link, const struct chunk *c)
+{
+    const struct relay_config *cfg = cfg_of(link);
+    return link->unacked_bytes <= cfg->redundant_bytes &&
+           c->hdr.msg_len >= cfg->redundant_min_message &&
+           gc_now_ns() < link->lossy_until_ns;
+}
+
 void link_send_chunk(struct link *link, struct chunk *c)
 {
     chunk_ref(c);
@@ -248,13 +290,9 @@ void link_send_chunk(struct link *link, struct chunk *c)
         chunk_cost(c);
     link->unacked_bytes += chunk_cost(c);
     TAILQ_INSERT_TAIL(&link->resend, c, entry);
-    struct stream *st = least_loaded_stream(link);
-    if (st == NULL)
-        return;
-    size_t queued_before = evbuffer_get_length(bufferevent_get_output(st->bev));
-    stream_transmit(st, c, 0);
-    if (TAILQ_EMPTY(&link->waiters))
-        relay_write_small_now(st->bev, queued_before);
+    struct stream *first = transmit_now(link, c, NULL, TRANSMIT_FIRST);
+    if (first != NULL && worth_a_copy(link, c))
+        transmit_now(link, c, first, TRANSMIT_COPY);
 }
 
 static void on_stream_written(const void *data, size_t len, void *arg)
@@ -264,12 +302,13 @@ static void on_stream_written(const void *data, size_t len, void *arg)
     chunk_unref(arg);
 }
 
-static void stream_transmit(struct stream *st, struct chunk *c, int resent)
+static void stream_transmit(struct stream *st, struct chunk *c,
+                            enum transmit_kind kind)
 {
     struct link *link = st->link;
     struct gc_frame_header h = c->hdr;
     h.flags = (uint16_t)((h.flags & GC_FLAG_LAST_CHUNK) |
-                         (resent ? GC_FLAG_RESENT : 0));
+                         (kind != TRANSMIT_FIRST ? GC_FLAG_RESENT : 0));
     uint8_t raw[GC_HEADER_SIZE];
     gc_header_encode(&h, raw);
     struct evbuffer *out = bufferevent_get_output(st->bev);
@@ -280,11 +319,16 @@ static void stream_transmit(struct stream *st, struct chunk *c, int resent)
                                    on_stream_written, c) != 0)
             chunk_unref(c);
     }
-    c->stream_index = st->index;
     st->bytes_out += h.payload_len;
     link->bytes_out += h.payload_len;
     link->chunks_out++;
-    if (resent)
+    /* A copy's stream is not the chunk's: if it breaks, the first copy
+     * still carries the chunk. */
+    if (kind == TRANSMIT_COPY)
+        link->chunks_copied++;
+    else
+        c->stream_index = st->index;
+    if (kind == TRANSMIT_RESEND)
         link->chunks_resent++;
 }
 
@@ -297,11 +341,12 @@ static void resend_orphans(struct link *link)
         if (c->stream_index != CHUNK_UNSENT &&
             link->streams[c->stream_index].state == STREAM_UP)
             continue;
-        struct stream *st = least_loaded_stream(link);
+        struct stream *st = least_loaded_stream(link, NULL);
         if (st == NULL)
             return;
-        int resent = c->stream_index != CHUNK_UNSENT;
-        stream_transmit(st, c, resent);
+        stream_transmit(st, c,
+                        c->stream_index == CHUNK_UNSENT ? TRANSMIT_FIRST
+                                                        : TRANSMIT_RESEND);
     }
 }
 
@@ -366,7 +411,7 @@ static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
          link->reorder[seq & (link->reorder_cap - 1)]->hdr.link_seq == seq)) {
         link->chunks_duplicate++;
         evbuffer_drain(in, GC_HEADER_SIZE + h->payload_len);
-        schedule_ack(link, 1); /* the sender evidently missed our ACK */
+        schedule_ack(link, 0); /* copies (wan.redundant_bytes) come twice */
         return 0;
     }
     if (seq - link->recv_cum > REORDER_MAX_AHEAD ||
@@ -968,6 +1013,23 @@ static void link_fail_sessions_lost(struct link *link, const char *why)
     link_wake_waiters(link);
 }
 
+/* How long one retransmission marks the link lossy (worth_a_copy). */
+#define LOSSY_HOLD_NS (60ull * 1000000000ull)
+
+/* Notice retransmissions on a stream's socket (TLS or not, it is TCP). */
+static void note_retransmissions(struct stream *st, uint64_t now)
+{
+    struct tcp_info info;
+    socklen_t len = sizeof info;
+    if (getsockopt(bufferevent_getfd(st->bev), IPPROTO_TCP, TCP_INFO, &info,
+                   &len) != 0)
+        return;
+    /* A re-dialled stream starts from 0 again. */
+    if (info.tcpi_total_retrans > st->retrans_seen)
+        st->link->lossy_until_ns = now + LOSSY_HOLD_NS;
+    st->retrans_seen = info.tcpi_total_retrans;
+}
+
 void link_tick(struct link *link, uint64_t now)
 {
     const struct relay_config *cfg = cfg_of(link);
@@ -985,6 +1047,8 @@ void link_tick(struct link *link, uint64_t now)
             stream_down(st, "no traffic within stream_timeout_ms");
             continue;
         }
+        if (cfg->redundant_bytes > 0)
+            note_retransmissions(st, now);
         if (st->ping_sent_ns == 0 && now - st->last_rx_ns >= ping_ns / 2) {
             st->ping_sent_ns = now;
             struct gc_frame_header ping = {
@@ -1009,6 +1073,14 @@ void link_tick(struct link *link, uint64_t now)
 
 void link_say_bye(struct link *link)
 {
+    /* What the link cost, for the operator (the counters die with us). */
+    gc_log_info("link %s: sent %llu chunks (%llu copies, %llu re-sent), "
+                "received %llu (%llu duplicates)",
+                link->peer->name, (unsigned long long)link->chunks_out,
+                (unsigned long long)link->chunks_copied,
+                (unsigned long long)link->chunks_resent,
+                (unsigned long long)link->chunks_in,
+                (unsigned long long)link->chunks_duplicate);
     struct gc_frame_header bye = {.type = GC_FRAME_BYE,
                                   .job_id = cfg_of(link)->job_id};
     for (uint32_t i = 0; i < link->stream_count; i++)

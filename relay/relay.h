@@ -117,6 +117,7 @@ struct stream {
     int rx_seen;
     uint64_t ping_sent_ns; /* 0 when no PING outstanding */
     uint64_t rtt_ns;
+    uint32_t retrans_seen; /* tcpi_total_retrans at the last tick */
     uint64_t bytes_out, bytes_in;
     uint64_t breaks;
 };
@@ -165,7 +166,9 @@ struct link {
 
     /* counters */
     uint64_t bytes_out, bytes_in, chunks_out, chunks_in;
-    uint64_t chunks_resent, chunks_duplicate, acks_in, credits_in;
+    uint64_t lossy_until_ns; /* TCP retransmitted lately: copies pay */
+    uint64_t chunks_resent, chunks_copied, chunks_duplicate;
+    uint64_t acks_in, credits_in;
 };
 
 /* ---- sessions (one per connected rank) -------------------------------- */

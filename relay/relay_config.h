@@ -43,8 +43,10 @@ struct relay_config {
     char http_listen[256];           /* host:port for /metrics, /status */
 
     /* data path */
-    uint32_t streams;     /* K parallel TCP streams per peer link */
-    uint32_t chunk_size;  /* bytes; larger messages are striped */
+    uint32_t streams;               /* K parallel TCP streams per peer link */
+    uint32_t chunk_size;            /* bytes; larger messages are striped */
+    uint64_t redundant_bytes;       /* in flight below this: chunks go twice */
+    uint64_t redundant_min_message; /* ... if their message is this big */
     uint64_t rank_credit; /* bytes in flight per (source, dest rank) */
     uint64_t link_window; /* re-send buffer bound per link, bytes */
     uint64_t session_high_watermark; /* bytes queued to one rank session */
