@@ -26,6 +26,9 @@
 #     beside them: flow.rank_credit=64M, wan.chunk_size=1M, gridwan rt=10
 #     (off by default: their time goes to the collectives' repetitions).
 #     CPU seconds per GB moved of gridwan, both ranks and both relays.
+#  1b. Plain TCP bursts (bench/tcp_burst.py): 8 warm bbr connections
+#     between the two site namespaces carry 64 KiB, 1 MiB and 16 MiB
+#     bursts, the transport's own time for what a collective moves.
 #  2. Collectives alltoall, bcast, allgather, allreduce, barrier on 2+2,
 #     4+4, 3+5 ranks: gridcoll-bench (every algorithm forced in turn, and
 #     auto; relays with 8 streams and bbr) against gridcoll-bench-plain
@@ -52,6 +55,7 @@
 #   OUT/wan-coll.csv, OUT/wan-coll-COLL.png       the collectives
 #   OUT/wan-targets.csv                           the issue-5 targets
 #   OUT/wan-barrier.csv                           back-to-back barriers
+#   OUT/wan-tcp-burst.csv                         plain TCP bursts
 #   OUT/wan-report.md                             tables for performance.md
 set -euo pipefail
 
@@ -270,6 +274,21 @@ if [ "$tuning" = 1 ] && [ "$quick" = 0 ]; then
     relay_point tuning 1 8 system rt=10
 fi
 
+# ---- 1b. plain TCP bursts ----------------------------------------------------
+# What TCP itself gives a collective's burst on this link, nothing of
+# GridColl in the way: 8 warm bbr connections carry 64 KiB, 1 MiB and
+# 16 MiB bursts split evenly, timed from the start to the last byte
+# (bench/tcp_burst.py).
+
+burst_csv=$out/$prefix-tcp-burst.csv
+rm -f "$burst_csv"
+if [ "$quick" = 0 ]; then
+    job "plain TCP bursts, 8 bbr streams" "$tmp/burst.out" 120 \
+        --site-sizes 1,1 --wan "$wan" -- "$src/bench/tcp_burst.py" pair \
+        --csv "$burst_csv" --streams 8 --cc bbr --bytes 64k,1M,16M \
+        --rounds 15,15,9 || true
+fi
+
 # ---- 2. collectives ----------------------------------------------------------
 
 coll_csv=$out/$prefix-coll.csv
@@ -377,7 +396,7 @@ duration=$(elapsed)
 
 python3 "$src/bench/wan_report.py" --wan "$wan" --prefix "$prefix" \
     --out "$out" --relay "$relay_csv" --coll "$coll_csv" \
-    --barrier "$barrier_csv" --model "$model_csv" \
+    --barrier "$barrier_csv" --model "$model_csv" --burst "$burst_csv" \
     --failures "$failures" --load-before "$uptime_before" \
     --load-after "$uptime_after" --seconds "$duration" \
     --mode "$([ "$quick" = 1 ] && echo quick || echo full)" --gnuplot "$tmp" \

@@ -107,6 +107,7 @@ class Report:
                              if ok(r["median"]) and r["median"] > 0 else NAN)
         self.barrier = read_csv(args.barrier)
         self.model = read_csv(args.model)
+        self.burst = read_csv(args.burst)
         self.failures = []
         if args.failures and os.path.exists(args.failures):
             self.failures = [l.strip() for l in open(args.failures)
@@ -125,6 +126,15 @@ class Report:
     def one(self, *args, **kw):
         rows = self.coll_rows(*args, **kw)
         return rows[0] if rows else None
+
+    def burst_ms(self, nbytes):
+        """Plain TCP bursts of nbytes: median, p10, p90 in ms, or NaNs."""
+        v = sorted(num(r["seconds"]) * 1e3 for r in self.burst
+                   if int(r["bytes"]) == nbytes)
+        if not v:
+            return NAN, NAN, NAN
+        return (statistics.median(v), v[int(0.1 * (len(v) - 1))],
+                v[int(round(0.9 * (len(v) - 1)))])
 
     # ---- targets ----------------------------------------------------------
 
@@ -173,7 +183,10 @@ class Report:
                         lg["median"] / b, num(lg["p10_us"]) / b,
                         num(lg["p90_us"]) / b, "<= 1.5",
                         lg["median"] / b <= 1.5,
-                        "bound L + 16 m / B = %s ms" % ms(b))
+                        "bound L + 16 m / B = %s ms; plain TCP, one 1 MiB "
+                        "burst one way: %s x bound" % (
+                            ms(b), fmt(self.burst_ms(1 << 20)[0] * 1e3 / b,
+                                       2)))
         else:
             self.target("alltoall 64 KiB/pair 4+4: lg / bound", NAN, NAN, NAN,
                         "<= 1.5", None)
@@ -192,9 +205,11 @@ class Report:
                         mb / auto["median"], mb / num(auto["p90_us"]),
                         mb / num(auto["p10_us"]), ">= 0.80",
                         mb / auto["median"] >= 0.8,
-                        "M/B = %s ms; best forced %s: %s" % (
+                        "M/B = %s ms; best forced %s: %s; plain TCP 16 MiB "
+                        "burst: %s" % (
                             ms(mb), best["algo"] if best else "-",
-                            fmt(mb / best["median"], 3) if best else "n/a"))
+                            fmt(mb / best["median"], 3) if best else "n/a",
+                            fmt(mb / 1e3 / self.burst_ms(big)[0], 3)))
 
         def barrier_times(lib):
             return [num(r["usec_per_op"]) for r in self.barrier
@@ -440,6 +455,31 @@ class Report:
                 t["target"], fmt(t["median"], 3), fmt(t["min"], 3),
                 fmt(t["max"], 3), t["goal"], t["result"], t["note"]))
         w("")
+        if self.burst:
+            w("## Plain TCP bursts: the transport's own time")
+            w("")
+            w("`bench/tcp_burst.py` between the two site namespaces of a 1+1 "
+              "job: 8 TCP connections (bbr, TCP_NODELAY, kept open and warmed "
+              "up by 3 bursts) carry each burst split evenly; its time runs "
+              "from the client's start to the last byte at the server (one "
+              "clock for both namespaces), then a one-byte answer and a 20 ms "
+              "pause, as between a benchmark's calls. Nothing of GridColl is "
+              "in the way: what any collective built on TCP pays on this "
+              "link for that many bytes one way.")
+            w("")
+            w("| burst | rounds | median ms | p10 .. p90 ms | bound L + M/B ms "
+              "| bound / median | (M/B) / median |")
+            w("|---|---|---|---|---|---|---|")
+            for nbytes in sorted({int(r["bytes"]) for r in self.burst}):
+                med, p10, p90 = self.burst_ms(nbytes)
+                wire = nbytes / self.rate * 1e3 if self.rate else NAN
+                bound = self.delay * 1e3 + wire
+                w("| %s | %d | %s | %s .. %s | %s | %s | %s |" % (
+                    size_text(nbytes),
+                    sum(int(r["bytes"]) == nbytes for r in self.burst),
+                    fmt(med), fmt(p10), fmt(p90), fmt(bound),
+                    fmt(bound / med, 2), fmt(wire / med, 2)))
+            w("")
         w("## Relay link against iperf3")
         w("")
         w("Two ranks on two sites (1+1), rank 0 streams 1 MiB messages, 8 "
@@ -569,7 +609,8 @@ class Report:
         w("## Files")
         w("")
         for name in ("relay.csv", "coll.csv", "targets.csv", "barrier.csv") + (
-                ("model.csv",) if self.model else ()):
+                ("model.csv",) if self.model else ()) + (
+                ("tcp-burst.csv",) if self.burst else ()):
             w("- [%s-%s](%s-%s)" % (a.prefix, name, a.prefix, name))
         for p in plots:
             w("- [%s](%s)" % (os.path.basename(p), os.path.basename(p)))
@@ -590,6 +631,7 @@ def main():
     p.add_argument("--barrier", required=True,
                    help="back-to-back barrier CSV (round,lib,layout,...)")
     p.add_argument("--model")
+    p.add_argument("--burst", help="bench/tcp_burst.py's CSV")
     p.add_argument("--failures")
     p.add_argument("--load-before", default="")
     p.add_argument("--load-after", default="")
