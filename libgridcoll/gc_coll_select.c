@@ -118,12 +118,15 @@ static const struct coll_algo allreduce_algos[] = {
      SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader,
      allreduce_grid_multileader_cost, 1},
 };
-/* hier while the message count decides; from 2 KiB, where MPICH also
- * leaves recursive doubling for reduce-scatter + allgather, multileader:
- * on loopback it was ahead from 4 KiB on 3+5 ranks (docs/algorithms.md,
+/* hier while the WAN round decides: over the emulated WAN (20 ms, 1
+ * Gbit/s) it was ahead up to 1 MiB on 2+2, 4+4 and 3+5 ranks (1 MiB: 45-74
+ * against 76-82 ms) and behind at 16 MiB (340-721 against 252-374 ms);
+ * multileader beyond 4 MiB.  On loopback sites, where local phases weigh
+ * more than the "WAN", multileader led from 4 KiB: a model
+ * (GRIDCOLL_MODEL) decides from measured costs instead (docs/algorithms.md,
  * "Allreduce"). */
 static const struct coll_rule allreduce_rules[] = {
-    {0, 0, 2048, "hier"},
+    {0, 0, 4 << 20, "hier"},
     {0, 0, 0, "multileader"},
     {0, 0, 0, "reduce_bcast"},
 };
