@@ -524,6 +524,7 @@ static void stream_up(struct stream *st)
     struct link *link = st->link;
     st->state = STREAM_UP;
     st->backoff_ms = 0;
+    st->retrans_seen = 0; /* a new socket counts from 0 */
     st->last_rx_ns = gc_now_ns();
     bufferevent_set_timeouts(st->bev, NULL, NULL);
     if (link->state != LINK_UP) {
@@ -1024,7 +1025,6 @@ static void note_retransmissions(struct stream *st, uint64_t now)
     if (getsockopt(bufferevent_getfd(st->bev), IPPROTO_TCP, TCP_INFO, &info,
                    &len) != 0)
         return;
-    /* A re-dialled stream starts from 0 again. */
     if (info.tcpi_total_retrans > st->retrans_seen)
         st->link->lossy_until_ns = now + LOSSY_HOLD_NS;
     st->retrans_seen = info.tcpi_total_retrans;
