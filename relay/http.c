@@ -84,6 +84,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         add_link_metric(out, "link_chunks_received_total", p, l->chunks_in);
         add_link_metric(out, "link_chunks_resent_total", p, l->chunks_resent);
         add_link_metric(out, "link_chunks_copied_total", p, l->chunks_copied);
+        add_link_metric(out, "link_bbr_restarts_total", p, l->cc_restarts);
         add_link_metric(out, "link_chunks_duplicate_total", p,
                         l->chunks_duplicate);
         add_link_metric(out, "link_acks_received_total", p, l->acks_in);

@@ -19,11 +19,13 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "gc_log.h"
@@ -248,6 +250,42 @@ int link_can_accept(struct link *link, const struct chunk *c)
     return credit_available(link, idx) >= cost || nothing_in_flight;
 }
 
+/*
+ * bbr paces a burst at its bandwidth estimate, the largest delivery rate
+ * of the last 10 round trips.  Between a collective's bursts a stream
+ * carries small frames, whose samples are all that stays in that window,
+ * so the next burst crawls: one-way 64 KiB over 8 streams took 35 ms where
+ * 24 suffice on a 20 ms link.  Re-initialising the congestion control of a
+ * stream with nothing in flight (SIOCOUTQ: no byte unsent or unacked)
+ * starts the burst from STARTUP, paced after the congestion window, which
+ * idling did not shrink.  Any other congestion control is left alone.
+ */
+static void restart_idle_bbr(struct stream *st)
+{
+    struct relay *relay = st->relay;
+    if (!relay->cfg->tcp_restart_after_idle || relay->cc_restart_failed ||
+        evbuffer_get_length(bufferevent_get_output(st->bev)) > 0)
+        return;
+    int fd = bufferevent_getfd(st->bev), queued = -1;
+    char name[16] = ""; /* the kernel's TCP_CA_NAME_MAX */
+    socklen_t len = sizeof name;
+    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || queued != 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0 ||
+        strcmp(name, "bbr") != 0)
+        return;
+    /* Setting the algorithm a socket has is a no-op: go through reno. */
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) != 0) {
+        gc_log_warn("link %s: cannot restart bbr on an idle stream (%s); "
+                    "tcp.restart_after_idle is off from now on",
+                    st->link->peer->name, strerror(errno));
+        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3);
+        relay->cc_restart_failed = 1;
+        return;
+    }
+    st->link->cc_restarts++;
+}
+
 /* Send `c` on the least loaded stream but `except`, at once if nothing
  * waits for the link; the stream, or NULL when none is up. */
 static struct stream *transmit_now(struct link *link, struct chunk *c,
@@ -257,6 +295,7 @@ static struct stream *transmit_now(struct link *link, struct chunk *c,
     struct stream *st = least_loaded_stream(link, except);
     if (st == NULL)
         return NULL;
+    restart_idle_bbr(st);
     size_t queued_before = evbuffer_get_length(bufferevent_get_output(st->bev));
     stream_transmit(st, c, kind);
     if (TAILQ_EMPTY(&link->waiters))
@@ -1075,12 +1114,13 @@ void link_say_bye(struct link *link)
 {
     /* What the link cost, for the operator (the counters die with us). */
     gc_log_info("link %s: sent %llu chunks (%llu copies, %llu re-sent), "
-                "received %llu (%llu duplicates)",
+                "received %llu (%llu duplicates), %llu bbr restarts",
                 link->peer->name, (unsigned long long)link->chunks_out,
                 (unsigned long long)link->chunks_copied,
                 (unsigned long long)link->chunks_resent,
                 (unsigned long long)link->chunks_in,
-                (unsigned long long)link->chunks_duplicate);
+                (unsigned long long)link->chunks_duplicate,
+                (unsigned long long)link->cc_restarts);
     struct gc_frame_header bye = {.type = GC_FRAME_BYE,
                                   .job_id = cfg_of(link)->job_id};
     for (uint32_t i = 0; i < link->stream_count; i++)

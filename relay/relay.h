@@ -167,7 +167,7 @@ struct link {
     /* counters */
     uint64_t bytes_out, bytes_in, chunks_out, chunks_in;
     uint64_t lossy_until_ns; /* TCP retransmitted lately: copies pay */
-    uint64_t chunks_resent, chunks_copied, chunks_duplicate;
+    uint64_t chunks_resent, chunks_copied, chunks_duplicate, cc_restarts;
     uint64_t acks_in, credits_in;
 };
 
@@ -222,7 +222,8 @@ struct relay {
     uint32_t session_count;
     TAILQ_HEAD(, stream) pending_streams; /* accepted, before HELLO */
     int draining;
-    int exiting; /* goodbyes sent, loop ends after a short flush */
+    int exiting;           /* goodbyes sent, loop ends after a short flush */
+    int cc_restart_failed; /* tcp.restart_after_idle refused: stop trying */
     uint64_t drain_deadline_ns;
     uint64_t started_ns;
     uint64_t sessions_refused;

@@ -240,6 +240,16 @@ static const struct key_spec keys[] = {
      .def = 1,
      .doc = "Set TCP_NODELAY on WAN streams so small frames (ACK, CREDIT, "
             "PING) are not held back by Nagle's algorithm."},
+    {.name = "tcp.restart_after_idle",
+     .type = KEY_BOOL,
+     CFG_FIELD(tcp_restart_after_idle),
+     .def = 1,
+     .doc = "Before a bbr WAN stream with nothing in flight sends again, "
+            "re-initialise its congestion control, so the burst starts "
+            "from bbr's STARTUP paced after the congestion window, not "
+            "after a bandwidth estimate that the small frames between "
+            "bursts wore down (for bbr what net.ipv4."
+            "tcp_slow_start_after_idle = 0 is for cubic)."},
     {.name = "tcp.keepalive",
      .type = KEY_BOOL,
      CFG_FIELD(tcp_keepalive),

@@ -73,6 +73,7 @@ struct relay_config {
     uint32_t tcp_sndbuf;     /* 0 keeps the kernel's autotuning */
     uint32_t tcp_rcvbuf;
     int tcp_nodelay;
+    int tcp_restart_after_idle; /* bbr from STARTUP after idling */
     int tcp_keepalive;
     uint32_t tcp_keepalive_idle_s;
 

@@ -217,6 +217,37 @@ def pingpong_crosses_the_wan():
           "cross-site one-way %.0f us < %d ms" % (one_way, DELAY_MS))
 
 
+def pingpong_link_summaries(wan, relay_sets, size):
+    """Run a 1+1 gridcoll-mpibench pingpong of `size` over `wan` with the
+    relay settings given; each relay's exit summary of its link:
+    {site: (sent, copies, received, duplicates, bbr restarts)}."""
+    tmp = tempfile.mkdtemp(prefix="grw-")
+    try:
+        sets = [a for kv in relay_sets for a in ("--relay-set", kv)]
+        rc, out, err = run(
+            ["--site-sizes", "1,1", "--wan", wan] + sets +
+            ["--keep-job-dir", "--job-dir", tmp, "--timeout", "60", "--",
+             os.path.join(BIN, "gridcoll-mpibench"), "pingpong", "--bytes",
+             size, "--peer", "1", "--iters", "30", "--csv"])
+        check(rc == 0, "exit %d:\n%s%s" % (rc, out, err))
+        pingpong_us(out)
+        found = glob.glob(os.path.join(tmp, "gridrun-*"))
+        check(len(found) == 1, "job directories in %s: %r" % (tmp, found))
+        counts = {}
+        for site, peer in (("alpha", "beta"), ("beta", "alpha")):
+            log = open(os.path.join(found[0], site + ".log")).read()
+            m = re.search(r"link %s: sent (\d+) chunks \((\d+) copies, "
+                          r"\d+ re-sent\), received (\d+) "
+                          r"\((\d+) duplicates\), (\d+) bbr restarts" % peer,
+                          log)
+            check(m, "%s's relay log has no link summary:\n%s"
+                  % (site, log[-2000:]))
+            counts[site] = tuple(int(v) for v in m.groups())
+        return counts
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def lossy_link_sends_copies():
     """On a link that loses segments the relays send each chunk of a burst
     twice (wan.redundant_bytes) and drop the later copy; the data arrive
@@ -224,50 +255,43 @@ def lossy_link_sends_copies():
     otherwise).  With wan.redundant_bytes = 0 no chunk goes twice."""
     need_devices()
     for redundant, want_copies in (("1M", True), ("0", False)):
-        tmp = tempfile.mkdtemp(prefix="grw-")
-        try:
-            rc, out, err = run(
-                ["--site-sizes", "1,1", "--wan", WAN + ",loss=2%",
-                 "--relay-set", "wan.redundant_bytes=" + redundant,
-                 "--keep-job-dir", "--job-dir", tmp, "--timeout", "60", "--",
-                 os.path.join(BIN, "gridcoll-mpibench"), "pingpong",
-                 "--bytes", "256k", "--peer", "1", "--iters", "30", "--csv"])
-            check(rc == 0, "exit %d:\n%s%s" % (rc, out, err))
-            pingpong_us(out)
-            counts = {}
-            for site, peer in (("alpha", "beta"), ("beta", "alpha")):
-                log = open(os.path.join(glob_one(tmp, "gridrun-*"),
-                                        site + ".log")).read()
-                m = re.search(r"link %s: sent (\d+) chunks \((\d+) copies, "
-                              r"\d+ re-sent\), received (\d+) "
-                              r"\((\d+) duplicates\)" % peer, log)
-                check(m, "%s's relay log has no link summary:\n%s"
-                      % (site, log[-2000:]))
-                counts[site] = [int(v) for v in m.groups()]
-            sent, copies, _, _ = counts["alpha"]
-            _, _, received, duplicates = counts["beta"]
-            if want_copies:
-                # The warm-up rounds see the loss; the timed ones copy.
-                check(copies > 0 and duplicates > 0,
-                      "redundant %s: %r" % (redundant, counts))
-            else:
-                check(copies == 0 and duplicates == 0,
-                      "redundant 0 copied: %r" % counts)
-            # No chunk was taken twice, and only copies were dropped
-            # (re-sends aside: none without broken streams).  Equalities
-            # would race the relays' shutdown: the last chunks may still
-            # be on their way when the peer's relay counts.
-            check(received <= sent - copies and duplicates <= copies,
-                  "alpha sent %d chunks (%d copies), beta took %d and "
-                  "dropped %d" % (sent, copies, received, duplicates))
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        counts = pingpong_link_summaries(
+            WAN + ",loss=2%", ["wan.redundant_bytes=" + redundant], "256k")
+        sent, copies = counts["alpha"][:2]
+        received, duplicates = counts["beta"][2:4]
+        if want_copies:
+            # The warm-up rounds see the loss; the timed ones copy.
+            check(copies > 0 and duplicates > 0,
+                  "redundant %s: %r" % (redundant, counts))
+        else:
+            check(copies == 0 and duplicates == 0,
+                  "redundant 0 copied: %r" % counts)
+        # No chunk was taken twice, and only copies were dropped (re-sends
+        # aside: none without broken streams).  Equalities would race the
+        # relays' shutdown: the last chunks may still be on their way when
+        # the peer's relay counts.
+        check(received <= sent - copies and duplicates <= copies,
+              "alpha sent %d chunks (%d copies), beta took %d and dropped %d"
+              % (sent, copies, received, duplicates))
 
 
-def glob_one(directory, pattern):
-    found = glob.glob(os.path.join(directory, pattern))
-    check(len(found) == 1, "%s/%s: %r" % (directory, pattern, found))
-    return found[0]
+def idle_bbr_streams_restart():
+    """A bbr stream that idled restarts its congestion control before the
+    next burst (tcp.restart_after_idle); not when that is off, and never
+    for another congestion control."""
+    need_devices()
+    available = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+    if "bbr" not in open(available).read().split():
+        subprocess.run(["modprobe", "tcp_bbr"], stderr=subprocess.DEVNULL)
+        if "bbr" not in open(available).read().split():
+            raise Skip("this kernel has no bbr (module tcp_bbr)")
+    for sets, want in ((["tcp.congestion=bbr"], True),
+                       (["tcp.congestion=bbr", "tcp.restart_after_idle=false"],
+                        False),
+                       (["tcp.congestion=cubic"], False)):
+        counts = pingpong_link_summaries(WAN, sets, "64k")
+        restarts = counts["alpha"][4] + counts["beta"][4]
+        check((restarts > 0) == want, "%r: %d bbr restarts" % (sets, restarts))
 
 
 def native_pingpong_crosses_the_wan():
@@ -379,6 +403,7 @@ if __name__ == "__main__":
         ("coll_check_over_wan", coll_check_over_wan),
         ("pingpong_crosses_the_wan", pingpong_crosses_the_wan),
         ("lossy_link_sends_copies", lossy_link_sends_copies),
+        ("idle_bbr_streams_restart", idle_bbr_streams_restart),
         ("native_pingpong_crosses_the_wan", native_pingpong_crosses_the_wan),
         ("rank_failure_leaves_nothing", rank_failure_leaves_nothing),
         ("sigterm_leaves_nothing", sigterm_leaves_nothing),
