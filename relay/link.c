@@ -258,12 +258,17 @@ int link_can_accept(struct link *link, const struct chunk *c)
  * 24 suffice on a 20 ms link.  Re-initialising the congestion control of a
  * stream with nothing in flight (SIOCOUTQ: no byte unsent or unacked)
  * starts the burst from STARTUP, paced after the congestion window, which
- * idling did not shrink.  Any other congestion control is left alone.
+ * idling did not shrink.  Any other congestion control is left alone, and
+ * so is a stream whose round trip is too short for pacing to cost a burst
+ * more than these system calls.
  */
+#define RESTART_MIN_RTT_US 1000
+
 static void restart_idle_bbr(struct stream *st)
 {
     struct relay *relay = st->relay;
     if (!relay->cfg->tcp_restart_after_idle || relay->cc_restart_failed ||
+        st->tcp_rtt_us < RESTART_MIN_RTT_US ||
         evbuffer_get_length(bufferevent_get_output(st->bev)) > 0)
         return;
     int fd = bufferevent_getfd(st->bev), queued = -1;
@@ -564,6 +569,7 @@ static void stream_up(struct stream *st)
     st->state = STREAM_UP;
     st->backoff_ms = 0;
     st->retrans_seen = 0; /* a new socket counts from 0 */
+    st->tcp_rtt_us = 0;
     st->last_rx_ns = gc_now_ns();
     bufferevent_set_timeouts(st->bev, NULL, NULL);
     if (link->state != LINK_UP) {
@@ -1056,8 +1062,10 @@ static void link_fail_sessions_lost(struct link *link, const char *why)
 /* How long one retransmission marks the link lossy (worth_a_copy). */
 #define LOSSY_HOLD_NS (60ull * 1000000000ull)
 
-/* Notice retransmissions on a stream's socket (TLS or not, it is TCP). */
-static void note_retransmissions(struct stream *st, uint64_t now)
+/* What the kernel knows of a stream's socket (TLS or not, it is TCP):
+ * retransmissions (worth_a_copy) and the smoothed RTT (restart_idle_bbr),
+ * which unlike PING's is measured while data flows. */
+static void sample_tcp_info(struct stream *st, uint64_t now)
 {
     struct tcp_info info;
     socklen_t len = sizeof info;
@@ -1067,6 +1075,7 @@ static void note_retransmissions(struct stream *st, uint64_t now)
     if (info.tcpi_total_retrans > st->retrans_seen)
         st->link->lossy_until_ns = now + LOSSY_HOLD_NS;
     st->retrans_seen = info.tcpi_total_retrans;
+    st->tcp_rtt_us = info.tcpi_rtt;
 }
 
 void link_tick(struct link *link, uint64_t now)
@@ -1086,8 +1095,8 @@ void link_tick(struct link *link, uint64_t now)
             stream_down(st, "no traffic within stream_timeout_ms");
             continue;
         }
-        if (cfg->redundant_bytes > 0)
-            note_retransmissions(st, now);
+        if (cfg->redundant_bytes > 0 || cfg->tcp_restart_after_idle)
+            sample_tcp_info(st, now);
         if (st->ping_sent_ns == 0 && now - st->last_rx_ns >= ping_ns / 2) {
             st->ping_sent_ns = now;
             struct gc_frame_header ping = {

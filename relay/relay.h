@@ -118,6 +118,7 @@ struct stream {
     uint64_t ping_sent_ns; /* 0 when no PING outstanding */
     uint64_t rtt_ns;
     uint32_t retrans_seen; /* tcpi_total_retrans at the last tick */
+    uint32_t tcp_rtt_us;   /* tcpi_rtt at the last tick */
     uint64_t bytes_out, bytes_in;
     uint64_t breaks;
 };
