@@ -279,12 +279,15 @@ static void restart_idle_bbr(struct stream *st)
         strcmp(name, "bbr") != 0)
         return;
     /* Setting the algorithm a socket has is a no-op: go through reno. */
-    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) != 0 ||
-        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) != 0) {
-        gc_log_warn("link %s: cannot restart bbr on an idle stream (%s); "
-                    "tcp.restart_after_idle is off from now on",
-                    st->link->peer->name, strerror(errno));
-        setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3);
+    const char *failed = NULL;
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4) != 0)
+        failed = "switching to reno";
+    else if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "bbr", 3) != 0)
+        failed = "back to bbr (the stream keeps reno until it reconnects)";
+    if (failed != NULL) {
+        gc_log_warn("link %s: restarting bbr on an idle stream failed, %s: "
+                    "%s; tcp.restart_after_idle is off from now on",
+                    st->link->peer->name, failed, strerror(errno));
         relay->cc_restart_failed = 1;
         return;
     }
