@@ -318,13 +318,19 @@ static struct stream *transmit_now(struct link *link, struct chunk *c,
  * stream, gets through; random loss rarely hits both.  Worth it only on a
  * link that loses segments at all, while the burst is small enough that
  * the copies use capacity the link would leave idle, and for messages big
- * enough to be hit.
+ * enough to be hit, or so small that they travel alone: no later segment
+ * tells TCP of the loss, so it waits for its tail-loss probe or its
+ * retransmission timeout (2 round trips to 200 ms and more), where a
+ * second copy costs one more small segment.
  */
+#define LONE_SEGMENT_PAYLOAD 1024
+
 static int worth_a_copy(const struct link *link, const struct chunk *c)
 {
     const struct relay_config *cfg = cfg_of(link);
     return link->unacked_bytes <= cfg->redundant_bytes &&
-           c->hdr.msg_len >= cfg->redundant_min_message &&
+           (c->hdr.msg_len >= cfg->redundant_min_message ||
+            c->hdr.msg_len <= LONE_SEGMENT_PAYLOAD) &&
            gc_now_ns() < link->lossy_until_ns;
 }
 

@@ -166,20 +166,22 @@ static const struct key_spec keys[] = {
      .doc = "On a link whose TCP streams retransmitted in the last minute: "
             "while its unacknowledged bytes, the new chunk included, stay "
             "within this size, each chunk of a message of at least "
-            "wan.redundant_min_message is sent on two streams and the peer "
-            "keeps whichever copy comes first, so a segment the network "
-            "loses rarely costs a burst a round trip.  Bulk transfers, "
-            "which keep more than this in flight, go once.  0 sends every "
-            "chunk once."},
+            "wan.redundant_min_message, or of at most 1 KiB, is sent on two "
+            "streams and the peer keeps whichever copy comes first, so a "
+            "segment the network loses rarely costs a burst a round trip, "
+            "or a lone small message a retransmission timeout.  Bulk "
+            "transfers, which keep more than this in flight, go once.  0 "
+            "sends every chunk once."},
     {.name = "wan.redundant_min_message",
      .type = KEY_SIZE,
      CFG_FIELD(redundant_min_message),
      .def = KIB(128),
      .min = 0,
      .max = GIB(4),
-     .doc = "Smallest message whose chunks wan.redundant_bytes copies: a "
-            "smaller one is seldom hit by a loss, and its copies would slow "
-            "the streams' paced bursts more than they save."},
+     .doc = "Smallest message above 1 KiB whose chunks "
+            "wan.redundant_bytes copies: a smaller one is seldom hit by a "
+            "loss, and its copies would slow the streams' paced bursts more "
+            "than they save."},
     {.name = "wan.plaintext",
      .type = KEY_BOOL,
      CFG_FIELD(wan_plaintext),

@@ -252,17 +252,21 @@ def lossy_link_sends_copies():
     """On a link that loses segments the relays send each chunk of a burst
     twice (wan.redundant_bytes) and drop the later copy; the data arrive
     exactly once and intact (gridcoll-mpibench checks every byte and fails
-    otherwise).  With wan.redundant_bytes = 0 no chunk goes twice."""
+    otherwise): messages from wan.redundant_min_message on, and messages
+    of one small segment.  With wan.redundant_bytes = 0 no chunk goes
+    twice."""
     need_devices()
-    for redundant, want_copies in (("1M", True), ("0", False)):
+    for redundant, size, want_copies in (("1M", "256k", True),
+                                         ("1M", "8", True),
+                                         ("0", "256k", False)):
         counts = pingpong_link_summaries(
-            WAN + ",loss=2%", ["wan.redundant_bytes=" + redundant], "256k")
+            WAN + ",loss=2%", ["wan.redundant_bytes=" + redundant], size)
         sent, copies = counts["alpha"][:2]
         received, duplicates = counts["beta"][2:4]
         if want_copies:
             # The warm-up rounds see the loss; the timed ones copy.
             check(copies > 0 and duplicates > 0,
-                  "redundant %s: %r" % (redundant, counts))
+                  "redundant %s, %s B: %r" % (redundant, size, counts))
         else:
             check(copies == 0 and duplicates == 0,
                   "redundant 0 copied: %r" % counts)
