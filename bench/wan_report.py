@@ -128,13 +128,15 @@ class Report:
         return rows[0] if rows else None
 
     def burst_ms(self, nbytes):
-        """Plain TCP bursts of nbytes: median, p10, p90 in ms, or NaNs."""
-        v = sorted(num(r["seconds"]) * 1e3 for r in self.burst
-                   if int(r["bytes"]) == nbytes)
-        if not v:
-            return NAN, NAN, NAN
-        return (statistics.median(v), v[int(0.1 * (len(v) - 1))],
-                v[int(round(0.9 * (len(v) - 1)))])
+        """Plain TCP bursts of nbytes: median, p10, p90 in ms, or NaNs.
+        Quantiles interpolated between samples, as gridcoll-bench's
+        p10_us and p90_us (bench_quantile)."""
+        v = [num(r["seconds"]) * 1e3 for r in self.burst
+             if int(r["bytes"]) == nbytes]
+        if len(v) < 2:
+            return (v[0],) * 3 if v else (NAN, NAN, NAN)
+        deciles = statistics.quantiles(v, n=10, method="inclusive")
+        return statistics.median(v), deciles[0], deciles[-1]
 
     # ---- targets ----------------------------------------------------------
 
