@@ -6,7 +6,8 @@ names; `gridcoll-info --algorithms` lists every table; GRIDCOLL_STATS=1
 prints, per site, one line per collective and algorithm used with exact
 call, WAN byte and WAN message counts for cases whose cost is known
 (tests/mpi/coll_stats.c does nothing but the collective), and
-GridColl_Algorithm_used names the forced algorithm."""
+GridColl_Algorithm_used names the forced algorithm; the default rule
+switches allreduce from hier to multileader above 4 MiB."""
 
 import csv
 import io
@@ -14,9 +15,10 @@ import os
 import re
 import subprocess
 
-from harness import BIN, STATS_LINE, check, gridrun, main
+from harness import BIN, STATS_LINE, check, gridrun, main, wan_stats
 
 STATS = os.path.join(BIN, "coll_stats")
+BENCH = os.path.join(BIN, "gridcoll-bench")
 INFO = os.path.join(BIN, "gridcoll-info")
 LAYOUT = ["--site-sizes", "2,1"]  # sites alpha (ranks 0, 1) and beta (2)
 
@@ -130,6 +132,28 @@ def check_stats(env, args, want):
     expected = sorted(k + tuple(str(v) for v in want[k]) for k in want)
     check(used == expected, "stats lines\n%s\nexpected\n%s" %
           ("\n".join(map(str, used)), "\n".join(map(str, expected))))
+
+
+def test_allreduce_default_switch():
+    """The default rule runs allreduce hier up to 4 MiB and multileader
+    above (gc_coll_select.c): one automatic call of each size, seen in the
+    stats.  Each site sends the other its whole vector either way; the
+    bench's own 16-byte MPI_Allreduce of the results runs hier too."""
+    for nbytes, want in (
+            (4 << 20, {"hier": (2, (4 << 20) + 16, 2)}),
+            ((4 << 20) + 8, {"hier": (1, 16, 1),
+                             "multileader": (1, (4 << 20) + 8, 17)})):
+        rc, out, err = gridrun(LAYOUT, [BENCH, "allreduce", "--sizes",
+                                        str(nbytes), "--algos", "auto",
+                                        "--iters", "1", "--warmup", "0",
+                                        "--csv"],
+                               env={"GRIDCOLL_STATS": "1"})
+        check(rc == 0, "gridcoll-bench exited %d:\n%s\n%s" % (rc, out, err))
+        for site in ("alpha", "beta"):
+            got = {algo: v for (s, coll, algo), v in wan_stats(err).items()
+                   if s == site and coll == "allreduce"}
+            check(got == want, "%d B, site %s: %r, want %r"
+                  % (nbytes, site, got, want))
 
 
 def test_stats_barrier():

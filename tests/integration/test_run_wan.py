@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/run-wan.sh --quick (alltoall and barrier only, to stay within a
+"""bench/tcp_burst.py (below), and bench/run-wan.sh --quick (alltoall and barrier only, to stay within a
 minute): it exits 0 and writes well-formed output: the relay CSV with the
 default-config row and numbers in it; the collectives CSV with a row for
 every algorithm gridcoll-info lists (plus auto) and the native baseline, for
@@ -52,6 +52,36 @@ def number(text):
         return True
     except ValueError:
         return False
+
+
+def tcp_burst():
+    """bench/tcp_burst.py, the report's plain-TCP baseline, between two
+    namespace sites 5 ms apart: one CSV row per timed burst, in order, with
+    the sizes asked for (100 B and 64 KiB + 1 split unevenly over 3
+    connections: the server reads exactly each connection's share), each
+    at least the one-way delay and well below a second."""
+    need_wan_devices((("ip", "iproute2"),))
+    out = tempfile.mkdtemp(prefix="tcp-burst-test-")
+    try:
+        path = os.path.join(out, "burst.csv")
+        r = subprocess.run(
+            [os.path.join(BIN, "gridrun"), "--timeout", "60", "--site-sizes",
+             "1,1", "--wan", "delay=5ms", "--",
+             os.path.join(SOURCE_DIR, "bench", "tcp_burst.py"), "pair",
+             "--csv", path, "--streams", "3", "--bytes", "100,65537",
+             "--rounds", "3", "--warmup", "1"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=90)
+        check(r.returncode == 0, "exit %d:\n%s" % (r.returncode, r.stderr))
+        got = rows(path)
+        check([(x["streams"], x["bytes"], x["round"]) for x in got] ==
+              [("3", b, str(n)) for b in ("100", "65537") for n in range(3)],
+              "rows: %r" % got)
+        for x in got:
+            check(0.005 <= float(x["seconds"]) < 1.0,
+                  "a burst of %s B took %s s" % (x["bytes"], x["seconds"]))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def quick():
@@ -129,4 +159,4 @@ def quick():
 
 
 if __name__ == "__main__":
-    main([("quick", quick)])
+    main([("tcp_burst", tcp_burst), ("quick", quick)])
