@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Predicted against measured times of the performance model (docs/model.md):
 # on 2+2 and 4+4 namespace sites over the emulated WAN, gridcoll-probe
 # measures the model, gridcoll-info --predict predicts alltoall lg
@@ -14,15 +14,18 @@
 # minute per run on an idle 2-core machine.
 #
 # usage: bench/model_check.sh [--build DIR] --csv FILE [--runs N]
-#                             [--wan SPEC]
+#                             [--wan SPEC] [--relay-set KEY=VALUE]...
+# (--relay-set: passed to every gridrun, probe and measurement alike)
 set -eu
 
 build=build
 csv=
 runs=1
 wan="delay=20ms,rate=1gbit,loss=0.1%"
+relay_sets=()
 usage() {
-    echo "usage: $0 [--build DIR] --csv FILE [--runs N] [--wan SPEC]" >&2
+    echo "usage: $0 [--build DIR] --csv FILE [--runs N] [--wan SPEC]" \
+        "[--relay-set KEY=VALUE]..." >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -31,6 +34,7 @@ while [ $# -gt 0 ]; do
     --csv) [ $# -ge 2 ] || usage; csv=$2; shift 2 ;;
     --runs) [ $# -ge 2 ] || usage; runs=$2; shift 2 ;;
     --wan) [ $# -ge 2 ] || usage; wan=$2; shift 2 ;;
+    --relay-set) [ $# -ge 2 ] || usage; relay_sets+=(--relay-set "$2"); shift 2 ;;
     *) usage ;;
     esac
 done
@@ -57,8 +61,8 @@ predictions() {
 # measure COLL ALGO LAYOUT SIZES MODEL RUN: "bytes median_us" lines
 measure() {
     nice "$bin/gridrun" --timeout 300 --site-sizes "$3" --wan "$wan" \
-        --model "$5" -- "$bin/gridcoll-bench" "$1" --sizes "$4" \
-        --algos "$2" --iters 5 --warmup 1 --start window --csv |
+        "${relay_sets[@]}" --model "$5" -- "$bin/gridcoll-bench" "$1" --sizes "$4" \
+        --algos "$2" --iters 9 --warmup 3 --start window --csv |
         awk -F, -v algo="$2" 'NR > 1 && $2 == algo { print $5, $6 }'
 }
 
@@ -68,7 +72,7 @@ for layout in 2,2 4,4; do
     model=$work/model-$name.cfg
     echo "model_check: $name: gridcoll-probe" >&2
     nice "$bin/gridrun" --timeout 300 --site-sizes "$layout" --wan "$wan" \
-        -- "$bin/gridcoll-probe" --output "$model" >&2
+        "${relay_sets[@]}" -- "$bin/gridcoll-probe" --output "$model" >&2
     for spec in "alltoall lg $A2A_SIZES" "bcast multilane $BCAST_SIZES"; do
         set -- $spec
         predictions "$1" "$2" "$layout" "$3" "$model" >"$work/predicted"

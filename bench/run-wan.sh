@@ -386,6 +386,7 @@ model_csv=$tmp/model.csv
 if [ -x "$src/bench/model_check.sh" ] && [ "$quick" = 0 ] && in_budget "model_check"; then
     echo "[$(elapsed) s] model_check.sh" >&2
     timeout 300 "$src/bench/model_check.sh" --build "$build" --csv "$model_csv" \
+        "${relay_sets[@]}" \
         --runs 1 --wan "$wan" >&2 || echo "failed: bench/model_check.sh" >>"$failures"
 fi
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <libconfig.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -175,45 +176,54 @@ static int load_sites(const struct loader *l, const config_t *cfg,
     return 0;
 }
 
-/* links.one_way: ( [bytes, seconds], ... ), sizes increasing. */
-static int load_samples(const struct loader *l, const config_setting_t *group,
-                        const char *where, struct gc_model_link *link)
+/* The optional curves of a link: key and place (gc_model_curve). */
+static const struct {
+    const char *key;
+    size_t offset;
+} link_curves[] = {
+    {"one_way", offsetof(struct gc_model_link, one_way)},
+    {"exchange", offsetof(struct gc_model_link, exchange)},
+};
+
+/* links.KEY: ( [bytes, seconds], ... ), sizes increasing; absent: none. */
+static int load_curve(const struct loader *l, const config_setting_t *group,
+                      const char *where, const char *key,
+                      struct gc_model_curve *curve)
 {
-    const config_setting_t *list = config_setting_get_member(group, "one_way");
-    link->samples = 0;
+    const config_setting_t *list = config_setting_get_member(group, key);
+    curve->count = 0;
     if (list == NULL)
         return 0;
     int count = config_setting_length(list);
     if (!config_setting_is_list(list) || count < 1 ||
         count > GC_MODEL_MAX_SAMPLES)
         return fail(l, list,
-                    "%s.one_way: want a list of 1..%d pairs "
+                    "%s.%s: want a list of 1..%d pairs "
                     "( [bytes, seconds], ... )",
-                    where, GC_MODEL_MAX_SAMPLES);
+                    where, key, GC_MODEL_MAX_SAMPLES);
     for (int i = 0; i < count; i++) {
         const config_setting_t *pair = config_setting_get_elem(list, i);
         if (config_setting_type(pair) != CONFIG_TYPE_ARRAY ||
             config_setting_length(pair) != 2 ||
             !is_number(config_setting_get_elem(pair, 0)))
             return fail(l, pair,
-                        "%s.one_way[%d]: want [bytes, seconds] (two floats)",
-                        where, i);
+                        "%s.%s[%d]: want [bytes, seconds] (two floats)", where,
+                        key, i);
         double bytes = number_of(config_setting_get_elem(pair, 0)),
                time = number_of(config_setting_get_elem(pair, 1));
         if (!(bytes >= 0 && bytes <= 1099511627776.0) ||
             !(time >= 0 && time <= 60))
             return fail(l, pair,
-                        "%s.one_way[%d] = [%g, %g] is out of bounds "
+                        "%s.%s[%d] = [%g, %g] is out of bounds "
                         "(0..2^40 bytes, 0..60 s)",
-                        where, i, bytes, time);
-        if (i > 0 && bytes <= link->sample_bytes[i - 1])
-            return fail(l, pair,
-                        "%s.one_way[%d]: sizes must increase (%g after %g)",
-                        where, i, bytes, link->sample_bytes[i - 1]);
-        link->sample_bytes[i] = bytes;
-        link->sample_time[i] = time;
+                        where, key, i, bytes, time);
+        if (i > 0 && bytes <= curve->bytes[i - 1])
+            return fail(l, pair, "%s.%s[%d]: sizes must increase (%g after %g)",
+                        where, key, i, bytes, curve->bytes[i - 1]);
+        curve->bytes[i] = bytes;
+        curve->time[i] = time;
     }
-    link->samples = count;
+    curve->count = count;
     return 0;
 }
 
@@ -257,11 +267,17 @@ static int load_links(const struct loader *l, const config_t *cfg,
         if (seen[ab])
             return fail(l, group, "%s: sites %s and %s are linked twice", where,
                         m->sites[ends[0]].name, m->sites[ends[1]].name);
-        static const char *const link_extra[] = {"sites", "one_way", NULL};
+        static const char *const link_extra[] = {"sites", "one_way", "exchange",
+                                                 NULL};
         if (load_fields(l, group, where, link_fields, COUNT(link_fields),
-                        link_extra, &m->links[ab]) != 0 ||
-            load_samples(l, group, where, &m->links[ab]) != 0)
+                        link_extra, &m->links[ab]) != 0)
             return -1;
+        for (size_t c = 0; c < COUNT(link_curves); c++)
+            if (load_curve(l, group, where, link_curves[c].key,
+                           (struct gc_model_curve *)((char *)&m->links[ab] +
+                                                     link_curves[c].offset)) !=
+                0)
+                return -1;
         m->links[ba] = m->links[ab];
         seen[ab] = seen[ba] = 1;
     }
@@ -322,20 +338,32 @@ int gc_model_load(const char *path, struct gc_model *m, char *err,
     return status;
 }
 
+/* Piecewise linear through the samples, flat below the first, `beyond`
+ * per byte above the last. */
+static double curve_at(const struct gc_model_curve *c, double m, double beyond)
+{
+    if (m <= c->bytes[0])
+        return c->time[0];
+    for (int i = 1; i < c->count; i++)
+        if (m <= c->bytes[i]) {
+            double x0 = c->bytes[i - 1], t0 = c->time[i - 1];
+            return t0 + (m - x0) / (c->bytes[i] - x0) * (c->time[i] - t0);
+        }
+    return c->time[c->count - 1] + (m - c->bytes[c->count - 1]) * beyond;
+}
+
 double gc_model_one_way(const struct gc_model_link *l, double m)
 {
-    int n = l->samples;
-    if (n == 0)
+    if (l->one_way.count == 0)
         return l->alpha + m * l->beta;
-    if (m <= l->sample_bytes[0])
-        return l->sample_time[0];
-    for (int i = 1; i < n; i++)
-        if (m <= l->sample_bytes[i]) {
-            double x0 = l->sample_bytes[i - 1], t0 = l->sample_time[i - 1];
-            return t0 + (m - x0) / (l->sample_bytes[i] - x0) *
-                            (l->sample_time[i] - t0);
-        }
-    return l->sample_time[n - 1] + (m - l->sample_bytes[n - 1]) * l->beta;
+    return curve_at(&l->one_way, m, l->beta);
+}
+
+double gc_model_exchange(const struct gc_model_link *l, double m)
+{
+    if (l->exchange.count == 0)
+        return 0;
+    return curve_at(&l->exchange, m, l->beta_bulk > 0 ? l->beta_bulk : l->beta);
 }
 
 int gc_model_site_index(const struct gc_model *m, const char *name)
@@ -394,11 +422,15 @@ int gc_model_write(const struct gc_model *m, const char *path,
                     m->sites[b].name);
             const struct gc_model_link *l = gc_model_link(m, a, b);
             write_fields(out, link_fields, COUNT(link_fields), l);
-            if (l->samples > 0) {
-                fprintf(out, "\n    one_way = (");
-                for (int i = 0; i < l->samples; i++)
+            for (size_t c = 0; c < COUNT(link_curves); c++) {
+                const struct gc_model_curve *curve =
+                    (const void *)((const char *)l + link_curves[c].offset);
+                if (curve->count == 0)
+                    continue;
+                fprintf(out, "\n    %s = (", link_curves[c].key);
+                for (int i = 0; i < curve->count; i++)
                     fprintf(out, "%s[%.6e, %.6e]", i > 0 ? ", " : " ",
-                            l->sample_bytes[i], l->sample_time[i]);
+                            curve->bytes[i], curve->time[i]);
                 fprintf(out, " );");
             }
             fprintf(out, " }%s\n",

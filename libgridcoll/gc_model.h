@@ -25,19 +25,29 @@ struct gc_model_site {
     double threshold; /* M of eq. 5: δ applies from this many bytes */
 };
 
+/* Measured times of a link by message size, sizes increasing. */
+struct gc_model_curve {
+    int count;
+    double bytes[GC_MODEL_MAX_SAMPLES];
+    double time[GC_MODEL_MAX_SAMPLES];
+};
+
 struct gc_model_link {
     double alpha, beta; /* one message alone: alpha_w + m beta_w */
     double gap;         /* per message, back to back (LogP's g) */
     double beta_bulk;   /* per byte, many messages in flight */
     /*
-     * Optional measured one-way times of one message alone, by size
-     * (increasing): the WAN path is not linear in the size (TCP slow
-     * start on idle streams, striping above the relay's chunk size), so
-     * when present they replace alpha + m beta (gc_model_one_way).
+     * Optional measured times by size (increasing); when present they
+     * replace the linear formulas: the WAN path is not linear in the size
+     * (TCP's ramp on streams that went quiet, a lost segment's round trip
+     * in a burst, striping above the relay's chunk size).
+     *   one_way:  one message of m bytes alone, one way;
+     *   exchange: the two sites' first members send each other m bytes at
+     *             once, until both have them: what an all-to-all's WAN
+     *             phase puts on the link, data both ways on the same
+     *             streams.
      */
-    int samples;
-    double sample_bytes[GC_MODEL_MAX_SAMPLES];
-    double sample_time[GC_MODEL_MAX_SAMPLES];
+    struct gc_model_curve one_way, exchange;
 };
 
 struct gc_model {
@@ -65,10 +75,18 @@ gc_model_link(const struct gc_model *m, int a, int b)
 
 /*
  * One message of m bytes alone over link l: piecewise linear between the
- * samples (the first sample's time below it, the last one's plus
+ * one_way samples (the first sample's time below it, the last one's plus
  * (m - last) beta above), or alpha + m beta without samples.
  */
 double gc_model_one_way(const struct gc_model_link *l, double m);
+
+/*
+ * m bytes each way at once over link l: the exchange samples the same
+ * way (beyond the last, beta_bulk per byte: many messages in flight), or
+ * 0 for a model measured without them (nothing known beyond the other
+ * parameters).
+ */
+double gc_model_exchange(const struct gc_model_link *l, double m);
 
 /*
  * Write `m` as a model file, flushed to disk; 0 or -1 with errno set.

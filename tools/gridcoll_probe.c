@@ -15,11 +15,14 @@
  *    of Proposition 1, for every candidate threshold M among the sizes,
  *    keeping the M with the least residual (§IV).  All sites at once.
  * 3. Per pair of sites, one pair at a time, the sites' first members
- *    through the relays: a ping-pong at several sizes up to a few MiB,
- *    timed after a few untimed rounds of each size (α_w, β_w), a burst of small
- * messages back to back (the gap g per message), and a burst of large messages
- * in flight at once, which the relay stripes over its streams (the bulk β of
- * segmented transfers).
+ *    through the relays: a small ping-pong (the one-way time t1 the rest
+ *    starts and subtracts with); one message one way at several sizes up
+ *    to a few MiB, each round from quiet streams (transfer), timed after a
+ *    few untimed rounds of each size (the one_way samples, α_w, β_w); the
+ *    same both ways at once (the exchange samples); a burst of small
+ *    messages back to back (the gap g per message), and a burst of large
+ *    messages in flight at once, which the relay stripes over its streams
+ *    (the bulk β of segmented transfers).
  *
  * Fits weigh every point by 1/t², so the residual is relative and small
  * sizes count as much as large ones.  Rank 0 prints every fitted value
@@ -39,6 +42,7 @@
 #define PROG      "gridcoll-probe"
 #define MAX_SIZES 32
 #define TAG       7
+#define TAG_SYNC  8 /* a transfer's go and report, apart from its data */
 
 struct options {
     const char *output;
@@ -46,12 +50,13 @@ struct options {
     uint64_t local_sizes[MAX_SIZES], wan_sizes[MAX_SIZES], a2a_sizes[MAX_SIZES];
     size_t n_local, n_wan, n_a2a;
     uint64_t iters, wan_iters, wan_warmup, burst, bulk_count, bulk_bytes;
+    uint64_t wan_largest; /* the largest of wan_sizes */
     int verbose;
 };
 
 /* What one rank reports to rank 0: its site's parameters when it is the
  * site's first member, the links from its site when it measured them. */
-enum { SITE_VALUES = 9, LINK_VALUES = 6 + MAX_SIZES };
+enum { SITE_VALUES = 9, LINK_VALUES = 6 + 2 * MAX_SIZES };
 enum {
     S_ALPHA,
     S_BETA,
@@ -63,7 +68,16 @@ enum {
     S_VALID,
     S_SIZE
 };
-enum { L_ALPHA, L_BETA, L_GAP, L_BULK, L_RES, L_VALID, L_SAMPLES };
+enum {
+    L_ALPHA,
+    L_BETA,
+    L_GAP,
+    L_BULK,
+    L_RES,
+    L_VALID,
+    L_ONE_WAY,
+    L_EXCHANGE = L_ONE_WAY + MAX_SIZES
+};
 
 static void usage(FILE *out)
 {
@@ -80,8 +94,10 @@ static void usage(FILE *out)
             "                       comment line \"layout: TEXT\"\n"
             "  --iters N            local ping-pongs and all-to-alls per "
             "size [20]\n"
-            "  --wan-iters N        WAN ping-pongs per size and bursts [3]\n"
-            "  --wan-warmup N       untimed WAN ping-pongs before them, per\n"
+            "  --wan-iters N        timed WAN rounds per size (one-way,\n"
+            "                       exchange, the small ping-pong) and\n"
+            "                       bursts [7]\n"
+            "  --wan-warmup N       untimed WAN rounds before them, per\n"
             "                       size, for TCP's pacing to settle [3]\n"
             "  --local-sizes LIST   local ping-pong sizes "
             "[8,1k,16k,64k,256k,1m]\n"
@@ -102,7 +118,7 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
 {
     *o = (struct options){.output = "gridcoll-model.cfg",
                           .iters = 20,
-                          .wan_iters = 3,
+                          .wan_iters = 7,
                           .wan_warmup = 3,
                           .burst = 64,
                           .bulk_count = 16,
@@ -181,8 +197,11 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
     uint64_t largest = 0;
     for (size_t i = 0; i < o->n_local; i++)
         largest = o->local_sizes[i] > largest ? o->local_sizes[i] : largest;
+    o->wan_largest = 0;
     for (size_t i = 0; i < o->n_wan; i++)
-        largest = o->wan_sizes[i] > largest ? o->wan_sizes[i] : largest;
+        if (o->wan_sizes[i] > o->wan_largest)
+            o->wan_largest = o->wan_sizes[i];
+    largest = o->wan_largest > largest ? o->wan_largest : largest;
     if (largest > INT32_MAX || o->bulk_bytes > INT32_MAX) {
         if (rank == 0)
             fprintf(stderr, PROG ": sizes up to 2 GiB - 1\n");
@@ -380,6 +399,74 @@ static double burst(int first, int peer, uint64_t count, int len,
     return t;
 }
 
+/*
+ * m bytes from `first` to the peer, or (both_ways) each to the other at
+ * once, for every size: the median over `iters` rounds (after `warmup`)
+ * of the later member's time from its start until what it waits for is
+ * in.  A 1-byte go from `first` sets the start without a shared clock:
+ * the peer starts QUIET_TRIPS one-way times `lead` after the go arrives,
+ * `first` that plus one after sending it, so the two start within the
+ * jitter of one small message.  The wait lets the go's acknowledgements
+ * (TCP's and the relays') come and go, so the data leaves quiet streams
+ * as a collective's does after the ranks computed; a ping-pong's answer
+ * leaves on streams still busy with the question's acknowledgements,
+ * which bbr paces differently.
+ */
+#define QUIET_TRIPS 3
+
+static void transfer(int first, int peer, int both_ways, const uint64_t *sizes,
+                     size_t n, uint64_t warmup, uint64_t iters, double lead,
+                     char *sbuf, char *rbuf, double *out)
+{
+    double *round = bench_malloc(iters * sizeof *round);
+    for (size_t s = 0; s < n; s++) {
+        int len = (int)sizes[s];
+        int sends = first || both_ways, receives = !first || both_ways;
+        for (uint64_t i = 0; i < warmup + iters; i++) {
+            MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+            MPI_Status done[2];
+            char go = 0;
+            if (receives)
+                bench_mpi_check(MPI_Irecv(rbuf, len, MPI_BYTE, peer, TAG,
+                                          MPI_COMM_WORLD, &req[0]),
+                                "transfer");
+            double start = MPI_Wtime() + (QUIET_TRIPS + 1) * lead;
+            if (first) {
+                bench_mpi_check(
+                    MPI_Send(&go, 1, MPI_BYTE, peer, TAG_SYNC, MPI_COMM_WORLD),
+                    "transfer go");
+            } else {
+                bench_mpi_check(MPI_Recv(&go, 1, MPI_BYTE, peer, TAG_SYNC,
+                                         MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+                                "transfer go");
+                start = MPI_Wtime() + QUIET_TRIPS * lead;
+            }
+            double wait = start - MPI_Wtime();
+            if (wait > 0)
+                nanosleep(&(struct timespec){(time_t)wait,
+                                             (long)(fmod(wait, 1) * 1e9)},
+                          NULL);
+            double t0 = MPI_Wtime();
+            if (sends)
+                bench_mpi_check(MPI_Isend(sbuf, len, MPI_BYTE, peer, TAG,
+                                          MPI_COMM_WORLD, &req[1]),
+                                "transfer");
+            bench_mpi_check(MPI_Waitall(2, req, done), "transfer wait");
+            double mine = MPI_Wtime() - t0, theirs = 0;
+            bench_mpi_check(first ? MPI_Recv(&theirs, 1, MPI_DOUBLE, peer,
+                                             TAG_SYNC, MPI_COMM_WORLD,
+                                             MPI_STATUS_IGNORE)
+                                  : MPI_Send(&mine, 1, MPI_DOUBLE, peer,
+                                             TAG_SYNC, MPI_COMM_WORLD),
+                            "transfer report");
+            if (i >= warmup)
+                round[i - warmup] = mine > theirs ? mine : theirs;
+        }
+        out[s] = median(round, (long)iters);
+    }
+    free(round);
+}
+
 /* Median PMPI_Alltoall time (slowest member) per block size on `site`. */
 static void alltoall_times(MPI_Comm site, int n, const struct options *o,
                            double *out)
@@ -466,16 +553,27 @@ static void probe_site(MPI_Comm site, const struct options *o, char *buf,
 static void probe_link(int first, int peer, const struct options *o, char *buf,
                        double *v)
 {
-    double t[MAX_SIZES];
-    /* Several warm-up rounds: BBR paces a stream of request and answer at
-     * what it saw delivered, which takes a few rounds of one size to
-     * settle (docs/performance.md, "Collectives"). */
-    ping_pong(MPI_COMM_WORLD, 0, peer, first, o->wan_sizes, o->n_wan,
-              o->wan_warmup, o->wan_iters, buf, t);
+    /* The smallest size's ping-pong: how long the go of a transfer takes,
+     * and the first leg and one-byte answer of the bursts below. */
+    size_t smallest = 0;
+    for (size_t i = 1; i < o->n_wan; i++)
+        if (o->wan_sizes[i] < o->wan_sizes[smallest])
+            smallest = i;
+    double small_one_way;
+    ping_pong(MPI_COMM_WORLD, 0, peer, first, &o->wan_sizes[smallest], 1,
+              o->wan_warmup, o->wan_iters, buf, &small_one_way);
+    double t[MAX_SIZES], both_ways[MAX_SIZES];
+    char *sbuf = buf, *rbuf = buf + o->wan_largest;
+    transfer(first, peer, 0, o->wan_sizes, o->n_wan, o->wan_warmup,
+             o->wan_iters, small_one_way, sbuf, rbuf, t);
+    transfer(first, peer, 1, o->wan_sizes, o->n_wan, o->wan_warmup,
+             o->wan_iters, small_one_way, sbuf, rbuf, both_ways);
     double alpha, beta;
     double res = fit_hockney(o->wan_sizes, t, (int)o->n_wan, &alpha, &beta);
-    if (first)
+    if (first) {
         print_samples(o, "WAN one-way", o->wan_sizes, t, o->n_wan);
+        print_samples(o, "WAN exchange", o->wan_sizes, both_ways, o->n_wan);
+    }
     double gap_round = burst(first, peer, o->burst, 1, o->wan_iters, buf);
     double bulk_round = burst(first, peer, o->bulk_count, (int)o->bulk_bytes,
                               o->wan_iters, buf);
@@ -486,13 +584,7 @@ static void probe_link(int first, int peer, const struct options *o, char *buf,
                (unsigned long long)o->burst, gap_round * 1e6,
                (unsigned long long)o->bulk_count,
                (unsigned long long)o->bulk_bytes, bulk_round * 1e6);
-    /* The round's first leg and the one-byte answer: the smallest
-     * ping-pong as measured, not the fit, which the larger sizes pull. */
-    size_t smallest = 0;
-    for (size_t i = 1; i < o->n_wan; i++)
-        if (o->wan_sizes[i] < o->wan_sizes[smallest])
-            smallest = i;
-    double trip = 2 * t[smallest];
+    double trip = 2 * small_one_way;
     v[L_ALPHA] = alpha;
     v[L_BETA] = beta;
     v[L_GAP] = gap_round > trip ? (gap_round - trip) / (double)o->burst : 0;
@@ -502,8 +594,10 @@ static void probe_link(int first, int peer, const struct options *o, char *buf,
                     : 0;
     v[L_RES] = res;
     v[L_VALID] = 1;
-    for (size_t i = 0; i < o->n_wan; i++)
-        v[L_SAMPLES + i] = t[i];
+    for (size_t i = 0; i < o->n_wan; i++) {
+        v[L_ONE_WAY + i] = t[i];
+        v[L_EXCHANGE + i] = both_ways[i];
+    }
 }
 
 /* Sites with one member have no local traffic: they take the mean of
@@ -531,6 +625,24 @@ static void fill_single_member_sites(struct gc_model *m, const double *valid)
 static double clamp(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The times measured at `sizes` (any order) as a curve of the model,
+ * sizes increasing as the file wants them. */
+static void set_curve(struct gc_model_curve *c, const uint64_t *sizes, size_t n,
+                      const double *times)
+{
+    c->count = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        size_t at = i;
+        while (at > 0 && c->bytes[at - 1] > (double)sizes[i]) {
+            c->bytes[at] = c->bytes[at - 1];
+            c->time[at] = c->time[at - 1];
+            at--;
+        }
+        c->bytes[at] = (double)sizes[i];
+        c->time[at] = clamp(times[i], 0, 60);
+    }
 }
 
 int main(int argc, char **argv)
@@ -570,8 +682,8 @@ int main(int argc, char **argv)
     size_t largest = (size_t)o.bulk_count * (size_t)o.bulk_bytes;
     for (size_t i = 0; i < o.n_local; i++)
         largest = o.local_sizes[i] > largest ? o.local_sizes[i] : largest;
-    for (size_t i = 0; i < o.n_wan; i++)
-        largest = o.wan_sizes[i] > largest ? o.wan_sizes[i] : largest;
+    /* Transfers send from one half and receive into the other. */
+    largest = 2 * o.wan_largest > largest ? 2 * o.wan_largest : largest;
     char *buf = bench_malloc(largest);
     memset(buf, 0, largest);
 
@@ -638,19 +750,8 @@ int main(int argc, char **argv)
                 l->beta = clamp(v[L_BETA], 0, 1e-3);
                 l->gap = clamp(v[L_GAP], 0, 10);
                 l->beta_bulk = clamp(v[L_BULK], 0, 1e-3);
-                /* Sizes increase in the file: sort them with their times. */
-                l->samples = (int)o.n_wan;
-                for (size_t i = 0; i < o.n_wan; i++) {
-                    size_t at = i;
-                    while (at > 0 &&
-                           l->sample_bytes[at - 1] > (double)o.wan_sizes[i]) {
-                        l->sample_bytes[at] = l->sample_bytes[at - 1];
-                        l->sample_time[at] = l->sample_time[at - 1];
-                        at--;
-                    }
-                    l->sample_bytes[at] = (double)o.wan_sizes[i];
-                    l->sample_time[at] = clamp(v[L_SAMPLES + i], 0, 60);
-                }
+                set_curve(&l->one_way, o.wan_sizes, o.n_wan, v + L_ONE_WAY);
+                set_curve(&l->exchange, o.wan_sizes, o.n_wan, v + L_EXCHANGE);
                 m.links[b * sites + a] = *l;
                 printf("link %s-%s: alpha_w=%.1f us beta_w=%.4f ns/B (fit "
                        "residual %.1f%%) gap=%.2f us beta_bulk=%.4f ns/B "

@@ -145,7 +145,8 @@ cleanup:
  * Steffenel eq. 6 for any number of sites: the local all-to-all (eq. 5),
  * then each rank of site s sends its N - n_s WAN messages one after the
  * other (1-port view); all in flight, a pair of sites also takes at
- * least α_w plus its bytes at the bulk rate and its messages' gaps.
+ * least α_w plus its bytes at the bulk rate and its messages' gaps, and
+ * at least the link's measured exchange of those bytes each way.
  */
 double alltoall_grid_direct_cost(const struct coll_cost_args *c)
 {
@@ -162,6 +163,8 @@ double alltoall_grid_direct_cost(const struct coll_cost_args *c)
                 one_port += nb * cost_wan_msg(c, s, b, m);
                 double bulk =
                     l->alpha + n * nb * m * l->beta_bulk + n * nb * l->gap;
+                double both_ways = cost_wan_exchange(c, s, b, n * nb * m);
+                bulk = both_ways > bulk ? both_ways : bulk;
                 wan = bulk > wan ? bulk : wan;
             }
         wan = one_port > wan ? one_port : wan;

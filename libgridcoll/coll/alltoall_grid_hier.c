@@ -366,7 +366,8 @@ int alltoall_grid_hier(const struct coll_args *a)
  * The header's T_C1 + max_s (α_w + β_w n_s (N - n_s) m) + T_scatter: the
  * local all-to-all (eq. 5) plus the coordinator taking in its members'
  * (n_s - 1)(N - n_s) m bytes for other sites, one WAN message per pair
- * of sites, the scatter of (N - n_s) m to each member.
+ * of sites (both ways at once: the link's measured exchange when the
+ * model has it), the scatter of (N - n_s) m to each member.
  */
 double alltoall_grid_hier_cost(const struct coll_cost_args *c)
 {
@@ -379,7 +380,10 @@ double alltoall_grid_hier_cost(const struct coll_cost_args *c)
         double wan = 0;
         for (int t2 = 0; t2 < c->site_count; t2++)
             if (t2 != s) {
-                double w = cost_wan_msg(c, s, t2, n * remote);
+                double bytes = n * remote;
+                double alone = cost_wan_msg(c, s, t2, bytes),
+                       both_ways = cost_wan_exchange(c, s, t2, bytes);
+                double w = both_ways > alone ? both_ways : alone;
                 wan = w > wan ? w : wan;
             }
         t += wan + (n - 1) * cost_local_msg(c, s, remote);

@@ -425,7 +425,10 @@ int alltoall_grid_lg(const struct coll_args *a)
  * then the slowest ordered pair of sites, ⌈max/min⌉ (α_w + β_w min m) in
  * the paper's 1-port view.  All messages are in flight at once, so a
  * pair also takes at least α_w plus its n_A n_B m bytes at the link's
- * bulk rate and its messages' gaps; the larger of the two counts.
+ * bulk rate and its messages' gaps, and at least the time the link takes
+ * to exchange n_A n_B m bytes each way (the model's measured exchange:
+ * both directions on the same relay streams, TCP's ramp and a loss's
+ * round trip included); the largest counts.
  */
 double alltoall_grid_lg_cost(const struct coll_cost_args *c)
 {
@@ -446,7 +449,9 @@ double alltoall_grid_lg_cost(const struct coll_cost_args *c)
                 ((hi + lo - 1) / lo) * cost_wan_msg(c, a, b, lo * m);
             double bulk =
                 l->alpha + (double)na * nb * m * l->beta_bulk + hi * l->gap;
+            double both_ways = cost_wan_exchange(c, a, b, (double)na * nb * m);
             double t = one_port > bulk ? one_port : bulk;
+            t = both_ways > t ? both_ways : t;
             wan = t > wan ? t : wan;
         }
     return local + wan;

@@ -24,6 +24,11 @@ double cost_wan_msg(const struct coll_cost_args *c, int a, int b, double m)
     return gc_model_one_way(cost_link(c, a, b), m);
 }
 
+double cost_wan_exchange(const struct coll_cost_args *c, int a, int b, double m)
+{
+    return gc_model_exchange(cost_link(c, a, b), m);
+}
+
 double cost_local_alltoall(const struct coll_cost_args *c, int s, int n,
                            double m)
 {

@@ -53,6 +53,16 @@ double cost_local_msg(const struct coll_cost_args *c, int s, double m);
 double cost_wan_msg(const struct coll_cost_args *c, int a, int b, double m);
 
 /*
+ * Sites a and b sending each other m bytes in all at once, as the WAN
+ * phase of an all-to-all does: the link's measured exchange times
+ * interpolated (gc_model_exchange), or 0 for a model without them.  The
+ * relay stripes every message between two sites over the same streams, so
+ * the phase's messages share one transfer: a lower bound of the phase.
+ */
+double cost_wan_exchange(const struct coll_cost_args *c, int a, int b,
+                         double m);
+
+/*
  * Steffenel eq. 5: an all-to-all among the n members of site s with
  * blocks of m bytes, (n-1)(α + mβγ), plus (n-1)δ from m ≥ M.
  */

@@ -99,6 +99,17 @@ def test_probe_writes_a_model_that_parses():
     for key in ("version = 1;", 'name = "alpha"', 'name = "beta"',
                 'sites = ["alpha", "beta"]', "gamma =", "beta_bulk ="):
         check(key in text, "model file lacks %r:\n%s" % (key, text))
+    # Both curves at exactly the --wan-sizes, with times a loopback
+    # transfer can take.
+    for curve in ("one_way", "exchange"):
+        m = re.search(r"\b%s = \(([^)]*)\);" % curve, text)
+        check(m is not None, "model file lacks %s:\n%s" % (curve, text))
+        pairs = re.findall(r"\[([0-9.e+-]+), ([0-9.e+-]+)\]", m.group(1))
+        sizes = [float(b) for b, _ in pairs]
+        check(sizes == [8.0, 65536.0], "%s sizes %s, want 8, 64k" %
+              (curve, sizes))
+        check(all(0 < float(t) < 1 for _, t in pairs),
+              "%s times out of range: %s" % (curve, pairs))
     predicted_choice(model, "alltoall", 65536)
 
 

@@ -158,6 +158,12 @@ static const struct bad_case bad[] = {
      "    gap = 0.0; beta_bulk = 0.0;\n"
      "    one_way = ( [8.0, 100.0] ); }\n);\n",
      "11: links[0].one_way[0] = [8, 100] is out of bounds"},
+    {"exchange_shape",
+     "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = (\n"
+     "  { sites = [\"alpha\", \"beta\"]; alpha = 0.01; beta = 1e-8;\n"
+     "    gap = 0.0; beta_bulk = 0.0;\n"
+     "    exchange = ( [8.0] ); }\n);\n",
+     "11: links[0].exchange[0]: want [bytes, seconds] (two floats)"},
     {"unknown_top", "version = 1;\nsite = ();\n",
      "2: unknown key 'site' (want version, sites, links)"},
 };
@@ -181,6 +187,18 @@ static void test_errors(void)
            "missing file: %s", err);
 }
 
+static int sizes[2] = {2, 3}, map[2] = {0, 1};
+
+static struct coll_cost_args call(size_t bytes)
+{
+    return (struct coll_cost_args){.site_count = 2,
+                                   .size = sizes[0] + sizes[1],
+                                   .site_size = sizes,
+                                   .model = &model,
+                                   .model_site = map,
+                                   .bytes = bytes};
+}
+
 /* Measured one-way times replace α_w + mβ_w: interpolated between
  * samples, flat below, β_w beyond. */
 static void test_samples(void)
@@ -195,28 +213,63 @@ static void test_samples(void)
         "}\n);\n");
     CHECKF(gc_model_load(path, &model, err, sizeof err) == 0, "%s", err);
     const struct gc_model_link *l = gc_model_link(&model, 1, 0);
-    CHECK(l->samples == 3, "%d samples", l->samples);
+    CHECK(l->one_way.count == 3, "%d samples", l->one_way.count);
     CHECK(gc_model_one_way(l, 1) == 0.02, "below the first sample");
     CHECK(close_to(gc_model_one_way(l, 8 + (65536 - 8) / 2.0), 0.045),
           "interpolated");
     CHECK(close_to(gc_model_one_way(l, 1048576), 0.06), "at a sample");
     CHECK(close_to(gc_model_one_way(l, 2097152), 0.06 + 1048576 * 1e-8),
           "beyond: the last sample plus beta");
-    model.links[1].samples = 0;
+    CHECK(gc_model_exchange(l, 65536) == 0, "no exchange samples: no bound");
+    model.links[1].one_way.count = 0;
     CHECK(close_to(gc_model_one_way(&model.links[1], 1000), 0.01 + 1000 * 1e-8),
           "without samples: alpha + m beta");
 }
 
-static int sizes[2] = {2, 3}, map[2] = {0, 1};
-
-static struct coll_cost_args call(size_t bytes)
+/* Exchange samples: interpolated like one_way, beta_bulk beyond, and
+ * written back as read. */
+static void test_exchange(void)
 {
-    return (struct coll_cost_args){.site_count = 2,
-                                   .size = sizes[0] + sizes[1],
-                                   .site_size = sizes,
-                                   .model = &model,
-                                   .model_site = map,
-                                   .bytes = bytes};
+    char err[512];
+    const char *path = write_file(
+        "exchange.cfg",
+        "version = 1;\nsites = (\n" SITE_A SITE_B ");\nlinks = (\n"
+        "  { sites = [\"alpha\", \"beta\"]; alpha = 0.01; beta = 1e-8;\n"
+        "    gap = 0.0; beta_bulk = 2e-8;\n"
+        "    one_way = ( [8.0, 0.02] );\n"
+        "    exchange = ( [8.0, 0.021], [1048576.0, 0.08] ); }\n);\n");
+    CHECKF(gc_model_load(path, &model, err, sizeof err) == 0, "%s", err);
+    const struct gc_model_link *l = gc_model_link(&model, 0, 1);
+    CHECK(l->exchange.count == 2, "%d exchange samples", l->exchange.count);
+    CHECK(gc_model_exchange(l, 1) == 0.021, "below the first sample");
+    CHECK(close_to(gc_model_exchange(l, 8 + (1048576 - 8) / 4.0),
+                   0.021 + (0.08 - 0.021) / 4),
+          "interpolated");
+    CHECK(close_to(gc_model_exchange(l, 2097152), 0.08 + 1048576 * 2e-8),
+          "beyond: the last sample plus beta_bulk");
+    CHECK(close_to(gc_model_one_way(l, 1048576), 0.02 + (1048576 - 8) * 1e-8),
+          "one_way keeps its own samples");
+    char copy[300];
+    snprintf(copy, sizeof copy, "%s/exchange-copy.cfg", dir);
+    static struct gc_model again;
+    CHECKF(gc_model_write(&model, copy, "test") == 0 &&
+               gc_model_load(copy, &again, err, sizeof err) == 0,
+           "write and read back: %s", err);
+    const struct gc_model_link *r = gc_model_link(&again, 0, 1);
+    /* lg's WAN phase, 2 + 3 ranks: 6m bytes each way; with m = 100000
+     * the exchange (0.0548) beats eq. 7's one-port 2 one_way(2m) =
+     * 0.044 and the bulk bound 0.022, so it is what the phase costs. */
+    struct coll_cost_args c = call(100000);
+    double with = alltoall_grid_lg_cost(&c);
+    double both_ways = gc_model_exchange(l, 600000);
+    model.links[1].exchange.count = model.links[2].exchange.count = 0;
+    double without = alltoall_grid_lg_cost(&c);
+    CHECKF(
+        close_to(with - without, both_ways - 2 * (0.02 + (200000 - 8) * 1e-8)),
+        "lg takes the exchange: %.15g - %.15g", with, without);
+    CHECK(r->exchange.count == 2 && r->exchange.bytes[1] == 1048576 &&
+              close_to(r->exchange.time[1], 0.08) && r->one_way.count == 1,
+          "curves survive the round trip");
 }
 
 /* Eq. 7 with the local phases of eq. 5, n1 = 2, n2 = 3, N = 5, α = 1e-5,
@@ -332,6 +385,7 @@ int main(void)
     test_errors();
     test_eq7();
     test_samples();
+    test_exchange();
     test_choice();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
