@@ -213,7 +213,16 @@ static const struct coll_algo alltoall_algos[] = {
      "over the relays; local phase inside each site",
      "", NULL, alltoall_grid_direct, alltoall_grid_direct_cost, 0},
 };
-static const struct coll_rule alltoall_rules[] = {{0, 0, 0, "lg"}};
+/*
+ * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
+ * messages are large anyway and direct skips lg's regrouping inside the
+ * sites (docs/algorithms.md has the measurements).  The v- and w-forms
+ * (bytes 0: sizes differ by pair) take lg.
+ */
+static const struct coll_rule alltoall_rules[] = {
+    {0, 0, (512 << 10) - 1, "lg"},
+    {0, 0, 0, "direct"},
+};
 
 static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),

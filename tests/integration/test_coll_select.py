@@ -156,6 +156,24 @@ def test_allreduce_default_switch():
                   % (nbytes, site, got, want))
 
 
+def test_alltoall_default_switch():
+    """The default rule runs alltoall lg below 512 KiB a pair and direct
+    from there (gc_coll_select.c): one automatic call of each size, seen
+    in the stats.  Either way each site sends the other 2 m bytes in 2
+    messages on this layout."""
+    for m, algo in (((512 << 10) - 4, "lg"), (512 << 10, "direct")):
+        rc, out, err = gridrun(LAYOUT, [BENCH, "alltoall", "--sizes", str(m),
+                                        "--algos", "auto", "--iters", "1",
+                                        "--warmup", "0", "--csv"],
+                               env={"GRIDCOLL_STATS": "1"})
+        check(rc == 0, "gridcoll-bench exited %d:\n%s\n%s" % (rc, out, err))
+        for site in ("alpha", "beta"):
+            got = {a: v for (s, coll, a), v in wan_stats(err).items()
+                   if s == site and coll == "alltoall"}
+            check(got == {algo: (1, 2 * m, 2)}, "%d B, site %s: %r, want %s"
+                  % (m, site, got, algo))
+
+
 def test_stats_barrier():
     # Each call: one empty message from each site leader to the other.
     k = 5
