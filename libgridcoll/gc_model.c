@@ -272,12 +272,12 @@ static int load_links(const struct loader *l, const config_t *cfg,
         if (load_fields(l, group, where, link_fields, COUNT(link_fields),
                         link_extra, &m->links[ab]) != 0)
             return -1;
-        for (size_t c = 0; c < COUNT(link_curves); c++)
+        for (size_t c = 0; c < COUNT(link_curves); c++) {
+            char *link = (char *)&m->links[ab];
             if (load_curve(l, group, where, link_curves[c].key,
-                           (struct gc_model_curve *)((char *)&m->links[ab] +
-                                                     link_curves[c].offset)) !=
-                0)
+                           (void *)(link + link_curves[c].offset)) != 0)
                 return -1;
+        }
         m->links[ba] = m->links[ab];
         seen[ab] = seen[ba] = 1;
     }
