@@ -7,11 +7,13 @@
 # buffer), and gridcoll-bench, run with the model so the forced algorithm
 # takes the segment size the prediction assumed, measures them (--start
 # window: from a start all ranks share, as the model, which knows no skew
-# between the sites, predicts).  Writes CSV
+# between the sites, predicts; after 3 untimed calls, as the probe's 3
+# untimed rounds per size, since the model predicts the steady state).
+# Writes CSV
 #   coll,algo,layout,bytes,predicted_us,measured_us,ratio
 # with ratio = predicted / measured, measured the median over --runs of
-# gridcoll-bench's medians.  Needs root (gridrun --wan).  Bounded: about a
-# minute per run on an idle 2-core machine.
+# gridcoll-bench's medians.  Needs root (gridrun --wan).  Bounded: about
+# 85 s per run on an idle 2-core machine.
 #
 # usage: bench/model_check.sh [--build DIR] --csv FILE [--runs N]
 #                             [--wan SPEC] [--relay-set KEY=VALUE]...
@@ -61,8 +63,8 @@ predictions() {
 # measure COLL ALGO LAYOUT SIZES MODEL RUN: "bytes median_us" lines
 measure() {
     nice "$bin/gridrun" --timeout 300 --site-sizes "$3" --wan "$wan" \
-        "${relay_sets[@]}" --model "$5" -- "$bin/gridcoll-bench" "$1" --sizes "$4" \
-        --algos "$2" --iters 9 --warmup 3 --start window --csv |
+        "${relay_sets[@]}" --model "$5" -- "$bin/gridcoll-bench" "$1" \
+        --sizes "$4" --algos "$2" --iters 9 --warmup 3 --start window --csv |
         awk -F, -v algo="$2" 'NR > 1 && $2 == algo { print $5, $6 }'
 }
 
