@@ -216,13 +216,14 @@ static const struct coll_algo alltoall_algos[] = {
 /*
  * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
  * messages are large anyway and direct skips lg's regrouping inside the
- * sites (docs/algorithms.md has the measurements).  The v- and w-forms
- * (bytes 0: sizes differ by pair) take lg.
+ * sites (docs/algorithms.md has the measurements).  The v- and w-forms,
+ * whose block sizes differ by pair, take lg.
  */
 static const struct coll_rule alltoall_rules[] = {
     {0, 0, (512 << 10) - 1, "lg"},
     {0, 0, 0, "direct"},
 };
+static const struct coll_rule alltoallv_rules[] = {{0, 0, 0, "lg"}};
 
 static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
@@ -250,9 +251,9 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_ALLTOALL] = {"alltoall", ALGOS(alltoall_algos),
                           ALGOS(alltoall_rules), 0},
     [GC_COLL_ALLTOALLV] = {"alltoallv", ALGOS(alltoall_algos),
-                           ALGOS(alltoall_rules), 0},
+                           ALGOS(alltoallv_rules), 0},
     [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
-                           ALGOS(alltoall_rules), 0},
+                           ALGOS(alltoallv_rules), 0},
 };
 
 /* Room per table in the statistics; checked when the stats are read. */
