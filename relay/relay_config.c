@@ -246,7 +246,9 @@ static const struct key_spec keys[] = {
      .type = KEY_BOOL,
      CFG_FIELD(tcp_restart_after_idle),
      .def = 1,
-     .doc = "Before a bbr WAN stream with nothing in flight sends again, "
+     .doc = "Before a bbr WAN stream with nothing in flight but a few "
+            "control frames (at most 1 KiB unsent or unacknowledged) sends "
+            "again, "
             "re-initialise its congestion control, so the burst starts "
             "from bbr's STARTUP paced after the congestion window, not "
             "after a bandwidth estimate that the small frames between "

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""bench/tcp_burst.py (below), and bench/run-wan.sh --quick (alltoall and barrier only, to stay within a
-minute): it exits 0 and writes well-formed output: the relay CSV with the
-default-config row and numbers in it; the collectives CSV with a row for
-every algorithm gridcoll-info lists (plus auto) and the native baseline, for
-every size, with its WAN bound; the back-to-back barrier CSV with a
-GridColl, a native and a local row (the WAN ones at least the delay); the
-targets CSV with every issue-5 target and a result; the markdown report with its sections; the PNG plots.  Needs
-root, /dev/net/tun, iperf3 and gnuplot (skipped otherwise: the script would
-install gnuplot-nox itself, which a test must not)."""
+"""bench/tcp_burst.py (its own test, below), and bench/run-wan.sh --quick
+(alltoall and barrier only, to stay within a minute): it exits 0 and
+writes well-formed output: the relay CSV with the default-config row and
+numbers in it; the collectives CSV with a row for every algorithm
+gridcoll-info lists (plus auto) and the native baseline, for every size,
+with its WAN bound; the back-to-back barrier CSV with a GridColl, a native
+and a local row (the WAN ones at least the delay); the targets CSV with
+every issue-5 target and a result; the markdown report with its sections;
+the PNG plots.  Needs root, /dev/net/tun, iperf3 and gnuplot (skipped
+otherwise: the script would install gnuplot-nox itself, which a test must
+not)."""
 
 import csv
 import io
