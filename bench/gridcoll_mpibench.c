@@ -5,7 +5,7 @@
  *   gridcoll-mpibench allreduce|alltoall|barrier|pingpong|stream
  *                     [--bytes LIST]
  *                     [--iters LIST] [--warmup LIST] [--peer R]
- *                     [--seconds S] [--window W] [--nap US]
+ *                     [--seconds S] [--omit S] [--window W] [--nap US]
  *                     [--start barrier|window] [--csv]
  *
  * Built twice from this source: gridcoll-mpibench is linked with
@@ -30,15 +30,19 @@
  *              default 8) MPI_Isend in flight, which R receives into W
  *              posted MPI_Irecv: application-level throughput of one
  *              pair, as a file transfer sees it.  The end: after S seconds
- *              rank 0 sends W empty messages, one for each receive R has
- *              still posted.  R times from the pair's barrier (an empty
- *              round trip) until every message is in; it checks every
- *              byte it receives.  Both wait in MPI_Waitany, or with --nap
- *              US in MPI_Testany with US-microsecond sleeps between
- *              calls (the CPU the library's progress loop spins away is
- *              then left to the relays).  --iters is ignored; the
- *              warm-up is --warmup (default 1) verified round trips of
- *              BYTES.  The other ranks idle as in pingpong.
+ *              (plus --omit) rank 0 sends W empty messages, one for each
+ *              receive R has still posted.  R times from the pair's
+ *              barrier (an empty round trip), or with --omit O from the
+ *              first message it completes O seconds after it (the ramp-up
+ *              left out, as iperf3 -O does), until every message is in,
+ *              and counts the data messages completed in that time; it
+ *              checks every byte it receives.  Both wait in
+ *              MPI_Waitany, or with --nap US in MPI_Testany with
+ *              US-microsecond sleeps between calls (the CPU the
+ *              library's progress loop spins away is then left to the
+ *              relays).  --iters is ignored; the warm-up is --warmup
+ *              (default 1) verified round trips of BYTES.  The other
+ *              ranks idle as in pingpong.
  *
  * --bytes, --iters and --warmup take a comma-separated list (sizes may end
  * in K, M or G: binary multiples); each size is one measurement, with the
@@ -140,6 +144,7 @@ struct options {
     long warmup[MAX_LIST];
     int peer;
     double seconds;
+    double omit;
     int window;
     int csv;
     enum bench_start start;
@@ -160,7 +165,8 @@ static void usage(FILE *out)
             "usage: " PROG
             " allreduce|alltoall|barrier|pingpong|stream [--bytes LIST]\n"
             "       [--iters LIST] [--warmup LIST] [--peer R] [--seconds S]\n"
-            "       [--window W] [--nap US] [--start barrier|window] [--csv]\n"
+            "       [--omit S] [--window W] [--nap US]\n"
+            "       [--start barrier|window] [--csv]\n"
             "  --bytes LIST   message sizes, e.g. 8,4M,64M (K, M, G: binary;\n"
             "                 allreduce: multiple of 8, alltoall: of 4;\n"
             "                 alltoall: bytes per pair) [8]\n"
@@ -169,6 +175,8 @@ static void usage(FILE *out)
             "                 [iters / 10, at least 1]\n"
             "  --peer R       pingpong and stream partner of rank 0 [1]\n"
             "  --seconds S    stream: seconds per size [5]\n"
+            "  --omit S       stream: seconds streamed before the timing\n"
+            "                 starts, left out of the result [0]\n"
             "  --window W     stream: messages in flight, 1..1024 [8]\n"
             "  --nap US       stream: wait in MPI_Testany with US microsecond\n"
             "                 sleeps instead of MPI_Waitany [0: Waitany]\n"
@@ -273,6 +281,13 @@ static int parse_options(int argc, char **argv, struct options *o)
             o->seconds = strtod(argv[++i], &end);
             if (*end != '\0' || !(o->seconds > 0 && o->seconds <= 3600)) {
                 err = "--seconds: more than 0, at most 3600";
+                goto bad;
+            }
+        } else if (strcmp(a, "--omit") == 0 && has_value) {
+            char *end;
+            o->omit = strtod(argv[++i], &end);
+            if (*end != '\0' || !(o->omit >= 0 && o->omit <= 3600)) {
+                err = "--omit: 0 to 3600 seconds";
                 goto bad;
             }
         } else if (strcmp(a, "--nap") == 0 && has_value) {
@@ -664,12 +679,17 @@ static void stream_send(const uint32_t *data, int words, int window,
  * filled one.  Receives match messages in the order posted, but may
  * complete in another: re-posting after every data message keeps as many
  * receives posted as rank 0 sends messages, so when none is pending every
- * data message and the `window` empty ones are in.  Returns the data
- * messages; wrong ones are counted into *bad. */
-static long stream_receive(uint32_t *buf, int words, int window, long *bad)
+ * data message and the `window` empty ones are in.  Timing starts at the
+ * first message completed `omit` seconds after the call (at the call when
+ * omit is 0); returns the data messages completed after that start and
+ * their time in *seconds; wrong messages are counted into *bad. */
+static long stream_receive(uint32_t *buf, int words, int window, double omit,
+                           double *seconds, long *bad)
 {
     MPI_Request req[MAX_WINDOW];
     size_t stride = (size_t)words;
+    double from = MPI_Wtime() + omit;
+    int timing = omit == 0;
     for (int i = 0; i < window; i++)
         bench_mpi_check(MPI_Irecv(buf + (size_t)i * stride, words, MPI_UINT32_T,
                                   0, TAG_DATA, MPI_COMM_WORLD, &req[i]),
@@ -684,7 +704,11 @@ static long stream_receive(uint32_t *buf, int words, int window, long *bad)
                         "MPI_Get_count");
         if (count == 0)
             continue;
-        messages++;
+        if (!timing && MPI_Wtime() >= from) {
+            timing = 1;
+            from = MPI_Wtime();
+        }
+        messages += timing;
         uint32_t *slot = buf + (size_t)done * stride;
         *bad += count != words || bench_count_bad(slot, stride, 0xb1, 0) != 0;
         memset(slot, 0, (size_t)words * sizeof *slot);
@@ -693,11 +717,12 @@ static long stream_receive(uint32_t *buf, int words, int window, long *bad)
                         "MPI_Irecv");
         pending++;
     }
+    *seconds = MPI_Wtime() - from;
     return messages;
 }
 
 static struct result run_stream(uint64_t bytes, long warmup, int window,
-                                double seconds, int peer)
+                                double seconds, double omit, int peer)
 {
     struct result res = {0};
     size_t words = (size_t)(bytes / 4);
@@ -718,16 +743,15 @@ static struct result run_stream(uint64_t bytes, long warmup, int window,
     round_trip(NULL, NULL, 0, peer);
     double stats[2] = {0, 0}; /* messages, seconds: the receiver's */
     if (rank == 0) {
-        stream_send(send, (int)words, window, seconds, peer);
+        stream_send(send, (int)words, window, omit + seconds, peer);
         bench_mpi_check(MPI_Recv(stats, 2, MPI_DOUBLE, peer, TAG_STATS,
                                  MPI_COMM_WORLD, MPI_STATUS_IGNORE),
                         "MPI_Recv");
         release_idle(peer);
     } else {
-        double start = MPI_Wtime();
-        long messages = stream_receive(recv, (int)words, window, &res.bad);
+        long messages =
+            stream_receive(recv, (int)words, window, omit, &stats[1], &res.bad);
         stats[0] = (double)messages;
-        stats[1] = MPI_Wtime() - start;
         bench_mpi_check(
             MPI_Send(stats, 2, MPI_DOUBLE, 0, TAG_STATS, MPI_COMM_WORLD),
             "MPI_Send");
@@ -815,7 +839,7 @@ int main(int argc, char **argv)
         case T_ALLTOALL: r = run_alltoall(bytes, iters, warmup); break;
         case T_BARRIER: r = run_barrier(iters, warmup); break;
         case T_STREAM:
-            r = run_stream(bytes, warmup, o.window, o.seconds, o.peer);
+            r = run_stream(bytes, warmup, o.window, o.seconds, o.omit, o.peer);
             iters = r.ops;
             break;
         default: r = run_pingpong(bytes, iters, warmup, o.peer); break;

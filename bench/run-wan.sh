@@ -3,10 +3,14 @@
 # against iperf3 and native MPICH over the same emulated WAN, one run.
 #
 #   bench/run-wan.sh [--build DIR] [--out DIR] [--wan SPEC] [--runs N]
-#                    [--budget S] [--colls LIST] [--quick] [--tuning]
+#                    [--budget S] [--colls LIST] [--seed N] [--quick]
+#                    [--tuning]
 #
 # Needs root (gridrun --wan).  SPEC defaults to
-# delay=20ms,rate=1gbit,loss=0.1%.  Every job runs under gridrun --timeout
+# delay=20ms,rate=1gbit,loss=0.1%.  Each job's gridwan draws its losses
+# from a seed of its own, N plus the job's number (N defaults to the
+# time; the report prints it, so --seed N repeats a run's losses); a
+# SPEC with seed= keeps that one seed for every job.  Every job runs under gridrun --timeout
 # and timeout(1); a job that fails or times out leaves its rows out (the
 # report says which), and once S seconds (default 840) have passed the
 # remaining jobs are skipped, so the run stays under 15 minutes.
@@ -15,8 +19,9 @@
 #     tcp.congestion cc in cubic bbr, 1+1 ranks on two sites; inside each
 #     job, in the same two namespaces, `iperf3 -P K -C cc` and the relay
 #     (gridcoll-mpibench stream: rank 0 streams 1 MiB messages, 8 in
-#     flight, to rank 1), alternating which goes first.  The relay's
-#     default (8 streams, system cc) runs N times more, once more with TLS
+#     flight, to rank 1), alternating which goes first; each timed over 3
+#     s after 1 s left out (iperf3 -O 1, stream --omit 1).  The relay's
+#     default (8 streams, system cc) runs N times more, N times with TLS
 #     (throwaway certificates from conf/tls/make-certs.sh, gridrun
 #     --tls-dir), once with the ranks sleeping 200 us between MPI_Testany
 #     calls instead of waiting in MPI_Waitany (--nap 200: the CPU their
@@ -65,6 +70,7 @@ out=$src/docs/performance
 wan="delay=20ms,rate=1gbit,loss=0.1%"
 runs=3
 budget=840
+seed=$(date +%s)
 quick=0
 tuning=0
 colls=alltoall,bcast,allgather,allreduce,barrier
@@ -84,13 +90,14 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; shift ;;
     --tuning) tuning=1; shift ;;
     --colls) colls=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     -h | --help) usage 0 ;;
     *) echo "run-wan.sh: unknown option '$1'" >&2; usage 2 >&2 ;;
     esac
 done
-for n in "$runs" "$budget"; do
+for n in "$runs" "$budget" "$seed"; do
     case $n in
-    '' | *[!0-9]* | 0) echo "run-wan.sh: --runs and --budget want a positive number" >&2; exit 2 ;;
+    '' | *[!0-9]* | 0) echo "run-wan.sh: --runs, --budget and --seed want a positive number" >&2; exit 2 ;;
     esac
 done
 for coll in ${colls//,/ }; do
@@ -145,15 +152,35 @@ in_budget() { # what
     fi
 }
 
+# job_spec: the --wan spec of the next job, with loss draws of its own
+# unless SPEC fixes the seed.
+jobs_started=0
+next_wan() { # spec
+    jobs_started=$((jobs_started + 1))
+    case $1 in
+    *seed=*) job_spec=$1 ;;
+    *) job_spec="$1,seed=$((seed + jobs_started))" ;;
+    esac
+}
+
 # One gridrun job, bounded; stdout to $2.  A failure is recorded, not fatal.
 job() { # what outfile seconds gridrun-args... -- program...
     local what=$1 outfile=$2 secs=$3
     shift 3
     in_budget "$what" || return 1
     echo "[$(elapsed) s] $what" >&2
+    local args=() prev=
+    for arg in "$@"; do
+        if [ "$prev" = --wan ]; then
+            next_wan "$arg"
+            arg=$job_spec
+        fi
+        args+=("$arg")
+        prev=$arg
+    done
     local rc=0
     timeout $((secs + 30)) nice "$bin/gridrun" --timeout "$secs" \
-        --job-dir "$job_base" "$@" >"$outfile" 2>"$tmp/err" || rc=$?
+        --job-dir "$job_base" "${args[@]}" >"$outfile" 2>"$tmp/err" || rc=$?
     if [ "$rc" != 0 ]; then
         echo "failed (exit $rc): $what: $(grep -v 'job directory kept' "$tmp/err" | tail -n 3 | tr '\n' ' ')" >>"$failures"
         echo "  failed, exit $rc" >&2
@@ -168,7 +195,7 @@ uptime_before=$(uptime)
 
 relay_csv=$out/$prefix-relay.csv
 echo "config,round,streams,cc,extra,order,relay_MBps,relay_Mbit,iperf3_Mbit,relay_over_iperf3,gridwan_cpu_s_per_GB,ranks_cpu_s_per_GB,relays_cpu_s_per_GB,ranks_cores,relays_cores" >"$relay_csv"
-relay_secs=4
+relay_secs=3
 pair=0
 
 # One relay/iperf3 pair of measurements; a CSV row to $relay_csv.
@@ -200,7 +227,7 @@ relay_point() { # config round K cc extra(relay-set or rt=N or -)
         --site-sizes 1,1 "${place[@]}" --keep-job-dir "${sets[@]}" -- \
         "$src/bench/wan_pair.sh" "$json" "$k" "$icc" "$relay_secs" "$order" \
         "$bin/gridcoll-mpibench" stream --bytes 1M --window 8 --nap "$nap" \
-        --seconds "$relay_secs" --csv || { job_base=$tmp/jobs; return 0; }
+        --seconds "$relay_secs" --omit 1 --csv || { job_base=$tmp/jobs; return 0; }
     job_base=$tmp/jobs
     local jobdir
     for jobdir in "$tmp"/relayjob/gridrun-*; do :; done
@@ -258,7 +285,9 @@ else
     # The relay's real default has TLS on; local mode is plaintext unless
     # given certificates.
     bash "$src/conf/tls/make-certs.sh" "$tmp/tls" alpha beta >/dev/null 2>&1
-    relay_point default-tls 1 8 system tls
+    for round in $(seq 1 "$runs"); do
+        relay_point default-tls "$round" 8 system tls
+    done
     relay_point default-nap 1 8 system nap
     relay_point loopback 1 8 system loopback
 fi
@@ -385,9 +414,10 @@ done
 model_csv=$tmp/model.csv
 if [ -x "$src/bench/model_check.sh" ] && [ "$quick" = 0 ] && in_budget "model_check"; then
     echo "[$(elapsed) s] model_check.sh" >&2
+    next_wan "$wan"
     timeout 300 "$src/bench/model_check.sh" --build "$build" --csv "$model_csv" \
         "${relay_sets[@]}" \
-        --runs 1 --wan "$wan" >&2 || echo "failed: bench/model_check.sh" >>"$failures"
+        --runs 1 --wan "$job_spec" >&2 || echo "failed: bench/model_check.sh" >>"$failures"
 fi
 
 uptime_after=$(uptime)
@@ -401,5 +431,5 @@ python3 "$src/bench/wan_report.py" --wan "$wan" --prefix "$prefix" \
     --failures "$failures" --load-before "$uptime_before" \
     --load-after "$uptime_after" --seconds "$duration" \
     --mode "$([ "$quick" = 1 ] && echo quick || echo full)" --gnuplot "$tmp" \
-    --relay-seconds "$relay_secs" --system-cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
+    --relay-seconds "$relay_secs" --seed "$seed" --system-cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)"
 echo "run-wan.sh: $(elapsed) s; report $out/$prefix-report.md" >&2

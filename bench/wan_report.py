@@ -439,6 +439,10 @@ class Report:
           "this machine gave, not what the software can do on hosts of "
           "their own." % (a.mode, a.wan, a.seconds))
         w("")
+        if a.seed is not None:
+            w("- loss draws: each job's gridwan its own seed, %d plus the "
+              "job's number (`bench/run-wan.sh --seed %d` repeats them)"
+              % (a.seed, a.seed))
         w("- load before: `%s`" % a.load_before.strip())
         w("- load after: `%s`" % a.load_after.strip())
         if self.failures:
@@ -486,9 +490,9 @@ class Report:
         w("")
         w("Two ranks on two sites (1+1), rank 0 streams 1 MiB messages, 8 "
           "in flight, to rank 1 through the relays (`gridcoll-mpibench "
-          "stream`, application-level, plaintext) for %s; in the same job "
-          "and namespaces `iperf3 -P K -C cc` for as long, alternating which "
-          "goes first. gridwan CPU: its user + system seconds over the job "
+          "stream`, application-level, plaintext) for %s after 1 s left "
+          "out (`--omit 1`); in the same job and namespaces `iperf3 -P K -C "
+          "cc -O 1` for as long, alternating which goes first. gridwan CPU: its user + system seconds over the job "
           "per GB it forwarded (iperf3 and relay together). Ranks and relays "
           "CPU: both sites' together while the MPI program ran (start-up, "
           "warm-up, stream, drain, finalize), per GB the stream moved, and "
@@ -640,6 +644,8 @@ def main():
     p.add_argument("--seconds", type=int, default=0)
     p.add_argument("--mode", default="full")
     p.add_argument("--relay-seconds", type=int, default=4)
+    p.add_argument("--seed", type=int,
+                   help="base of the jobs' gridwan seeds (run-wan.sh --seed)")
     p.add_argument("--system-cc", default="?",
                    help="the kernel's default congestion control")
     p.add_argument("--gnuplot", required=True,

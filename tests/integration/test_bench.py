@@ -4,16 +4,19 @@ one row per algorithm (as `gridcoll-info --algorithms --csv` lists them,
 plus "auto") and size, numbers that parse and are ordered p10 <= median <=
 p90 (n/a only for an algorithm with restrictions), also with --start
 window; the aligned table; an unknown algorithm in --algos or a bad
---start exits 2 naming the valid ones."""
+--start exits 2 naming the valid ones.  gridcoll-mpibench stream with
+--omit: the ramp-up is streamed but left out of the timed part."""
 
 import csv
 import io
 import os
 import subprocess
+import time
 
 from harness import BIN, check, gridrun, main
 
 BENCH = os.path.join(BIN, "gridcoll-bench")
+MPIBENCH = os.path.join(BIN, "gridcoll-mpibench")
 LAYOUT = ["--site-sizes", "2,1"]
 HEADER = "coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us"
 SIZES = "8,1k"
@@ -107,6 +110,30 @@ def test_unknown_algorithm():
     check("nonsense" in err and all(a in err for a in valid),
           "the error should name 'nonsense' and %s:\n%s" % (valid, err))
     check(HEADER not in out, "rows printed despite the error:\n" + out)
+
+
+def test_stream_omit():
+    # Rank 0 streams for --omit + --seconds; the receiver times only the
+    # part after --omit, and checks every byte (a bad one: exit 1).
+    start = time.monotonic()
+    rc, out, err = gridrun(LAYOUT, [MPIBENCH, "stream", "--bytes", "64k",
+                                    "--peer", "2", "--seconds", "1",
+                                    "--omit", "1.5", "--csv"])
+    wall = time.monotonic() - start
+    check(rc == 0, "stream exited %d:\n%s\n%s" % (rc, out, err))
+    rows = list(csv.DictReader(io.StringIO(out)))
+    check(len(rows) == 1 and rows[0]["test"] == "stream" and
+          rows[0]["pair"] == "cross", "rows: %r" % rows)
+    messages = int(rows[0]["iters"])
+    timed = messages * float(rows[0]["usec_per_op"]) / 1e6
+    check(messages > 0 and 0.9 <= timed <= 1.6,
+          "%d messages timed over %.2f s, expected about 1 s" %
+          (messages, timed))
+    check(wall >= 2.5, "the job took %.1f s, less than --omit + --seconds"
+          % wall)
+    rc, out, err = gridrun(LAYOUT, [MPIBENCH, "stream", "--omit", "-1"])
+    check(rc == 2 and "--omit: 0 to 3600 seconds" in err,
+          "--omit -1: exit %d, stderr %r" % (rc, err))
 
 
 def test_help():
