@@ -13,18 +13,22 @@
  * (gridrun --wan --native; bench/run-wan.sh): one algorithm, "native",
  * no "auto", sites 1.
  *
- * Per size, the algorithms take turns (size-major order), so a change of
- * the machine's load during a run spreads over all of them; the turn
- * order rotates by one from size to size, so no algorithm always runs
- * first on fresh buffers or last.  For one algorithm and size:
- *   - send buffers get a pattern that depends on sender, receiver and
- *     offset, receive buffers a sentinel;
+ * Per size, the algorithms take turns call by call: round i runs the
+ * i-th call of every algorithm, so what changes during a measurement (the
+ * machine's load, the state of the WAN's TCP streams) falls on all of
+ * them alike, and `auto` meets the conditions of the algorithm it picks.
+ * The turn order rotates by one from size to size.  Per algorithm and
+ * size:
+ *   - before its first call, send buffers get a pattern that depends on
+ *     sender, receiver and offset, receive buffers a sentinel;
  *   - warm-up and timed calls, each timed alone on every rank, starting
  *     as --start says (below);
- *   - the result of the first call is checked byte for byte on every rank;
+ *   - the result of the first call is checked byte for byte on every
+ *     rank; after the first round every rank knows whether any saw a
+ *     wrong result (one MPI_Allreduce);
  *   - one MPI_Allreduce (MPI_MAX) gives, per timed call, the slowest
- *     rank's time, and whether any rank saw a wrong result; rank 0 prints
- *     the median, 10th and 90th percentiles over the timed calls.
+ *     rank's time; rank 0 prints the median, 10th and 90th percentiles
+ *     over the timed calls.
  *
  * How a call is timed (--start; bench_mpi.h):
  *   barrier (the default): each call follows an MPI_Barrier, and each
@@ -38,17 +42,17 @@
  *     (SKaMPI's and ReproMPI's window scheme).  Before the first
  *     measurement bench_window_calibrate times how long after rank 0 read
  *     its clock the last rank gets rank 0's broadcast (5 rounds); every
- *     measurement (algorithm and size) starts from a window of 3 times
- *     the median round's.  Per call: rank 0 picks t0 = its
- *     CLOCK_MONOTONIC + the window and broadcasts it, every rank sleeps
+ *     size starts from a window of 3 times the median round's.  Per
+ *     call: rank 0 picks t0 = its CLOCK_MONOTONIC + the window and
+ *     broadcasts it, every rank sleeps
  *     until t0 (clock_nanosleep), calls, and takes end - t0 on the same
  *     clock; the call's time is the slowest rank's end - t0.  After the
  *     call an MPI_Allreduce tells every rank whether any rank got t0 too
  *     late; that call does not count, the window doubles for the rest of
- *     the measurement and the call is repeated; after 8 doublings in a
+ *     the size's calls and the call is repeated; after 8 doublings in a
  *     row the program stops (status 2).  The MPI_Allreduce is also what
  *     synchronises the ranks before the next t0 is picked (one
- *     MPI_Barrier after the buffers are filled, before the first).  The
+ *     MPI_Barrier after an algorithm's buffers are filled).  The
  *     time thus holds the call and the delay of the wake-up from the
  *     sleep, not the sites' skew.  It needs one clock for all ranks: one
  *     host (gridrun --wan: the namespaces share CLOCK_MONOTONIC) or
@@ -64,9 +68,10 @@
  * fails before any communication with MPI_ERR_ARG, or the library runs
  * another algorithm (GridColl_Algorithm_used tells), on every rank alike
  * (selection only looks at what all members agree on); its row shows n/a
- * rather than another algorithm's time.  A wrong result: a FAIL line on stdout,
- * the first wrong byte per rank on stderr, exit status 1 (the remaining
- * measurements are skipped: a broken algorithm may leave messages behind).
+ * rather than another algorithm's time.  A wrong result: a FAIL line on
+ * stdout per algorithm that gave one (no rows for that size), the first
+ * wrong byte per rank on stderr, exit status 1 (the remaining calls and
+ * sizes are skipped: a broken algorithm may leave messages behind).
  * Usage errors, a start window missed too often: status 2.  MPI errors:
  * message and MPI_Abort (status 2).
  */
@@ -642,68 +647,121 @@ struct outcome {
     double median, p10, p90; /* microseconds */
 };
 
-/* calibrated: the start window's calibration; NULL: --start barrier. */
-static struct outcome measure(const struct run *r, long iters, long warmup,
-                              const struct bench_window *calibrated)
+/* One call of r->algo (AUTO: the automatic choice) started as w says
+ * (NULL: after a barrier), repeated until every rank made its start
+ * window; its time in seconds, or a negative value when a forced
+ * algorithm cannot run the call (out->usable cleared, out->ran set when
+ * the library ran another).  first: check the result. */
+static double timed_call(const struct run *r, struct bench_window *w, int first,
+                         struct outcome *out)
 {
-    struct outcome out = {1, NULL, 0, 0, 0, 0};
     const char *forced = strcmp(r->algo, AUTO) == 0 ? NULL : r->algo;
-    struct bench_window w = {0};
-    /* The timed calls' durations, then whether the result was wrong: the
-     * slowest rank's and any rank's in one MPI_MAX reduction. */
-    double *t = bench_malloc((size_t)(iters + 1) * sizeof *t);
-    prepare(r);
-    if (calibrated != NULL) {
-        /* Filling the buffers takes the ranks different times. */
-        w = *calibrated;
-        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-    }
-    for (long i = 0; i < warmup + iters; i++) {
-        if (calibrated != NULL)
-            bench_window_start(&w);
+    for (;;) {
+        if (w != NULL)
+            bench_window_start(w);
         else
             bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         force(r->coll, forced);
-        double start = calibrated != NULL ? w.t0 : MPI_Wtime();
+        double start = w != NULL ? w->t0 : MPI_Wtime();
         int rc = call(r);
-        double elapsed =
-            (calibrated != NULL ? bench_clock() : MPI_Wtime()) - start;
+        double elapsed = (w != NULL ? bench_clock() : MPI_Wtime()) - start;
         force(r->coll, NULL);
         int cls = MPI_SUCCESS;
         if (rc != MPI_SUCCESS)
             MPI_Error_class(rc, &cls);
-        if (i == 0 && forced != NULL && cls == MPI_ERR_ARG) {
-            out.usable = 0;
-            goto cleanup;
+        if (first && forced != NULL && cls == MPI_ERR_ARG) {
+            out->usable = 0;
+            return -1;
         }
         bench_mpi_check(rc, call_names[r->coll]);
         const char *used = algorithm_used(coll_names[r->coll]);
-        if (i == 0 && forced != NULL && used != NULL &&
+        if (first && forced != NULL && used != NULL &&
             strcmp(used, forced) != 0) {
-            out.usable = 0;
-            out.ran = used;
-            goto cleanup;
+            out->usable = 0;
+            out->ran = used;
+            return -1;
         }
-        if (i == 0)
-            t[iters] = result_wrong(r);
-        if (calibrated != NULL && bench_window_missed(&w)) {
-            calls_repeated++;
-            i--;
-            continue;
-        }
-        if (i >= warmup)
-            t[i - warmup] = elapsed;
+        if (first)
+            out->wrong = result_wrong(r);
+        if (w == NULL || !bench_window_missed(w))
+            return elapsed;
+        calls_repeated++;
+        first = 0;
     }
-    bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, t, (int)iters + 1, MPI_DOUBLE,
-                                  MPI_MAX, MPI_COMM_WORLD),
+}
+
+/* After the first round: whether any rank saw a wrong result, every
+ * algorithm's verdict made the same on all ranks.  The measurement stops
+ * there: a broken algorithm may leave messages behind. */
+static int any_wrong(struct outcome *out, int nalgos)
+{
+    int *wrong = bench_malloc((size_t)nalgos * sizeof *wrong);
+    int any = 0;
+    for (int k = 0; k < nalgos; k++)
+        wrong[k] = out[k].wrong;
+    bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, wrong, nalgos, MPI_INT, MPI_MAX,
+                                  MPI_COMM_WORLD),
                     "MPI_Allreduce");
-    out.wrong = t[iters] != 0;
-    out.median = bench_quantile(t, iters, 0.5) * 1e6;
-    out.p10 = bench_quantile(t, iters, 0.1) * 1e6;
-    out.p90 = bench_quantile(t, iters, 0.9) * 1e6;
+    for (int k = 0; k < nalgos; k++) {
+        out[k].wrong = wrong[k];
+        any |= wrong[k];
+    }
+    free(wrong);
+    return any;
+}
+
+/*
+ * Every algorithm of `algos` at r's size: warm-up and timed calls, the
+ * algorithms taking turns call by call, so what changes during the
+ * measurement (the machine's load, the state of the WAN streams) falls
+ * on all of them alike.  Each algorithm's first call runs on freshly
+ * filled buffers and is checked.  calibrated: the start window's
+ * calibration; NULL: --start barrier.
+ */
+static void measure(struct run *r, const char **algos, int nalgos, long iters,
+                    long warmup, const struct bench_window *calibrated,
+                    struct outcome *out)
+{
+    struct bench_window w = {0};
+    if (calibrated != NULL)
+        w = *calibrated;
+    /* Per algorithm: its timed calls' durations, the slowest rank's after
+     * an MPI_MAX reduction (usable or not is the same on every rank). */
+    double *t = bench_malloc((size_t)nalgos * (size_t)iters * sizeof *t);
+    for (int k = 0; k < nalgos; k++)
+        out[k] = (struct outcome){1, NULL, 0, 0, 0, 0};
+    for (long i = 0; i < warmup + iters; i++) {
+        for (int k = 0; k < nalgos; k++) {
+            if (!out[k].usable)
+                continue;
+            r->algo = algos[k];
+            if (i == 0) {
+                prepare(r);
+                /* Filling the buffers takes the ranks different times. */
+                if (calibrated != NULL)
+                    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+            }
+            double elapsed =
+                timed_call(r, calibrated != NULL ? &w : NULL, i == 0, &out[k]);
+            if (i >= warmup && out[k].usable)
+                t[(size_t)k * (size_t)iters + (size_t)(i - warmup)] = elapsed;
+        }
+        if (i == 0 && any_wrong(out, nalgos))
+            goto cleanup;
+    }
+    for (int k = 0; k < nalgos; k++) {
+        double *tk = t + (size_t)k * (size_t)iters;
+        if (!out[k].usable)
+            continue;
+        bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, tk, (int)iters, MPI_DOUBLE,
+                                      MPI_MAX, MPI_COMM_WORLD),
+                        "MPI_Allreduce");
+        out[k].median = bench_quantile(tk, iters, 0.5) * 1e6;
+        out[k].p10 = bench_quantile(tk, iters, 0.1) * 1e6;
+        out[k].p90 = bench_quantile(tk, iters, 0.9) * 1e6;
+    }
 cleanup:
     free(t);
-    return out;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -784,36 +842,41 @@ int main(int argc, char **argv)
         print_header(&tb);
 
     int failed = 0;
+    const char **order = bench_malloc((size_t)o.nalgos * sizeof *order);
+    struct outcome *m = bench_malloc((size_t)o.nalgos * sizeof *m);
     for (size_t s = 0; s < o.nsizes && !failed; s++) {
         struct run r = {.coll = o.coll, .bytes = (size_t)o.sizes[s]};
+        for (int k = 0; k < o.nalgos; k++)
+            order[k] = o.algos[(k + s) % (size_t)o.nalgos];
         buffers_make(&r);
-        for (int k = 0; k < o.nalgos && !failed; k++) {
-            r.algo = o.algos[(k + s) % (size_t)o.nalgos];
-            struct outcome m =
-                measure(&r, o.iters, o.warmup,
-                        o.start == BENCH_START_WINDOW ? &calibrated : NULL);
-            failed = m.wrong;
-            if (rank != 0)
-                continue;
+        measure(&r, order, o.nalgos, o.iters, o.warmup,
+                o.start == BENCH_START_WINDOW ? &calibrated : NULL, m);
+        buffers_free(&r);
+        for (int k = 0; k < o.nalgos; k++)
+            failed |= m[k].wrong;
+        for (int k = 0; k < o.nalgos && rank == 0; k++) {
+            r.algo = order[k];
             if (failed) {
-                printf("FAIL coll=%s algo=%s bytes=%zu: wrong result (the "
-                       "ranks that saw it say where on stderr)\n",
-                       coll_names[r.coll], r.algo, r.bytes);
-                fflush(stdout);
-                break;
+                if (m[k].wrong)
+                    printf("FAIL coll=%s algo=%s bytes=%zu: wrong result "
+                           "(the ranks that saw it say where on stderr)\n",
+                           coll_names[r.coll], r.algo, r.bytes);
+                continue;
             }
-            if (!m.usable)
+            if (!m[k].usable)
                 fprintf(stderr,
                         PROG ": %s algorithm %s cannot run this call (%zu "
                              "bytes, %d ranks on %d sites%s%s); see its "
                              "restrictions in gridcoll-info --algorithms\n",
                         coll_names[r.coll], r.algo, r.bytes, size, sites,
-                        m.ran != NULL ? "; the library ran " : "",
-                        m.ran != NULL ? m.ran : "");
-            print_row(&tb, &r, sites, &m);
+                        m[k].ran != NULL ? "; the library ran " : "",
+                        m[k].ran != NULL ? m[k].ran : "");
+            print_row(&tb, &r, sites, &m[k]);
         }
-        buffers_free(&r);
+        fflush(stdout);
     }
+    free(order);
+    free(m);
     if (o.start == BENCH_START_WINDOW && rank == 0)
         fprintf(stderr,
                 PROG ": --start window: %.3f ms ahead after calibration; "

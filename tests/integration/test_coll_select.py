@@ -138,10 +138,11 @@ def test_allreduce_default_switch():
     """The default rule runs allreduce hier up to 4 MiB and multileader
     above (gc_coll_select.c): one automatic call of each size, seen in the
     stats.  Each site sends the other its whole vector either way; the
-    bench's own 16-byte MPI_Allreduce of the results runs hier too."""
+    bench's own MPI_Allreduces after the call (4 bytes: whether a result
+    was wrong; 8: the call's time) run hier too."""
     for nbytes, want in (
-            (4 << 20, {"hier": (2, (4 << 20) + 16, 2)}),
-            ((4 << 20) + 8, {"hier": (1, 16, 1),
+            (4 << 20, {"hier": (3, (4 << 20) + 12, 3)}),
+            ((4 << 20) + 8, {"hier": (2, 12, 2),
                              "multileader": (1, (4 << 20) + 8, 17)})):
         rc, out, err = gridrun(LAYOUT, [BENCH, "allreduce", "--sizes",
                                         str(nbytes), "--algos", "auto",
