@@ -32,12 +32,14 @@
  *              pair, as a file transfer sees it.  The end: after S seconds
  *              (plus --omit) rank 0 sends W empty messages, one for each
  *              receive R has still posted.  R times from the pair's
- *              barrier (an empty round trip), or with --omit O from the
- *              first message it completes O seconds after it (the ramp-up
- *              left out, as iperf3 -O does), until every message is in,
- *              and counts the data messages completed in that time; it
- *              checks every byte it receives.  Both wait in
- *              MPI_Waitany, or with --nap US in MPI_Testany with
+ *              barrier (an empty round trip) until every message is in;
+ *              with --omit O, as iperf3 -O, it counts the data messages
+ *              completed in the S seconds from the first one it completes
+ *              O seconds after the barrier: the ramp-up is left out,
+ *              and in a steady stream the relays' and sockets' buffers
+ *              hold about as much at the end of the S seconds as at
+ *              their start.  It checks every byte it receives.  Both
+ *              wait in MPI_Waitany, or with --nap US in MPI_Testany with
  *              US-microsecond sleeps between calls (the CPU the
  *              library's progress loop spins away is then left to the
  *              relays).  --iters is ignored; the warm-up is --warmup
@@ -679,17 +681,21 @@ static void stream_send(const uint32_t *data, int words, int window,
  * filled one.  Receives match messages in the order posted, but may
  * complete in another: re-posting after every data message keeps as many
  * receives posted as rank 0 sends messages, so when none is pending every
- * data message and the `window` empty ones are in.  Timing starts at the
- * first message completed `omit` seconds after the call (at the call when
- * omit is 0); returns the data messages completed after that start and
- * their time in *seconds; wrong messages are counted into *bad. */
+ * data message and the `window` empty ones are in.  Without `omit` the
+ * time runs from the call until every message is in, and every data
+ * message counts.  With it, as iperf3 -O: the time is the `seconds` from
+ * the first message completed `omit` seconds into the call, and the data
+ * messages completed within them count; the time until the last message
+ * would count the drain of whatever the relays and sockets had buffered
+ * when it started.  Returns the messages counted and their time in
+ * *timed; wrong messages are counted into *bad. */
 static long stream_receive(uint32_t *buf, int words, int window, double omit,
-                           double *seconds, long *bad)
+                           double seconds, double *timed, long *bad)
 {
     MPI_Request req[MAX_WINDOW];
     size_t stride = (size_t)words;
-    double from = MPI_Wtime() + omit;
-    int timing = omit == 0;
+    double start = MPI_Wtime();
+    double from = omit > 0 ? -1 : start;
     for (int i = 0; i < window; i++)
         bench_mpi_check(MPI_Irecv(buf + (size_t)i * stride, words, MPI_UINT32_T,
                                   0, TAG_DATA, MPI_COMM_WORLD, &req[i]),
@@ -704,11 +710,10 @@ static long stream_receive(uint32_t *buf, int words, int window, double omit,
                         "MPI_Get_count");
         if (count == 0)
             continue;
-        if (!timing && MPI_Wtime() >= from) {
-            timing = 1;
-            from = MPI_Wtime();
-        }
-        messages += timing;
+        double now = MPI_Wtime();
+        if (from < 0 && now >= start + omit)
+            from = now;
+        messages += from >= 0 && (omit == 0 || now < from + seconds);
         uint32_t *slot = buf + (size_t)done * stride;
         *bad += count != words || bench_count_bad(slot, stride, 0xb1, 0) != 0;
         memset(slot, 0, (size_t)words * sizeof *slot);
@@ -717,7 +722,7 @@ static long stream_receive(uint32_t *buf, int words, int window, double omit,
                         "MPI_Irecv");
         pending++;
     }
-    *seconds = MPI_Wtime() - from;
+    *timed = omit > 0 ? seconds : MPI_Wtime() - start;
     return messages;
 }
 
@@ -749,8 +754,8 @@ static struct result run_stream(uint64_t bytes, long warmup, int window,
                         "MPI_Recv");
         release_idle(peer);
     } else {
-        long messages =
-            stream_receive(recv, (int)words, window, omit, &stats[1], &res.bad);
+        long messages = stream_receive(recv, (int)words, window, omit, seconds,
+                                       &stats[1], &res.bad);
         stats[0] = (double)messages;
         bench_mpi_check(
             MPI_Send(stats, 2, MPI_DOUBLE, 0, TAG_STATS, MPI_COMM_WORLD),
