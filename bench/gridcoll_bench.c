@@ -44,9 +44,9 @@
  *     its clock the last rank gets rank 0's broadcast (5 rounds); every
  *     size starts from a window of 3 times the median round's.  Per
  *     call: rank 0 picks t0 = its CLOCK_MONOTONIC + the window and
- *     broadcasts it, every rank sleeps
- *     until t0 (clock_nanosleep), calls, and takes end - t0 on the same
- *     clock; the call's time is the slowest rank's end - t0.  After the
+ *     broadcasts it, every rank sleeps until t0 (clock_nanosleep),
+ *     calls, and takes end - t0 on the same clock; the call's time is
+ *     the slowest rank's end - t0.  After the
  *     call an MPI_Allreduce tells every rank whether any rank got t0 too
  *     late; that call does not count, the window doubles for the rest of
  *     the size's calls and the call is repeated; after 8 doublings in a

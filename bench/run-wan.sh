@@ -8,9 +8,10 @@
 #
 # Needs root (gridrun --wan).  SPEC defaults to
 # delay=20ms,rate=1gbit,loss=0.1%.  Each job's gridwan draws its losses
-# from a seed of its own, N plus the job's number (N defaults to the
-# time; the report prints it, so --seed N repeats a run's losses); a
-# SPEC with seed= keeps that one seed for every job.  Every job runs under gridrun --timeout
+# from a seed of its own, N plus the job's number (model_check's jobs
+# share one; N defaults to the time; the report prints it, so --seed N
+# repeats a run's losses); a SPEC with seed= keeps that one seed for
+# every job.  Every job runs under gridrun --timeout
 # and timeout(1); a job that fails or times out leaves its rows out (the
 # report says which), and once S seconds (default 840) have passed the
 # remaining jobs are skipped, so the run stays under 15 minutes.

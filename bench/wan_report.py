@@ -490,9 +490,10 @@ class Report:
         w("")
         w("Two ranks on two sites (1+1), rank 0 streams 1 MiB messages, 8 "
           "in flight, to rank 1 through the relays (`gridcoll-mpibench "
-          "stream`, application-level, plaintext) for %s after 1 s left "
-          "out (`--omit 1`); in the same job and namespaces `iperf3 -P K -C "
-          "cc -O 1` for as long, alternating which goes first. gridwan CPU: its user + system seconds over the job "
+          "stream`, application-level, plaintext), counted over %s after "
+          "1 s left out (`--omit 1`); in the same job and namespaces "
+          "`iperf3 -P K -C cc -O 1` for as long, alternating which goes "
+          "first. gridwan CPU: its user + system seconds over the job "
           "per GB it forwarded (iperf3 and relay together). Ranks and relays "
           "CPU: both sites' together while the MPI program ran (start-up, "
           "warm-up, stream, drain, finalize), per GB the stream moved, and "

@@ -975,8 +975,12 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
      * message whole, sparing the caller a poll() round before the write. */
     if (rc->tx_head == r) {
         tx_flush_or_fail(rc);
-        if (rc->failed)
+        if (rc->failed) {
+            /* A failed call hands out no request: the session frees it. */
+            gc_rc_send_free(r);
+            *req = NULL;
             return -1;
+        }
     }
     return 0;
 }

@@ -7,7 +7,8 @@ gridcoll-info lists (plus auto) and the native baseline, for every size,
 with its WAN bound; the back-to-back barrier CSV with a GridColl, a native
 and a local row (the WAN ones at least the delay); the targets CSV with
 every issue-5 target and a result; the markdown report with its sections;
-the PNG plots.  Needs root, /dev/net/tun, iperf3 and gnuplot (skipped
+the PNG plots; the loss seeds of --seed named in the report, and a
+--seed that is no number refused before anything runs.  Needs root, /dev/net/tun, iperf3 and gnuplot (skipped
 otherwise: the script would install gnuplot-nox itself, which a test must
 not)."""
 
@@ -92,7 +93,7 @@ def quick():
     try:
         r = subprocess.run(["bash", SCRIPT, "--quick", "--build", BUILD_DIR,
                             "--out", out, "--colls", ",".join(COLLS),
-                            "--budget", "150"],
+                            "--budget", "150", "--seed", "42"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=240)
         check(r.returncode == 0, "run-wan.sh --quick exited %d:\n%s\n%s" %
@@ -149,7 +150,8 @@ def quick():
             md = f.read()
         for heading in ("## Targets (issue 5)", "## Relay link against "
                         "iperf3", "### alltoall", "### barrier",
-                        "load before:", "load after:"):
+                        "load before:", "load after:",
+                        "its own seed, 42 plus the job's number"):
             check(heading in md, "report lacks %r" % heading)
         # --quick has no relay sweep, so no relay plot.
         for png in ("wan-quick-coll-alltoall.png",
@@ -160,5 +162,13 @@ def quick():
         shutil.rmtree(out, ignore_errors=True)
 
 
+def bad_seed():
+    r = subprocess.run(["bash", SCRIPT, "--seed", "soon"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=30)
+    check(r.returncode == 2 and "--seed want a positive number" in r.stderr,
+          "--seed soon: exit %d, %r" % (r.returncode, r.stderr))
+
+
 if __name__ == "__main__":
-    main([("tcp_burst", tcp_burst), ("quick", quick)])
+    main([("tcp_burst", tcp_burst), ("quick", quick), ("bad_seed", bad_seed)])
