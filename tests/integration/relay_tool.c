@@ -5,6 +5,7 @@
  * any side channel.
  *
  *   relay_tool send ENDPOINT TOKEN JOB RANK --to R[,R...] --sizes LIST
+ *              [--stall-ms MS]
  *   relay_tool recv ENDPOINT TOKEN JOB RANK --expect N [--from R]
  *              [--sizes LIST] [--stall-ms MS]
  *
@@ -12,8 +13,9 @@
  * `send` sends the whole list to each destination in turn; `recv` expects
  * N messages and, with --sizes, checks each source's i-th message has the
  * i-th size.  --stall-ms makes the receiver stop reading for a while after
- * connecting (backpressure tests).  Exit 0 only when everything matched;
- * the last line is "ok ..." or "FAIL: reason".
+ * connecting (backpressure tests), and the sender wait as long before its
+ * first send (a session that breaks while idle).  Exit 0 only when
+ * everything matched; the last line is "ok ..." or "FAIL: reason".
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -222,6 +224,8 @@ int main(int argc, char **argv)
     int status = 1;
     if (strcmp(mode, "send") == 0) {
         uint64_t seq[64] = {0};
+        if (stall_ms > 0)
+            usleep((useconds_t)stall_ms * 1000);
         for (int d = 0; d < dest_count; d++) {
             for (int m = 0; m < size_count; m++) {
                 uint8_t *buf = malloc(sizes[m] ? sizes[m] : 1);

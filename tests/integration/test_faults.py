@@ -87,6 +87,22 @@ def peer_restarted():
         finish(recv)
 
 
+def relay_gone_while_idle():
+    """The sender's own relay dies while its session is idle: the next
+    send finds the socket closed in its first write and fails with a
+    clear error (the ASan build also checks it leaks nothing)."""
+    with Grid(sizes=(1, 1), streams=2) as g:
+        g.start()
+        a, _ = g.sites
+        send = g.tool("send", a, 0, "--to", 1, "--sizes", "7",
+                      "--stall-ms", 2000)
+        time.sleep(0.8)  # connected, not yet sending
+        a.stop(signal.SIGKILL)
+        out = finish(send, timeout=30, expect_ok=False)
+        check(send.returncode == 1 and "FAIL: send:" in out,
+              "sender on a dead relay: exit %d, %r" % (send.returncode, out))
+
+
 def sigterm_drains():
     with Grid(sizes=(1, 1), streams=2) as g:
         g.start()
@@ -109,4 +125,5 @@ if __name__ == "__main__":
     main([("break_streams_mid_transfer", break_streams_mid_transfer),
           ("peer_killed_for_good", peer_killed_for_good),
           ("peer_restarted", peer_restarted),
+          ("relay_gone_while_idle", relay_gone_while_idle),
           ("sigterm_drains", sigterm_drains)])
