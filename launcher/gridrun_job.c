@@ -171,6 +171,55 @@ static void put_quoted(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* The lowest port the kernel hands to outgoing connections, or 0. */
+static unsigned ephemeral_port_low(void)
+{
+    unsigned low = 0, high = 0;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f == NULL)
+        return 0;
+    if (fscanf(f, "%u %u", &low, &high) != 2)
+        low = 0;
+    fclose(f);
+    return low;
+}
+
+/* Bind a loopback socket to a free port and return it (fd or -1).  Ports
+ * come from below the ephemeral range when it leaves room: the relays
+ * dial each other while some of them are still starting, and a kernel-
+ * chosen port could become one of those connections' source port before
+ * its relay binds it. */
+static int bind_free_port(unsigned ephemeral_low, uint16_t *port)
+{
+    enum { LOWEST = 10000, TRIES = 200 };
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    for (int t = 0; ephemeral_low > LOWEST + TRIES && t < TRIES; t++) {
+        uint16_t candidate;
+        if (random_bytes(&candidate, sizeof(candidate)) != 0)
+            break;
+        a.sin_port =
+            htons((uint16_t)(LOWEST + candidate % (ephemeral_low - LOWEST)));
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+            goto bound;
+    }
+    a.sin_port = 0;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        goto fail;
+bound:
+    if (getsockname(fd, (struct sockaddr *)&a, &len) != 0)
+        goto fail;
+    *port = ntohs(a.sin_port);
+    return fd;
+fail:
+    close(fd);
+    return -1;
+}
+
 /* Free loopback ports: every site's HTTP port, and a WAN port for each site
  * without a wan= address (local mode).  All sockets stay bound until every
  * port is chosen, so the ports are distinct; another process may still take
@@ -180,24 +229,19 @@ static int pick_ports(struct gr_job *job)
 {
     int fds[2 * GR_MAX_SITES];
     int n = 0, status = -1;
+    unsigned ephemeral_low = ephemeral_port_low();
     for (uint32_t i = 0; i < 2 * job->site_count; i++) {
         struct gr_site *s = &job->sites[i / 2];
+        uint16_t port;
         if (i % 2 == 0 && s->wan[0] != '\0')
             continue;
-        struct sockaddr_in a = {.sin_family = AF_INET,
-                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t len = sizeof(a);
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
+        if ((fds[n] = bind_free_port(ephemeral_low, &port)) < 0)
             goto cleanup;
-        fds[n++] = fd;
-        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-            getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-            goto cleanup;
+        n++;
         if (i % 2 == 0)
-            snprintf(s->wan, sizeof(s->wan), "127.0.0.1:%d", ntohs(a.sin_port));
+            snprintf(s->wan, sizeof(s->wan), "127.0.0.1:%u", port);
         else
-            s->http_port = ntohs(a.sin_port);
+            s->http_port = port;
     }
     status = 0;
 cleanup:

@@ -8,6 +8,7 @@ the harness starts is killed on exit, whatever happened.
 import atexit
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -47,10 +48,27 @@ os.environ["GRIDCOLL_MODEL_DIR"] = _model_dir
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 
+_ports_handed_out = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port free now for a relay to listen on later.  It lies
+    below the kernel's ephemeral range, so no outgoing connection (a relay
+    dialling its peer) can take it meanwhile, and this process never hands
+    it out twice (a port bound and closed is free again at once)."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    while True:
+        port = random.randrange(10000, ephemeral_low)
+        if port in _ports_handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _ports_handed_out.add(port)
+        return port
 
 
 def spawn(args, **kwargs):
@@ -191,6 +209,19 @@ peers = ( {peers} );
                 if line.startswith("VmRSS:"):
                     return int(line.split()[1])
         return 0
+
+    def wait_rank_connected(self, rank, tool, timeout=20):
+        """Wait until `rank` (run by the process `tool`) has a session."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if tool.poll() is not None:
+                raise Failure("rank %d exited before connecting:\n%s"
+                              % (rank, tool.communicate()[0]))
+            if any(r["rank"] == rank and r["connected"]
+                   for r in self.status()["ranks"]):
+                return
+            time.sleep(0.02)
+        raise Failure("rank %d did not connect to %s" % (rank, self.name))
 
     def wait_links_up(self, timeout=20):
         deadline = time.time() + timeout

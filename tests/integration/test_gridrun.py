@@ -11,13 +11,13 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
 
-from harness import BIN, SANITIZED, Skip, check, gridrun_usage_errors, main
+from harness import (BIN, SANITIZED, Skip, check, free_port,
+                     gridrun_usage_errors, main)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
@@ -363,12 +363,6 @@ MF_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
            '$GRIDCOLL_RELAY"; test -f "$GRIDCOLL_TOKEN_FILE" && '
            'case $GRIDCOLL_RELAY in unix:*) test -S "${GRIDCOLL_RELAY#unix:}"'
            ';; esac && echo "ok $GRIDCOLL_SITE_NAME"')
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_kept(args, program, read=()):
