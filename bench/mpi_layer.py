@@ -161,10 +161,17 @@ def wait_idle(limit):
             return idle
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """`count` distinct loopback ports, free now (all stay bound until every
+    one is chosen, so the kernel cannot hand out one twice)."""
+    socks = [socket.socket() for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def main():
@@ -209,7 +216,7 @@ def main():
         with open(machines, "w") as f:
             f.write("gwA cluster=alpha relay slots=2 wan=127.0.0.1:%d\n"
                     "gwB cluster=beta relay slots=2 wan=127.0.0.1:%d\n"
-                    % (free_port(), free_port()))
+                    % tuple(free_ports(2)))
         return [gridrun, "-f", machines, "-n", "4", "--tls-dir",
                 os.path.join(tmp, "tls"), "--rsh", rsh, "--timeout", "120",
                 "--"]
