@@ -50,7 +50,7 @@ struct options {
     uint64_t local_sizes[MAX_SIZES], wan_sizes[MAX_SIZES], a2a_sizes[MAX_SIZES];
     size_t n_local, n_wan, n_a2a;
     uint64_t iters, wan_iters, wan_warmup, burst, bulk_count, bulk_bytes;
-    uint64_t wan_largest; /* the largest of wan_sizes */
+    uint64_t local_largest, wan_largest; /* of local_sizes, wan_sizes */
     int verbose;
 };
 
@@ -194,15 +194,16 @@ static int parse_options(int argc, char **argv, struct options *o, int rank)
                             (unsigned long long)o->wan_sizes[i]);
                 return 2;
             }
-    uint64_t largest = 0;
+    o->local_largest = 0;
     for (size_t i = 0; i < o->n_local; i++)
-        largest = o->local_sizes[i] > largest ? o->local_sizes[i] : largest;
+        if (o->local_sizes[i] > o->local_largest)
+            o->local_largest = o->local_sizes[i];
     o->wan_largest = 0;
     for (size_t i = 0; i < o->n_wan; i++)
         if (o->wan_sizes[i] > o->wan_largest)
             o->wan_largest = o->wan_sizes[i];
-    largest = o->wan_largest > largest ? o->wan_largest : largest;
-    if (largest > INT32_MAX || o->bulk_bytes > INT32_MAX) {
+    if (o->local_largest > INT32_MAX || o->wan_largest > INT32_MAX ||
+        o->bulk_bytes > INT32_MAX) {
         if (rank == 0)
             fprintf(stderr, PROG ": sizes up to 2 GiB - 1\n");
         return 2;
@@ -680,8 +681,7 @@ int main(int argc, char **argv)
                     "MPI_Comm_split");
 
     size_t largest = (size_t)o.bulk_count * (size_t)o.bulk_bytes;
-    for (size_t i = 0; i < o.n_local; i++)
-        largest = o.local_sizes[i] > largest ? o.local_sizes[i] : largest;
+    largest = o.local_largest > largest ? o.local_largest : largest;
     /* Transfers send from one half and receive into the other. */
     largest = 2 * o.wan_largest > largest ? 2 * o.wan_largest : largest;
     char *buf = bench_malloc(largest);

@@ -264,6 +264,19 @@ def test_failed_probe_leaves_no_model():
               (status, rc, os.listdir(model_dir), err))
 
 
+def test_probe_option_errors():
+    model_dir = os.path.join(workdir, "bad-options")
+    for options, message in (
+            (["--local-sizes", "8,2g"], "sizes up to 2 GiB - 1"),
+            (["--wan-sizes", "2g,8"], "sizes up to 2 GiB - 1"),
+            (["--wan-sizes", "8,64k,8"], "--wan-sizes: 8 twice")):
+        rc, out, err = probe_default(model_dir, options)
+        check(rc == 2 and "gridcoll-probe: %s\n" % message in err and
+              os.listdir(model_dir) == [],
+              "probe %s: exit %d, left %s:\n%s"
+              % (" ".join(options), rc, os.listdir(model_dir), err))
+
+
 def test_probe_usage():
     gridrun_usage_errors([
         (["--probe", "--sites", "1", "-n", "2"],
