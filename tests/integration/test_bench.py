@@ -4,12 +4,14 @@ one row per algorithm (as `gridcoll-info --algorithms --csv` lists them,
 plus "auto") and size, numbers that parse and are ordered p10 <= median <=
 p90 (n/a only for an algorithm with restrictions), also with --start
 window; the aligned table; an unknown algorithm in --algos or a bad
---start exits 2 naming the valid ones.  gridcoll-mpibench stream with
+--start exits 2 naming the valid ones; a wrong result stops the bench with
+a FAIL line and the wrong byte.  gridcoll-mpibench stream with
 --omit: the ramp-up is streamed but left out of the timed part."""
 
 import csv
 import io
 import os
+import re
 import subprocess
 import time
 
@@ -17,6 +19,7 @@ from harness import BIN, check, gridrun, main
 
 BENCH = os.path.join(BIN, "gridcoll-bench")
 MPIBENCH = os.path.join(BIN, "gridcoll-mpibench")
+WRONG_BCAST = os.path.abspath(os.path.join(BIN, "wrong_bcast.so"))
 LAYOUT = ["--site-sizes", "2,1"]
 HEADER = "coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us"
 SIZES = "8,1k"
@@ -110,6 +113,28 @@ def test_unknown_algorithm():
     check("nonsense" in err and all(a in err for a in valid),
           "the error should name 'nonsense' and %s:\n%s" % (valid, err))
     check(HEADER not in out, "rows printed despite the error:\n" + out)
+
+
+def test_wrong_result():
+    # wrong_bcast.so flips byte 3 of the last rank's result while multilane
+    # is forced: a FAIL line for multilane alone, no row for that size or
+    # the next, the rank and byte on stderr, exit status 1.
+    rc, out, err = gridrun(
+        LAYOUT, ["env", "LD_PRELOAD=" + WRONG_BCAST, BENCH, "bcast",
+                 "--sizes", "8,1k", "--algos", "binomial,multilane,auto",
+                 "--csv"] + TINY,
+        env={"GRIDCOLL_TEST_WRONG_BCAST": "multilane"})
+    check(rc == 1, "exit status %d, expected 1:\n%s\n%s" % (rc, out, err))
+    lines = out.splitlines()
+    fails = [l for l in lines if l.startswith("FAIL ")]
+    rows = [l for l in lines if l.startswith("bcast,")]
+    check(lines[:1] == [HEADER] and rows == [] and fails == [
+        "FAIL coll=bcast algo=multilane bytes=8: wrong result (the ranks "
+        "that saw it say where on stderr)"], "stdout:\n" + out)
+    wrong = re.findall(r"^gridcoll-bench: rank (\d+): bcast algo=(\S+) "
+                       r"bytes=8: byte (\d+) of the block from rank 0 is "
+                       r"0x[0-9a-f]{2}, expected 0x[0-9a-f]{2}$", err, re.M)
+    check(wrong == [("2", "multilane", "3")], "stderr:\n" + err)
 
 
 def test_stream_omit():
