@@ -4,8 +4,9 @@ one row per algorithm (as `gridcoll-info --algorithms --csv` lists them,
 plus "auto") and size, numbers that parse and are ordered p10 <= median <=
 p90 (n/a only for an algorithm with restrictions), also with --start
 window; the aligned table; an unknown algorithm in --algos or a bad
---start exits 2 naming the valid ones; a wrong result stops the bench with
-a FAIL line and the wrong byte.  gridcoll-mpibench stream with
+--start exits 2 naming the valid ones; the algorithms of a size take turns
+call by call; a wrong result stops the bench with a FAIL line and the
+wrong byte.  gridcoll-mpibench stream with
 --omit: the ramp-up is streamed but left out of the timed part."""
 
 import csv
@@ -19,7 +20,7 @@ from harness import BIN, check, gridrun, main
 
 BENCH = os.path.join(BIN, "gridcoll-bench")
 MPIBENCH = os.path.join(BIN, "gridcoll-mpibench")
-WRONG_BCAST = os.path.abspath(os.path.join(BIN, "wrong_bcast.so"))
+BCAST_SPY = os.path.abspath(os.path.join(BIN, "bcast_spy.so"))
 LAYOUT = ["--site-sizes", "2,1"]
 HEADER = "coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us"
 SIZES = "8,1k"
@@ -115,15 +116,31 @@ def test_unknown_algorithm():
     check(HEADER not in out, "rows printed despite the error:\n" + out)
 
 
+def spied_bcast_bench(env=None):
+    """gridcoll-bench bcast under bcast_spy.so; (rc, stdout, stderr)."""
+    return gridrun(LAYOUT, ["env", "LD_PRELOAD=" + BCAST_SPY, BENCH, "bcast",
+                            "--sizes", "8,1k", "--algos",
+                            "binomial,multilane,auto", "--csv"] + TINY,
+                   env=env)
+
+
+def test_algorithms_take_turns():
+    # One warm-up and three timed calls each, every round all algorithms
+    # in turn; the next size starts with the next algorithm.
+    rc, out, err = spied_bcast_bench()
+    check(rc == 0, "exit status %d:\n%s\n%s" % (rc, out, err))
+    calls = re.findall(r"^bcast_spy: (\S+) (\d+)$", err, re.M)
+    want = ([("binomial", "8"), ("multilane", "8"), ("auto", "8")] * 4 +
+            [("multilane", "1024"), ("auto", "1024"),
+             ("binomial", "1024")] * 4)
+    check(calls == want, "calls %s, expected %s" % (calls, want))
+
+
 def test_wrong_result():
-    # wrong_bcast.so flips byte 3 of the last rank's result while multilane
+    # bcast_spy.so flips byte 3 of the last rank's result while multilane
     # is forced: a FAIL line for multilane alone, no row for that size or
     # the next, the rank and byte on stderr, exit status 1.
-    rc, out, err = gridrun(
-        LAYOUT, ["env", "LD_PRELOAD=" + WRONG_BCAST, BENCH, "bcast",
-                 "--sizes", "8,1k", "--algos", "binomial,multilane,auto",
-                 "--csv"] + TINY,
-        env={"GRIDCOLL_TEST_WRONG_BCAST": "multilane"})
+    rc, out, err = spied_bcast_bench({"GRIDCOLL_TEST_WRONG_BCAST": "multilane"})
     check(rc == 1, "exit status %d, expected 1:\n%s\n%s" % (rc, out, err))
     lines = out.splitlines()
     fails = [l for l in lines if l.startswith("FAIL ")]

@@ -1,8 +1,9 @@
-/* A preload for the ranks of a gridcoll-bench job (integration.bench):
- * while the algorithm named by GRIDCOLL_TEST_WRONG_BCAST is forced for
- * bcast, MPI_Bcast hands the last rank a result whose byte 3 is flipped.
- * Everything else passes through to libgridcoll, so the bench's own
- * checks are what must notice. */
+/* A preload for the ranks of a gridcoll-bench job (integration.bench).
+ * Rank 0 prints each MPI_Bcast call's algorithm (forced, or auto) and
+ * size on stderr, in call order.  While the algorithm named by
+ * GRIDCOLL_TEST_WRONG_BCAST is forced, the last rank gets a result whose
+ * byte 3 is flipped: the bench's own checks must notice.  The calls
+ * themselves go through to libgridcoll. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@ static void *next_symbol(const char *name)
 {
     void *f = dlsym(RTLD_NEXT, name);
     if (f == NULL) {
-        fprintf(stderr, "wrong_bcast: %s not found after the preload\n", name);
+        fprintf(stderr, "bcast_spy: %s not found after the preload\n", name);
         abort();
     }
     return f;
@@ -42,6 +43,10 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     MPI_Type_size(type, &type_size);
+    if (rank == 0)
+        fprintf(stderr, "bcast_spy: %s %ld\n",
+                forced_bcast[0] ? forced_bcast : "auto",
+                (long)count * type_size);
     if (status == MPI_SUCCESS && victim != NULL &&
         strcmp(victim, forced_bcast) == 0 && rank == size - 1 && rank != root &&
         (long)count * type_size > 3)
