@@ -7,16 +7,19 @@ window; the aligned table; an unknown algorithm in --algos or a bad
 --start exits 2 naming the valid ones; the algorithms of a size take turns
 call by call; a wrong result stops the bench with a FAIL line and the
 wrong byte.  gridcoll-mpibench stream with
---omit: the ramp-up is streamed but left out of the timed part."""
+--omit: the ramp-up is streamed but left out of the timed part.
+bench/proc_cpu.py: the CPU time of the processes a command starts."""
 
 import csv
 import io
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 
-from harness import BIN, check, gridrun, main
+from harness import BIN, SOURCE_DIR, check, gridrun, main
 
 BENCH = os.path.join(BIN, "gridcoll-bench")
 MPIBENCH = os.path.join(BIN, "gridcoll-mpibench")
@@ -176,6 +179,33 @@ def test_stream_omit():
     rc, out, err = gridrun(LAYOUT, [MPIBENCH, "stream", "--omit", "-1"])
     check(rc == 2 and "--omit: 0 to 3600 seconds" in err,
           "--omit -1: exit %d, stderr %r" % (rc, err))
+
+
+def test_proc_cpu():
+    # A python3 that burns 0.6 s of CPU and starts a sleep: python3's time
+    # within a sampling interval of it, the sleep's none, the shell that
+    # ran the command line counted too; the command's exit status.
+    path = os.path.join(tempfile.mkdtemp(prefix="proc-cpu-test-"), "cpu.csv")
+    burn = ("import subprocess, sys, time\n"
+            "t = time.process_time()\n"
+            "while time.process_time() - t < 0.6: pass\n"
+            "subprocess.run(['sleep', '0.3'])\n"
+            "sys.exit(3)\n")
+    r = subprocess.run([os.path.join(SOURCE_DIR, "bench", "proc_cpu.py"),
+                        "--csv", path, "--", "sh", "-c",
+                        'python3 -c "$0"; exit $?', burn],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=30)
+    with open(path) as f:
+        rows = {row["name"]: row for row in csv.DictReader(f)}
+    shutil.rmtree(os.path.dirname(path))
+    check(r.returncode == 3, "exit %d, expected 3: %s" % (r.returncode,
+                                                          r.stderr))
+    check(sorted(rows) == ["python3", "sh", "sleep"], "names %s" % rows)
+    check(all(rows[n]["processes"] == "1" for n in rows), "counts %s" % rows)
+    python = float(rows["python3"]["cpu_seconds"])
+    check(0.5 <= python <= 0.8, "python3 took %.2f s, expected 0.6" % python)
+    check(float(rows["sleep"]["cpu_seconds"]) < 0.05, "sleep: %s" % rows)
 
 
 def test_help():
