@@ -96,7 +96,7 @@ def relay_gone_while_idle():
         a, _ = g.sites
         send = g.tool("send", a, 0, "--to", 1, "--sizes", "7",
                       "--stall-ms", 2000)
-        time.sleep(0.8)  # connected, not yet sending
+        a.wait_rank_connected(0, send)  # not sending yet: --stall-ms
         a.stop(signal.SIGKILL)
         out = finish(send, timeout=30, expect_ok=False)
         check(send.returncode == 1 and "FAIL: send:" in out,
@@ -112,7 +112,7 @@ def sigterm_drains():
         finish(send)
         finish(recv)
         waiting = g.tool("recv", a, 0, "--expect", 1, "--sizes", "1")
-        time.sleep(0.3)
+        a.wait_rank_connected(0, waiting)
         check(a.stop(signal.SIGTERM) == 0, "SIGTERM exit status not 0")
         check("drained; exiting" in a.log(), "drain not logged")
         out = finish(waiting, timeout=10, expect_ok=False)

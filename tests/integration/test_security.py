@@ -53,7 +53,7 @@ def duplicate_and_foreign_rank():
         check("bad-rank" in out and "not served by site alpha" in out,
               "foreign rank not refused clearly: " + out)
         holder = g.tool("recv", a, 0, "--expect", 1, "--sizes", "5")
-        time.sleep(0.3)
+        a.wait_rank_connected(0, holder)
         dup = g.tool("send", a, 0, "--to", 1, "--sizes", "1")
         out = finish(dup, expect_ok=False)
         check("duplicate-rank" in out, "duplicate rank accepted: " + out)
