@@ -208,6 +208,14 @@ static int parse_counts(const char *text, long *out, size_t *n)
     return 0;
 }
 
+/* A number of seconds from 0 to 3600 (--seconds, --omit). */
+static int parse_seconds(const char *text, double *out)
+{
+    char *end;
+    *out = strtod(text, &end);
+    return end != text && *end == '\0' && *out >= 0 && *out <= 3600 ? 0 : -1;
+}
+
 /* 0: run; 1: --help; 2: usage error (message printed by rank 0). */
 static int parse_options(int argc, char **argv, struct options *o)
 {
@@ -279,16 +287,12 @@ static int parse_options(int argc, char **argv, struct options *o)
             }
             o->peer = (int)v;
         } else if (strcmp(a, "--seconds") == 0 && has_value) {
-            char *end;
-            o->seconds = strtod(argv[++i], &end);
-            if (*end != '\0' || !(o->seconds > 0 && o->seconds <= 3600)) {
+            if (parse_seconds(argv[++i], &o->seconds) != 0 || o->seconds == 0) {
                 err = "--seconds: more than 0, at most 3600";
                 goto bad;
             }
         } else if (strcmp(a, "--omit") == 0 && has_value) {
-            char *end;
-            o->omit = strtod(argv[++i], &end);
-            if (*end != '\0' || !(o->omit >= 0 && o->omit <= 3600)) {
+            if (parse_seconds(argv[++i], &o->omit) != 0) {
                 err = "--omit: 0 to 3600 seconds";
                 goto bad;
             }

@@ -153,8 +153,8 @@ in_budget() { # what
     fi
 }
 
-# job_spec: the --wan spec of the next job, with loss draws of its own
-# unless SPEC fixes the seed.
+# next_wan SPEC: sets job_spec to the next job's --wan spec, with loss
+# draws of its own unless SPEC fixes the seed.
 jobs_started=0
 next_wan() { # spec
     jobs_started=$((jobs_started + 1))

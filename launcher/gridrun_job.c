@@ -185,10 +185,10 @@ static unsigned ephemeral_port_low(void)
 }
 
 /* Bind a loopback socket to a free port and return it (fd or -1).  Ports
- * come from below the ephemeral range when it leaves room: the relays
- * dial each other while some of them are still starting, and a kernel-
- * chosen port could become one of those connections' source port before
- * its relay binds it. */
+ * come from below the ephemeral range when it starts above LOWEST: the
+ * relays dial each other while some of them are still starting, and a
+ * kernel-chosen port could become one of those connections' source port
+ * before its relay binds it. */
 static int bind_free_port(unsigned ephemeral_low, uint16_t *port)
 {
     enum { LOWEST = 10000, TRIES = 200 };
@@ -198,7 +198,7 @@ static int bind_free_port(unsigned ephemeral_low, uint16_t *port)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
-    for (int t = 0; ephemeral_low > LOWEST + TRIES && t < TRIES; t++) {
+    for (int t = 0; ephemeral_low > LOWEST && t < TRIES; t++) {
         uint16_t candidate;
         if (random_bytes(&candidate, sizeof(candidate)) != 0)
             break;

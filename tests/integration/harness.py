@@ -49,6 +49,8 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 
 _ports_handed_out = set()
+with open("/proc/sys/net/ipv4/ip_local_port_range") as _f:
+    _EPHEMERAL_LOW = int(_f.read().split()[0])
 
 
 def free_port():
@@ -56,10 +58,8 @@ def free_port():
     below the kernel's ephemeral range, so no outgoing connection (a relay
     dialling its peer) can take it meanwhile, and this process never hands
     it out twice (a port bound and closed is free again at once)."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral_low = int(f.read().split()[0])
     while True:
-        port = random.randrange(10000, ephemeral_low)
+        port = random.randrange(10000, _EPHEMERAL_LOW)
         if port in _ports_handed_out:
             continue
         with socket.socket() as s:

@@ -8,9 +8,9 @@ with its WAN bound; the back-to-back barrier CSV with a GridColl, a native
 and a local row (the WAN ones at least the delay); the targets CSV with
 every issue-5 target and a result; the markdown report with its sections;
 the PNG plots; the loss seeds of --seed named in the report, and a
---seed that is no number refused before anything runs.  Needs root, /dev/net/tun, iperf3 and gnuplot (skipped
-otherwise: the script would install gnuplot-nox itself, which a test must
-not)."""
+--seed that is no number refused before anything runs.  Needs root,
+/dev/net/tun, iperf3 and gnuplot (skipped otherwise: the script would
+install gnuplot-nox itself, which a test must not)."""
 
 import csv
 import io
