@@ -35,21 +35,6 @@
 
 /* ---- shared helpers ---------------------------------------------------- */
 
-int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
-{
-    MPI_Count size;
-    int status = PMPI_Type_size_x(type, &size);
-    if (status != MPI_SUCCESS)
-        return status;
-    /* MPICH packs homogeneous data as the bare type signature, so this is
-     * exactly what PMPI_Pack writes (MPI_UNDEFINED: size overflowed). */
-    if (count < 0 || size < 0 ||
-        (size > 0 && (uint64_t)count > SIZE_MAX / (uint64_t)size))
-        return MPI_ERR_COUNT;
-    *bytes = (size_t)count * (size_t)size;
-    return MPI_SUCCESS;
-}
-
 int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
                      size_t *len)
 {
@@ -199,8 +184,7 @@ int coll_pack(const struct gc_comm *c, const void *buf, int count,
     MPI_Count position = 0;
     if (len == 0) /* count 0 or an empty type: buf may be anything */
         return MPI_SUCCESS;
-    return PMPI_Pack_c(buf, count, type, out, (MPI_Count)len, &position,
-                       c->local);
+    return gc_pack(buf, count, type, out, (MPI_Count)len, &position, c->local);
 }
 
 int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
@@ -209,8 +193,7 @@ int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
     MPI_Count position = 0;
     if (len == 0)
         return MPI_SUCCESS;
-    return PMPI_Unpack_c(in, (MPI_Count)len, &position, buf, count, type,
-                         c->local);
+    return gc_unpack(in, (MPI_Count)len, &position, buf, count, type, c->local);
 }
 
 int coll_blocks_make(const struct gc_comm *c, MPI_Count count,

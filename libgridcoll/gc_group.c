@@ -522,3 +522,131 @@ int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3],
     return select_members(group, n, NULL, (const int(*)[3])ranges, 1, newgroup,
                           "MPI_Group_range_excl");
 }
+
+/* ---- other calls that take a group ---------------------------------------
+ *
+ * MPICH knows only its own groups.  A grid group whose members are all on
+ * this site means the same processes as an MPICH group of them, so it is
+ * converted and the call runs in MPICH; one that spans sites cannot be
+ * expressed to MPICH, and the call fails naming itself (the MPI-4
+ * group-based constructors across sites come with the coverage work).
+ */
+
+/* *local is `group` itself, or a converted grid group to free afterwards
+ * (*converted); MPI_ERR_GROUP (unreported) when it spans sites. */
+static int site_group(MPI_Group group, MPI_Group *local, int *converted)
+{
+    *converted = 0;
+    *local = group;
+    if (!gc_group_is_grid(group))
+        return MPI_SUCCESS;
+    struct gc_ranks r;
+    int status = gc_group_ranks(group, MPI_COMM_WORLD, "MPI group", &r);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = gc_group_to_site(&r, local);
+    gc_ranks_free(&r);
+    *converted = status == MPI_SUCCESS && *local != MPI_GROUP_EMPTY;
+    return status;
+}
+
+static void site_group_free(MPI_Group *local, int converted)
+{
+    if (converted)
+        PMPI_Group_free(local);
+}
+
+/* gc_unsupported through a handler the call was given, not a
+ * communicator's: a private MPI_COMM_SELF carries it. */
+static int unsupported_with(MPI_Errhandler handler, const char *function)
+{
+    MPI_Comm self;
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &self) != MPI_SUCCESS)
+        return gc_unsupported(MPI_COMM_WORLD, function);
+    PMPI_Comm_set_errhandler(self, handler);
+    int code = gc_unsupported(self, function);
+    PMPI_Comm_free(&self);
+    return code;
+}
+
+int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
+                               MPI_Info info, MPI_Errhandler errhandler,
+                               MPI_Comm *newcomm)
+{
+    MPI_Group local;
+    int converted;
+    if (site_group(group, &local, &converted) != MPI_SUCCESS) {
+        *newcomm = MPI_COMM_NULL;
+        return unsupported_with(errhandler, "MPI_Comm_create_from_group");
+    }
+    int status = PMPI_Comm_create_from_group(local, stringtag, info, errhandler,
+                                             newcomm);
+    site_group_free(&local, converted);
+    return status;
+}
+
+int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
+                                     MPI_Group remote_group, int remote_leader,
+                                     const char *stringtag, MPI_Info info,
+                                     MPI_Errhandler errhandler,
+                                     MPI_Comm *newintercomm)
+{
+    MPI_Group local = MPI_GROUP_NULL, remote = MPI_GROUP_NULL;
+    int local_converted = 0, remote_converted = 0;
+    int status = site_group(local_group, &local, &local_converted);
+    if (status == MPI_SUCCESS)
+        status = site_group(remote_group, &remote, &remote_converted);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Intercomm_create_from_groups(
+            local, local_leader, remote, remote_leader, stringtag, info,
+            errhandler, newintercomm);
+    else {
+        *newintercomm = MPI_COMM_NULL;
+        status =
+            unsupported_with(errhandler, "MPI_Intercomm_create_from_groups");
+    }
+    site_group_free(&local, local_converted);
+    site_group_free(&remote, remote_converted);
+    return status;
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
+                          MPI_Comm *newcomm)
+{
+    if (gc_comm_is_grid(comm))
+        return gc_unsupported(comm, "MPI_Comm_create_group");
+    MPI_Group local;
+    int converted;
+    int status = site_group(group, &local, &converted);
+    if (status != MPI_SUCCESS)
+        return gc_report(comm, MPI_ERR_GROUP, "MPI_Comm_create_group",
+                         "the group has members on other sites than the "
+                         "communicator's");
+    status = PMPI_Comm_create_group(comm, local, tag, newcomm);
+    site_group_free(&local, converted);
+    return status;
+}
+
+/* Windows live on one site (MPI_Win_create fails on a grid communicator),
+ * so a group spanning sites is not a subgroup of the window's. */
+#define WIN_GROUP_CALL(NAME)                                                   \
+    int MPI_##NAME(MPI_Group group, int assert, MPI_Win win)                   \
+    {                                                                          \
+        MPI_Group local;                                                       \
+        int converted;                                                         \
+        int status = site_group(group, &local, &converted);                    \
+        if (status != MPI_SUCCESS) {                                           \
+            fprintf(stderr,                                                    \
+                    "gridcoll: grid rank %d: MPI_" #NAME                       \
+                    ": the group has members on other sites\n",                \
+                    gc_world.grid_rank);                                       \
+            PMPI_Win_call_errhandler(win, MPI_ERR_GROUP);                      \
+            return MPI_ERR_GROUP;                                              \
+        }                                                                      \
+        status = PMPI_##NAME(local, assert, win);                              \
+        site_group_free(&local, converted);                                    \
+        return status;                                                         \
+    }
+
+WIN_GROUP_CALL(Win_post)
+WIN_GROUP_CALL(Win_start)

@@ -2,7 +2,7 @@
  * libgridcoll MPI layer: internal interface between the runtime
  * (gc_runtime.c), grid communicators (gc_comm.c, gc_comm_create.c,
  * gc_group.c), point-to-point and its engine (gc_p2p.c), collectives
- * (gc_coll.c) and the generated wrappers (gc_wrappers.c, from
+ * (gc_coll.c), datatypes (gc_datatype.c) and the generated wrappers (gc_wrappers.c, from
  * gen_wrappers.py).  docs/design/mpi-layer.md explains the design.
  */
 #ifndef GC_MPI_H
@@ -229,7 +229,26 @@ void gc_coll_account_wan(size_t bytes);
 /* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
 void gc_coll_print_stats(void);
 
+/* ---- datatypes (gc_datatype.c) ---------------------------------------- */
+
 /* Bytes of `count` elements of `type` once packed (PMPI_Pack_size exact). */
 int gc_packed_size(int count, MPI_Datatype type, size_t *bytes);
+/* 1 for a predefined datatype (which is never freed). */
+int gc_type_is_named(MPI_Datatype type);
+/*
+ * A reference to `type` for an operation that uses it after the call
+ * returns (MPI lets the program free the type meanwhile): *held is `type`
+ * itself when predefined, a duplicate otherwise.  gc_type_release drops it.
+ */
+int gc_type_hold(MPI_Datatype type, MPI_Datatype *held);
+void gc_type_release(MPI_Datatype *held);
+/*
+ * PMPI_Pack_c / PMPI_Unpack_c that also take MPI_BOTTOM with a datatype
+ * of absolute addresses (MPICH 4.0.2 rejects a NULL buffer).
+ */
+int gc_pack(const void *buf, MPI_Count count, MPI_Datatype type, void *out,
+            MPI_Count size, MPI_Count *position, MPI_Comm comm);
+int gc_unpack(const void *in, MPI_Count size, MPI_Count *position, void *buf,
+              MPI_Count count, MPI_Datatype type, MPI_Comm comm);
 
 #endif

@@ -58,8 +58,8 @@ struct op {
     int tag;  /* MPI_ANY_TAG for wildcard receives */
     void *buf;
     int count;
-    MPI_Datatype type;
-    size_t capacity; /* bytes the receive buffer holds, packed */
+    MPI_Datatype type; /* a receive's own reference (gc_type_hold) */
+    size_t capacity;   /* bytes the receive buffer holds, packed */
     int contiguous;
     int exact_length; /* internal transfer: any other length is an error */
     /* receive */
@@ -71,7 +71,7 @@ struct op {
     void *owned; /* packed or buffered copy sent instead of buf */
     int sync;
     int acked;
-    int detached; /* nobody waits: the engine frees it when done */
+    int released; /* MPI_Request_free while pending: free when done */
     /* result */
     int done;
     int source;
@@ -119,11 +119,9 @@ static int is_local_member(const struct gc_comm *c, int rank)
 /* Named types without gaps are sent in place; everything else packed. */
 static int type_is_contiguous(MPI_Datatype type)
 {
-    int ints, addrs, types, combiner, size;
+    int size;
     MPI_Aint lb, extent, true_lb, true_extent;
-    if (PMPI_Type_get_envelope(type, &ints, &addrs, &types, &combiner) !=
-            MPI_SUCCESS ||
-        combiner != MPI_COMBINER_NAMED)
+    if (!gc_type_is_named(type))
         return 0;
     PMPI_Type_size(type, &size);
     PMPI_Type_get_extent(type, &lb, &extent);
@@ -144,34 +142,38 @@ static void list_remove_op(struct op **head, struct op *op)
 
 static void free_op(struct op *op)
 {
+    if (op->kind == OP_RECV)
+        gc_type_release(&op->type);
     gc_comm_unref(op->comm);
     free(op->owned);
     free(op);
 }
 
-/* Unlink, record completion and tell MPICH.  `op` may be freed by MPICH's
- * free_fn inside PMPI_Grequest_complete when the application already
- * released the request, so nothing touches it afterwards. */
+/* Unlink, record completion and tell MPICH.  An operation whose request
+ * the application released with MPI_Request_free (MPICH has called
+ * free_fn already, request_free) is freed here, after MPICH drops the
+ * request. */
 static void complete_op(struct op *op)
 {
     list_remove_op(op->kind == OP_RECV ? &engine.recvs : &engine.sends, op);
     op->done = 1;
-    if (op->detached)
-        free_op(op);
-    else if (op->request != MPI_REQUEST_NULL)
+    if (op->request != MPI_REQUEST_NULL)
         PMPI_Grequest_complete(op->request);
+    if (op->released)
+        free_op(op);
 }
 
+/* A status of a probe or of an empty receive.  MPI_ERROR is left alone:
+ * MPI sets it only in the multiple-completion calls (MPI 4.1, 3.2.5). */
 static void set_probe_status(MPI_Status *status, int source, int tag,
-                             size_t bytes)
+                             MPI_Count bytes)
 {
     if (status == MPI_STATUS_IGNORE)
         return;
     status->MPI_SOURCE = source;
     status->MPI_TAG = tag;
-    status->MPI_ERROR = MPI_SUCCESS;
-    MPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)bytes);
-    MPI_Status_set_cancelled(status, 0);
+    PMPI_Status_set_elements_x(status, MPI_BYTE, bytes);
+    PMPI_Status_set_cancelled(status, 0);
 }
 
 /* ---- receiving from other sites ---------------------------------------- */
@@ -208,11 +210,12 @@ static void copy_out(struct op *op, const void *data)
         memcpy(op->buf, data, op->bytes);
         return;
     }
-    int size, position = 0;
-    PMPI_Type_size(op->type, &size);
+    MPI_Count size, position = 0;
+    PMPI_Type_size_x(op->type, &size);
     if (op->bytes % (size_t)size == 0) {
-        PMPI_Unpack(data, (int)op->bytes, &position, op->buf,
-                    (int)(op->bytes / (size_t)size), op->type, op->comm->local);
+        gc_unpack(data, (MPI_Count)op->bytes, &position, op->buf,
+                  (MPI_Count)(op->bytes / (size_t)size), op->type,
+                  op->comm->local);
         return;
     }
     /* A message ending inside an element (a different type signature):
@@ -221,8 +224,8 @@ static void copy_out(struct op *op, const void *data)
      * reports them.  MPI_PACKED matches any receive type. */
     if (engine.self == MPI_COMM_NULL)
         PMPI_Comm_dup(MPI_COMM_SELF, &engine.self);
-    PMPI_Sendrecv(data, (int)op->bytes, MPI_PACKED, 0, 0, op->buf, op->count,
-                  op->type, 0, 0, engine.self, MPI_STATUS_IGNORE);
+    PMPI_Sendrecv_c(data, (MPI_Count)op->bytes, MPI_PACKED, 0, 0, op->buf,
+                    op->count, op->type, 0, 0, engine.self, MPI_STATUS_IGNORE);
 }
 
 static void deliver(struct op *op, struct rx *rx)
@@ -366,9 +369,10 @@ static int held_by_wildcard(const struct op *op)
 /* The MPICH receive behind `op` completed with `rc` and `st`. */
 static void finish_local(struct op *op, int rc, MPI_Status *st)
 {
-    int count, cancelled = 0;
+    int cancelled = 0;
+    MPI_Count count = 0;
     PMPI_Test_cancelled(st, &cancelled);
-    PMPI_Get_count(st, MPI_BYTE, &count);
+    PMPI_Get_count_c(st, MPI_BYTE, &count);
     op->cancelled = cancelled;
     if (!cancelled) {
         op->source = op->comm->local_to_comm[st->MPI_SOURCE];
@@ -480,8 +484,8 @@ void gc_idle(unsigned *idle_polls)
 static int request_query(void *extra, MPI_Status *status)
 {
     struct op *op = extra;
-    MPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)op->bytes);
-    MPI_Status_set_cancelled(status, op->cancelled);
+    PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)op->bytes);
+    PMPI_Status_set_cancelled(status, op->cancelled);
     status->MPI_SOURCE = op->kind == OP_RECV ? op->source : MPI_UNDEFINED;
     status->MPI_TAG = op->kind == OP_RECV ? op->result_tag : MPI_UNDEFINED;
     /* Returned, the code would reach the application as MPI_ERR_OTHER
@@ -497,9 +501,17 @@ static int request_query(void *extra, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
+/* MPICH calls this when the request is freed: after its completion, or
+ * at once on MPI_Request_free, when the operation may still be linked in
+ * the engine and data may still land in its buffer; complete_op frees it
+ * then. */
 static int request_free(void *extra)
 {
-    free_op(extra);
+    struct op *op = extra;
+    if (op->done)
+        free_op(op);
+    else
+        op->released = 1;
     return MPI_SUCCESS;
 }
 
@@ -554,6 +566,7 @@ static void discard_op(struct op *op)
         free_op(op);
         return;
     }
+    op->done = 1;
     PMPI_Grequest_complete(request);
     PMPI_Request_free(&request); /* MPICH calls request_free */
 }
@@ -589,7 +602,10 @@ static struct op *new_op(enum op_kind kind, struct gc_comm *c, int peer,
     op->count = count;
     op->type = type;
     op->contiguous = type_is_contiguous(type);
-    if (gc_packed_size(count, type, &op->capacity) != MPI_SUCCESS) {
+    /* A send is packed (or handed to MPICH) before its call returns; a
+     * receive uses its type until it completes. */
+    if (gc_packed_size(count, type, &op->capacity) != MPI_SUCCESS ||
+        (kind == OP_RECV && gc_type_hold(type, &op->type) != MPI_SUCCESS)) {
         free(op);
         return NULL;
     }
@@ -634,10 +650,10 @@ static int start_remote_send(struct op *op, int copy)
         if (op->contiguous) {
             memcpy(op->owned, op->buf, op->capacity);
         } else {
-            int position = 0;
+            MPI_Count position = 0;
             int status =
-                PMPI_Pack(op->buf, op->count, op->type, op->owned,
-                          (int)op->capacity, &position, op->comm->local);
+                gc_pack(op->buf, op->count, op->type, op->owned,
+                        (MPI_Count)op->capacity, &position, op->comm->local);
             if (status != MPI_SUCCESS)
                 return status;
         }
@@ -749,25 +765,37 @@ static int grid_irecv(struct gc_comm *c, void *buf, int count,
  * The completion calls, for every request: a blocking wait inside MPICH
  * would not drive the relay, so each polls MPICH and the relay in turn.
  * Errors of the layer's requests travel in MPI_ERROR of their status
- * (request_query); MPI_ERROR is preset so those are told apart from fields
- * MPICH leaves alone, and raised here with their own class through the
+ * (request_query) and are raised here with their own class through the
  * error handler of the request's communicator.
  */
 enum completion { TEST_ONE, TEST_ALL, TEST_ANY, TEST_SOME };
 
+/*
+ * One PMPI_Test* over the requests.  Returns MPI_SUCCESS or the error to
+ * raise (MPI_ERR_IN_STATUS with the MPI_ERROR fields set, for the
+ * multiple-completion calls) and, in *failed_comm, the communicator of
+ * the first failed grid operation: raise_error() invokes its handler.
+ * MPICH has already invoked the handler for its own requests' errors and
+ * leaves *failed_comm MPI_COMM_NULL then.
+ */
 static int complete_requests(enum completion kind, int count,
                              MPI_Request *requests, int *flag, int *index,
-                             int *indices, MPI_Status *statuses)
+                             int *indices, MPI_Status *statuses,
+                             MPI_Comm *failed_comm)
 {
     MPI_Status one, *st = statuses;
     int status_count = kind == TEST_ALL || kind == TEST_SOME ? count : 1;
+    *failed_comm = MPI_COMM_NULL;
     MPI_Request *before =
         malloc((size_t)(count > 0 ? count : 1) * sizeof *before);
     if (before == NULL)
         return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Wait/MPI_Test");
     memcpy(before, requests, (size_t)count * sizeof *before);
     if (kind == TEST_ONE || kind == TEST_ANY) {
+        /* MPI_ERROR stays the caller's (MPI 4.1, 3.2.5) */
         st = &one;
+        if (statuses != MPI_STATUS_IGNORE)
+            one = *statuses;
     } else if (statuses == MPI_STATUSES_IGNORE) {
         st = malloc((size_t)(count > 0 ? count : 1) * sizeof *st);
         if (st == NULL) {
@@ -797,16 +825,19 @@ static int complete_requests(enum completion kind, int count,
                        : kind == TEST_ANY ? *index
                        : kind == TEST_ONE ? 0
                                           : i;
-            st[i].MPI_ERROR = MPI_SUCCESS;
+            int error = MPI_SUCCESS;
             for (int f = 0; f < engine.failed_count; f++)
-                if (engine.failed[f].request == before[slot]) {
-                    st[i].MPI_ERROR = engine.failed[f].error;
-                    rc = kind == TEST_ALL || kind == TEST_SOME
-                             ? MPI_ERR_IN_STATUS
-                             : engine.failed[f].error;
-                }
+                if (engine.failed[f].request == before[slot])
+                    error = engine.failed[f].error;
+            if (kind == TEST_ONE || kind == TEST_ANY) {
+                rc = error;
+                continue;
+            }
+            st[i].MPI_ERROR = error;
+            if (error != MPI_SUCCESS)
+                rc = MPI_ERR_IN_STATUS;
         }
-        PMPI_Comm_call_errhandler(engine.failed[0].comm, rc);
+        *failed_comm = engine.failed[0].comm;
     }
     engine.failed_count = 0;
     free(before);
@@ -819,14 +850,33 @@ static int complete_requests(enum completion kind, int count,
     return rc;
 }
 
-static int wait_for(enum completion kind, int count, MPI_Request *requests,
-                    int *index, int *indices, MPI_Status *statuses)
+static int raise_error(int rc, MPI_Comm failed_comm)
+{
+    if (rc != MPI_SUCCESS && failed_comm != MPI_COMM_NULL)
+        PMPI_Comm_call_errhandler(failed_comm, rc);
+    return rc;
+}
+
+static int test_requests(enum completion kind, int count, MPI_Request *requests,
+                         int *flag, int *index, int *indices,
+                         MPI_Status *statuses)
+{
+    MPI_Comm failed_comm;
+    int rc = complete_requests(kind, count, requests, flag, index, indices,
+                               statuses, &failed_comm);
+    return raise_error(rc, failed_comm);
+}
+
+/* Test until something completes; errors are not raised (failed_comm). */
+static int wait_quietly(enum completion kind, int count, MPI_Request *requests,
+                        int *index, int *indices, MPI_Status *statuses,
+                        MPI_Comm *failed_comm)
 {
     unsigned idle = 0;
     for (;;) {
         int done = 0;
         int rc = complete_requests(kind, count, requests, &done, index, indices,
-                                   statuses);
+                                   statuses, failed_comm);
         if (done || rc != MPI_SUCCESS)
             return rc;
         gc_progress(0);
@@ -834,9 +884,56 @@ static int wait_for(enum completion kind, int count, MPI_Request *requests,
     }
 }
 
+static int wait_for(enum completion kind, int count, MPI_Request *requests,
+                    int *index, int *indices, MPI_Status *statuses)
+{
+    MPI_Comm failed_comm;
+    int rc = wait_quietly(kind, count, requests, index, indices, statuses,
+                          &failed_comm);
+    return raise_error(rc, failed_comm);
+}
+
 static int wait_request(MPI_Request *request, MPI_Status *status)
 {
     return wait_for(TEST_ONE, 1, request, NULL, NULL, status);
+}
+
+/*
+ * MPI_Waitall, one request after the other.  Not a PMPI_Testall loop:
+ * MPICH's Test functions call a generalized request's poll_fn even when
+ * it is complete already, and ROMIO's (MPI_File_i* on a file) completes
+ * its request again at every call once the I/O is done, which breaks
+ * MPICH's reference count.  PMPI_Test frees a request as soon as it sees
+ * it complete, so no request is polled twice after completion (MPICH's
+ * own MPI_Waitall waits the same way, request by request).  A failure
+ * does not stop the wait for the others: MPI 4.1, 3.7.5 allows both.
+ */
+static int wait_all(int count, MPI_Request *requests, MPI_Status *statuses)
+{
+    int *errors = NULL;
+    MPI_Comm failed_comm = MPI_COMM_NULL;
+    for (int i = 0; i < count; i++) {
+        MPI_Status *st =
+            statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+        MPI_Comm comm;
+        int rc = wait_quietly(TEST_ONE, 1, &requests[i], NULL, NULL, st, &comm);
+        if (rc == MPI_SUCCESS)
+            continue;
+        if (errors == NULL) {
+            errors = calloc((size_t)count, sizeof *errors); /* MPI_SUCCESS */
+            if (errors == NULL)
+                return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitall");
+            failed_comm = comm;
+        }
+        errors[i] = rc;
+    }
+    if (errors == NULL)
+        return MPI_SUCCESS;
+    if (statuses != MPI_STATUSES_IGNORE)
+        for (int i = 0; i < count; i++)
+            statuses[i].MPI_ERROR = errors[i];
+    free(errors);
+    return raise_error(MPI_ERR_IN_STATUS, failed_comm);
 }
 
 /* ---- internal transfers for collectives -------------------------------- */
@@ -994,7 +1091,7 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
                 continue;
             *flag = 1;
             set_probe_status(status, c->comm_rank_of_grid[rx->info.src_rank],
-                             rx->info.tag, rx->info.msg_len);
+                             rx->info.tag, (MPI_Count)rx->info.msg_len);
             if (message == NULL)
                 return MPI_SUCCESS;
             rx = take_unexpected(&probe);
@@ -1012,10 +1109,10 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
                  : PMPI_Improbe(local_src, tag, c->local, flag, message, &st);
     if (rc != MPI_SUCCESS || !*flag)
         return rc;
-    int count;
-    PMPI_Get_count(&st, MPI_BYTE, &count);
+    MPI_Count count;
+    PMPI_Get_count_c(&st, MPI_BYTE, &count);
     set_probe_status(status, c->local_to_comm[st.MPI_SOURCE], st.MPI_TAG,
-                     (size_t)count);
+                     count);
     return message == NULL ? MPI_SUCCESS : remember_message(*message, c, NULL);
 }
 
@@ -1255,7 +1352,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (!gc_world.active)
         return PMPI_Waitall(count, requests, statuses);
-    return wait_for(TEST_ALL, count, requests, NULL, NULL, statuses);
+    return wait_all(count, requests, statuses);
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index,
@@ -1275,12 +1372,21 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
     return wait_for(TEST_SOME, incount, requests, outcount, indices, statuses);
 }
 
+/* MPICH answers from the request's state: the engine must have moved
+ * first, or a cross-site request would never be seen complete. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    if (gc_world.active)
+        gc_progress(0);
+    return PMPI_Request_get_status(request, flag, status);
+}
+
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (!gc_world.active)
         return PMPI_Test(request, flag, status);
     gc_progress(0);
-    return complete_requests(TEST_ONE, 1, request, flag, NULL, NULL, status);
+    return test_requests(TEST_ONE, 1, request, flag, NULL, NULL, status);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag,
@@ -1289,8 +1395,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag,
     if (!gc_world.active)
         return PMPI_Testall(count, requests, flag, statuses);
     gc_progress(0);
-    return complete_requests(TEST_ALL, count, requests, flag, NULL, NULL,
-                             statuses);
+    return test_requests(TEST_ALL, count, requests, flag, NULL, NULL, statuses);
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
@@ -1299,8 +1404,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
     if (!gc_world.active)
         return PMPI_Testany(count, requests, index, flag, status);
     gc_progress(0);
-    return complete_requests(TEST_ANY, count, requests, flag, index, NULL,
-                             status);
+    return test_requests(TEST_ANY, count, requests, flag, index, NULL, status);
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
@@ -1310,8 +1414,8 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     gc_progress(0);
     int flag;
-    return complete_requests(TEST_SOME, incount, requests, &flag, outcount,
-                             indices, statuses);
+    return test_requests(TEST_SOME, incount, requests, &flag, outcount, indices,
+                         statuses);
 }
 
 /* ---- session callbacks and shutdown ------------------------------------- */

@@ -326,9 +326,9 @@ int MPI_Finalize(void)
 
 /* ---- calls not supported across sites --------------------------------- */
 
-int gc_unsupported(MPI_Comm comm, const char *function)
+/* One error code per function, made once: its string names the call. */
+static int unsupported_code(const char *function, const char *where)
 {
-    /* One error code per function, made once: the string names the call. */
     static struct {
         const char *function;
         int code;
@@ -345,10 +345,8 @@ int gc_unsupported(MPI_Comm comm, const char *function)
         if (runtime.unsupported_class < 0 &&
             PMPI_Add_error_class(&runtime.unsupported_class) != MPI_SUCCESS)
             runtime.unsupported_class = MPI_ERR_OTHER;
-        snprintf(text, sizeof text,
-                 "%s is not supported on a communicator that spans sites "
-                 "(GridColl)",
-                 function);
+        snprintf(text, sizeof text, "%s is not supported %s (GridColl)",
+                 function, where);
         if (PMPI_Add_error_code(runtime.unsupported_class, &code) ==
                 MPI_SUCCESS &&
             PMPI_Add_error_string(code, text) == MPI_SUCCESS) {
@@ -357,7 +355,41 @@ int gc_unsupported(MPI_Comm comm, const char *function)
             code_count++;
         }
     }
+    return code;
+}
+
+int gc_unsupported(MPI_Comm comm, const char *function)
+{
+    int code = unsupported_code(function, "on a communicator that spans sites");
     PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+/*
+ * MPI-4 sessions do not join the grid yet: a session's mpi://WORLD would
+ * be this site's MPICH job alone, silently.  In a job launched across
+ * sites the call fails, loudly, through the handler it was given.
+ */
+int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
+                     MPI_Session *session)
+{
+    int rc = PMPI_Session_init(info, errhandler, session);
+    const char *sites = getenv("GRIDCOLL_SITES");
+    if (rc != MPI_SUCCESS || sites == NULL || parse_sites(sites) != 0 ||
+        gc_world.site_count < 2)
+        return rc;
+    fprintf(stderr, "gridcoll: MPI_Session_init is not supported in a job "
+                    "that spans sites (MPI-4 sessions would see one site "
+                    "only); use MPI_Init or MPI_Init_thread\n");
+    int code =
+        unsupported_code("MPI_Session_init", "in a job that spans sites");
+    PMPI_Session_finalize(session);
+    *session = MPI_SESSION_NULL;
+    /* MPICH 4.0.2's MPI_Session_call_errhandler aborts even under
+     * MPI_ERRORS_RETURN, and the session is gone: the handler's two
+     * predefined behaviours by hand. */
+    if (errhandler != MPI_ERRORS_RETURN)
+        exit(EXIT_FAILURE);
     return code;
 }
 
