@@ -85,6 +85,7 @@ static struct {
     struct op *recvs; /* posted, unmatched or matched-but-incomplete */
     struct op **recvs_tail;
     struct op *sends; /* remote sends not yet complete */
+    struct op *freed; /* released by MPICH's free_fn, freed by the engine */
     struct rx *arriving;
     struct rx *unexpected;
     struct rx **unexpected_tail;
@@ -147,6 +148,16 @@ static void free_op(struct op *op)
     gc_comm_unref(op->comm);
     free(op->owned);
     free(op);
+}
+
+/* Operations MPICH released inside a callback (request_free). */
+static void free_released_ops(void)
+{
+    while (engine.freed != NULL) {
+        struct op *op = engine.freed;
+        engine.freed = op->next;
+        free_op(op);
+    }
 }
 
 /* Unlink, record completion and tell MPICH.  An operation whose request
@@ -453,6 +464,7 @@ void gc_progress(int timeout_ms)
     if (engine.in_progress || !gc_world.active)
         return;
     engine.in_progress = 1;
+    free_released_ops();
     /* A send the relay client wrote at once (gc_rc_isend) is done now;
      * waiting in poll() first would hold its caller until something
      * else arrives or the timeout ends (a whole timeout when the peer
@@ -501,17 +513,23 @@ static int request_query(void *extra, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
-/* MPICH calls this when the request is freed: after its completion, or
+/*
+ * MPICH calls this when the request is freed: after its completion, or
  * at once on MPI_Request_free, when the operation may still be linked in
- * the engine and data may still land in its buffer; complete_op frees it
- * then. */
+ * the engine and data may still land in its buffer (complete_op frees it
+ * then).  MPICH holds its global lock around free_fn when the program
+ * runs with MPIR_CVAR_ASYNC_PROGRESS, so MPI calls (releasing the
+ * datatype, the communicator) wait for the engine's next turn.
+ */
 static int request_free(void *extra)
 {
     struct op *op = extra;
-    if (op->done)
-        free_op(op);
-    else
+    if (op->done) {
+        op->next = engine.freed;
+        engine.freed = op;
+    } else {
         op->released = 1;
+    }
     return MPI_SUCCESS;
 }
 
@@ -1429,6 +1447,7 @@ void gc_p2p_callbacks(gc_rc_alloc_fn *on_alloc_fn,
 
 void gc_p2p_shutdown(void)
 {
+    free_released_ops();
     while (engine.unexpected != NULL) {
         struct rx *rx = engine.unexpected;
         engine.unexpected = rx->next_unexpected;
