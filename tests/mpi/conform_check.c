@@ -25,6 +25,9 @@
  *                      receives: the data still arrives, intact
  *   request_get_status MPI_Request_get_status alone completes a
  *                      cross-site receive
+ *   request_kinds      every completion call over persistent (active and
+ *                      inactive), generalized, null, nonblocking
+ *                      collective and cross-site requests in one array
  *   group_calls        MPI-4 constructors from groups: a group of this
  *                      site's members works, one spanning sites fails
  *                      naming the call (MPI_ERRORS_RETURN)
@@ -469,6 +472,152 @@ static void case_io_waitall(void)
     free(data);
 }
 
+/* ---- request_kinds ----------------------------------------------------- */
+
+/* A generalized request of the program's own: its status says tag 321. */
+static int user_query(void *extra, MPI_Status *status)
+{
+    (void)extra;
+    status->MPI_SOURCE = 0;
+    status->MPI_TAG = 321;
+    MPI_Status_set_elements(status, MPI_BYTE, 3);
+    MPI_Status_set_cancelled(status, 0);
+    return MPI_SUCCESS;
+}
+
+static int user_free(void *extra)
+{
+    ++*(int *)extra;
+    return MPI_SUCCESS;
+}
+
+static int user_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+enum {
+    KIND_SELF_RECV,
+    KIND_SELF_SEND,
+    KIND_INACTIVE,
+    KIND_USER,
+    KIND_NULL,
+    KIND_IBARRIER,
+    KIND_GRID_RECV,
+    KIND_GRID_SEND,
+    KIND_COUNT
+};
+
+static const char *const methods[] = {"MPI_Waitall",  "MPI_Waitany",
+                                      "MPI_Waitsome", "MPI_Testall",
+                                      "MPI_Testany",  "MPI_Testsome"};
+
+/* Complete every request of r with methods[m]; statuses by slot. */
+static void complete_with(int m, MPI_Request *r, MPI_Status *st)
+{
+    MPI_Status one, some[KIND_COUNT];
+    int index, flag = 0, n, idx[KIND_COUNT];
+    switch (m) {
+    case 0: CHECK(MPI_Waitall(KIND_COUNT, r, st)); return;
+    case 3:
+        while (!flag)
+            CHECK(MPI_Testall(KIND_COUNT, r, &flag, st));
+        return;
+    case 1:
+    case 4:
+        for (;;) {
+            if (m == 1)
+                CHECK(MPI_Waitany(KIND_COUNT, r, &index, &one));
+            else
+                CHECK(MPI_Testany(KIND_COUNT, r, &index, &flag, &one));
+            if (m == 4 && !flag)
+                continue;
+            if (index == MPI_UNDEFINED)
+                return;
+            st[index] = one;
+            /* Persistent requests stay; mark them as seen. */
+            if (index == KIND_SELF_RECV || index == KIND_SELF_SEND)
+                CHECK(MPI_Request_free(&r[index]));
+        }
+    default:
+        for (;;) {
+            if (m == 2)
+                CHECK(MPI_Waitsome(KIND_COUNT, r, &n, idx, some));
+            else
+                CHECK(MPI_Testsome(KIND_COUNT, r, &n, idx, some));
+            if (n == MPI_UNDEFINED)
+                return;
+            for (int i = 0; i < n; i++) {
+                st[idx[i]] = some[i];
+                if (idx[i] == KIND_SELF_RECV || idx[i] == KIND_SELF_SEND)
+                    CHECK(MPI_Request_free(&r[idx[i]]));
+            }
+        }
+    }
+}
+
+static void case_request_kinds(void)
+{
+    int peer = world_rank == 0           ? last_rank
+               : world_rank == last_rank ? 0
+                                         : MPI_PROC_NULL;
+    for (int m = 0; m < 6; m++) {
+        MPI_Request r[KIND_COUNT];
+        MPI_Status st[KIND_COUNT];
+        int self_out = pattern(world_rank, m, 1), self_in = -1;
+        int grid_out = pattern(world_rank, m, 2), grid_in = -1;
+        int spare = -1, frees = 0, tag = 200 + m;
+        CHECK(MPI_Recv_init(&self_in, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
+                            &r[KIND_SELF_RECV]));
+        CHECK(MPI_Send_init(&self_out, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
+                            &r[KIND_SELF_SEND]));
+        CHECK(MPI_Recv_init(&spare, 1, MPI_INT, 0, tag + 1, MPI_COMM_SELF,
+                            &r[KIND_INACTIVE]));
+        CHECK(MPI_Startall(2, r));
+        CHECK(MPI_Grequest_start(user_query, user_free, user_cancel, &frees,
+                                 &r[KIND_USER]));
+        CHECK(MPI_Grequest_complete(r[KIND_USER]));
+        r[KIND_NULL] = MPI_REQUEST_NULL;
+        CHECK(MPI_Ibarrier(MPI_COMM_SELF, &r[KIND_IBARRIER]));
+        CHECK(MPI_Irecv(&grid_in, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
+                        &r[KIND_GRID_RECV]));
+        CHECK(MPI_Isend(&grid_out, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
+                        &r[KIND_GRID_SEND]));
+        MPI_Request inactive = r[KIND_INACTIVE];
+        complete_with(m, r, st);
+        const char *how = methods[m];
+        /* Waitall and Testall keep persistent requests; the others saw
+         * them freed above. */
+        if ((m == 0 || m == 3) && (r[KIND_SELF_RECV] == MPI_REQUEST_NULL ||
+                                   r[KIND_SELF_SEND] == MPI_REQUEST_NULL))
+            fail("%s freed a persistent request", how);
+        if (r[KIND_INACTIVE] != inactive)
+            fail("%s changed an inactive persistent request", how);
+        for (int k = KIND_USER; k < KIND_COUNT; k++)
+            if (r[k] != MPI_REQUEST_NULL)
+                fail("%s left request kind %d set", how, k);
+        if (self_in != self_out)
+            fail("%s: persistent self receive got %d", how, self_in);
+        check_status(&st[KIND_SELF_RECV], 0, tag, MPI_INT, 1, how);
+        if (m == 0 || m == 3)
+            check_status(&st[KIND_INACTIVE], MPI_ANY_SOURCE, MPI_ANY_TAG,
+                         MPI_INT, 0, "inactive persistent request");
+        check_status(&st[KIND_USER], 0, 321, MPI_BYTE, 3, how);
+        if (frees != 1)
+            fail("%s: user free_fn called %d times", how, frees);
+        if (peer != MPI_PROC_NULL) {
+            check_status(&st[KIND_GRID_RECV], peer, tag, MPI_INT, 1, how);
+            if (grid_in != pattern(peer, m, 2))
+                fail("%s: cross-site receive got %d", how, grid_in);
+        }
+        for (int k = KIND_SELF_RECV; k <= KIND_INACTIVE; k++)
+            if (r[k] != MPI_REQUEST_NULL)
+                CHECK(MPI_Request_free(&r[k]));
+    }
+}
+
 /* ---- request_free ------------------------------------------------------ */
 
 static void case_request_free(void)
@@ -661,6 +810,7 @@ static const struct {
     {"io_waitall", case_io_waitall, 1},
     {"request_free", case_request_free, 1},
     {"request_get_status", case_request_get_status, 1},
+    {"request_kinds", case_request_kinds, 1},
     {"group_calls", case_group_calls, 1},
     {"session_init", case_session_init, 1},
     {"large_local", case_large_local, 0},
