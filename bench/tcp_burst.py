@@ -20,9 +20,10 @@ next round, as a benchmark does between calls.
                  [--pause MS]
     tcp_burst.py pair [--address ADDR] [server and client options]
 
-pair is for a program of `gridrun --site-sizes 1,1 --wan ...`: the rank at
-site index 1 ($GRIDCOLL_SITE_INDEX) serves on ADDR (default 10.77.0.2,
-gridwan's address of that site), the one at site 0 is the client.
+pair is for a program of `gridrun --site-sizes 1,1 --wan ...
+--no-join-check` (it is no MPI program, so its ranks never join the grid):
+the rank at site index 1 ($GRIDCOLL_SITE_INDEX) serves on ADDR (default
+10.77.0.2, gridwan's address of that site), the one at site 0 is the client.
 
 The client sends the plan (sizes, rounds) ahead so the server knows what
 to expect; the server prints CSV, one row per timed round:
@@ -176,7 +177,8 @@ def main():
         site = os.environ.get("GRIDCOLL_SITE_INDEX")
         if site not in ("0", "1"):
             sys.exit("tcp_burst: pair needs GRIDCOLL_SITE_INDEX 0 or 1 "
-                     "(run it under gridrun --site-sizes 1,1 --wan ...)")
+                     "(run it under gridrun --site-sizes 1,1 --wan ... "
+                     "--no-join-check)")
         args.role = "server" if site == "1" else "client"
         args.bind = args.connect = args.address
     if args.role == "server":

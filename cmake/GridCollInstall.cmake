@@ -31,6 +31,11 @@ set(GRIDCOLL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/GridColl)
 # schedules and the protocol code privately; a static link needs them too,
 # so they are installed and exported alongside (as GridColl::gridcoll_client,
 # GridColl::gridcoll_sched, GridColl::gridcoll_common).
+#
+# libgridcoll.so is exported as GridColl::gridcoll_shared; GridCollConfig.cmake
+# wraps it as GridColl::gridcoll, which keeps it in the executable under the
+# linker's --as-needed.
+set_target_properties(gridcoll PROPERTIES EXPORT_NAME gridcoll_shared)
 install(TARGETS gridcoll gridcoll_static
   EXPORT GridCollTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

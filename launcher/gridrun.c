@@ -56,6 +56,7 @@ enum {
     OPT_NO_MODEL,
     OPT_PROBE,
     OPT_RELAY_SET,
+    OPT_NO_JOIN_CHECK,
 };
 
 #define MAX_RSH_WORDS  64
@@ -190,7 +191,16 @@ static void usage(FILE *out)
         "  --keep-job-dir       keep the job directory (configs, token, relay\n"
         "                       logs); it is always kept when the job fails\n"
         "  --verbose            report each step on standard error\n"
+        "  --no-join-check      PROGRAM is not an MPI program: do not require\n"
+        "                       every rank to join the grid (see below)\n"
         "  --help               print this help\n"
+        "\n"
+        "With two or more sites every rank must join the grid in MPI_Init\n"
+        "(libgridcoll's session with its site's relay).  When a site's\n"
+        "mpiexec ends and some of its ranks never joined (Fortran mpi_f08,\n"
+        "libgridcoll not linked in, MPI-4 sessions, no MPI_Init), the job\n"
+        "ran as separate per-site jobs: gridrun names the ranks, ends the\n"
+        "job and exits 125.\n"
         "\n"
         "Without --model and GRIDCOLL_MODEL, a job whose layout has a default\n"
         "model (written by --probe) uses it: $GRIDCOLL_MODEL_DIR, else\n"
@@ -235,6 +245,7 @@ static void usage(FILE *out)
         "  2        usage error, a bad machine file or placement, or --wan\n"
         "           without root\n"
         "  124      --timeout expired\n"
+        "  125      ranks of a site never joined the grid (see above)\n"
         "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
         GR_MAX_SITES);
 }
@@ -353,6 +364,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"no-model", no_argument, NULL, OPT_NO_MODEL},
         {"probe", no_argument, NULL, OPT_PROBE},
         {"relay-set", required_argument, NULL, OPT_RELAY_SET},
+        {"no-join-check", no_argument, NULL, OPT_NO_JOIN_CHECK},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -418,6 +430,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_PRELOAD: job->preload = true; break;
         case OPT_KEEP: job->keep_job_dir = true; break;
         case OPT_VERBOSE: job->verbose = true; break;
+        case OPT_NO_JOIN_CHECK: job->no_join_check = true; break;
         case OPT_HELP:
         case 'h': usage(stdout); return 0;
         case ':':

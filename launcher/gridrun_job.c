@@ -43,6 +43,11 @@
 #define DRAIN_MS            3000
 #define WAN_READY_MS        20000
 #define WAN_GRACE_MS        5000
+#define JOIN_QUERY_TRIES    3
+/* Exit status of a job some of whose ranks never joined the grid. */
+#define EXIT_NOT_JOINED 125
+/* The never-joined ranks a message lists at most (as the relay's ranges). */
+#define NEVER_JOINED_SHOWN 160
 /* --native: System V and POSIX shared memory inside a site (each site's
  * IPC namespace keeps them there), TCP between sites.  Not "sm": its cma
  * transport reaches every process of the PID namespace, other sites too. */
@@ -74,6 +79,7 @@ enum end_reason {
     END_TIMEOUT,
     END_ERROR,
     END_BAD_RELAY_SET, /* the relay's --check rejected --relay-set */
+    END_NOT_JOINED,    /* a site's ranks ran without joining the grid */
 };
 
 struct runner {
@@ -1381,6 +1387,101 @@ static void stop_wan(struct runner *r)
     }
 }
 
+/* ---- the join check ------------------------------------------------------
+ *
+ * A rank joins the grid in MPI_Init, when libgridcoll's session with the
+ * site's relay authenticates; the relay keeps a record of every rank that
+ * ever did (docs/gridrelay.md, /status).  A program whose MPI calls never
+ * reach libgridcoll (Fortran mpi_f08, libgridcoll not linked in, MPI-4
+ * sessions, no MPI_Init at all) runs as one MPI job per site instead of one
+ * grid job, and may well exit 0: so once a site's mpiexec has ended, every
+ * rank of the site must have joined.
+ */
+
+/* The value after "KEY": in the relay's /status JSON, its own fixed layout
+ * (docs/gridrelay.md), so a key scan is enough; NULL if absent. */
+static const char *json_value(const char *json, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "\"%s\":", key);
+    const char *p = strstr(json, pattern);
+    return p != NULL ? p + strlen(pattern) : NULL;
+}
+
+/* Ask site s's relay which of its ranks ever joined: 0 with
+ * s->ranks_joined and s->never_joined set, -1 when the relay does not
+ * answer or says nothing about joins (a gridrelay older than gridrun). */
+static int query_joined(struct runner *r, struct gr_site *s)
+{
+    int status = -1;
+    char *body = NULL;
+    for (int i = 0; i < JOIN_QUERY_TRIES && body == NULL; i++) {
+        if (i > 0)
+            pump(r, 100);
+        body = http_status(r->job, s);
+    }
+    if (body == NULL)
+        goto cleanup;
+    const char *joined = json_value(body, "ranks_joined");
+    const char *never = json_value(body, "ranks_never_joined");
+    if (joined == NULL || never == NULL || *never != '"')
+        goto cleanup;
+    never++;
+    size_t len = strcspn(never, "\"");
+    if (never[len] != '"')
+        goto cleanup;
+    s->never_joined = strndup(never, len);
+    if (s->never_joined == NULL)
+        goto cleanup;
+    s->ranks_joined = strtoll(joined, NULL, 10);
+    status = 0;
+cleanup:
+    free(body);
+    return status;
+}
+
+/* Check, once its mpiexec has ended on its own, that every rank of site s
+ * joined the grid; when not, the job ends with END_NOT_JOINED.  Ranks end
+ * only after their relay answered their AUTH (the relay records the join
+ * first), so the record is complete by the time mpiexec is reaped. */
+static void check_joined(struct runner *r, struct gr_site *s)
+{
+    struct gr_job *job = r->job;
+    if (s->join_checked)
+        return;
+    s->join_checked = true;
+    /* With one site libgridcoll leaves everything to MPICH and never
+     * calls the relay; --native runs no relays. */
+    if (job->no_join_check || job->native || job->site_count < 2 ||
+        s->relay_pid <= 0)
+        return;
+    bool exited_0 = WIFEXITED(s->mpi_status) && WEXITSTATUS(s->mpi_status) == 0;
+    if (query_joined(r, s) != 0) {
+        /* A relay that died is reported as such while ranks run; a failed
+         * mpiexec fails the job anyway. */
+        if (exited_0 && s->relay_running)
+            fprintf(stderr,
+                    "gridrun: warning: site %s: cannot tell whether its ranks "
+                    "joined the grid: its relay's /status does not say; see "
+                    "%s\n",
+                    s->name, s->log);
+        return;
+    }
+    vlog(job, "site %s: %" PRId64 " of %u ranks joined the grid", s->name,
+         s->ranks_joined, s->count);
+    if (s->ranks_joined >= (int64_t)s->count && s->never_joined[0] == '\0')
+        return;
+    /* A failed mpiexec some of whose ranks did join is a rank's failure:
+     * hydra ends the rest, maybe before they joined. */
+    if (!exited_0 && s->ranks_joined > 0)
+        return;
+    s->join_failed = true;
+    if (r->reason == END_NONE) {
+        r->reason = END_NOT_JOINED;
+        r->failed_site = s;
+    }
+}
+
 /* ---- mpiexec ------------------------------------------------------------- */
 
 static int start_mpiexecs(struct runner *r)
@@ -1545,6 +1646,10 @@ static void watch(struct runner *r)
                 all_done = false;
                 continue;
             }
+            /* Every site that ended before the job did: the message names
+             * all that never joined, not just the first. */
+            if (r->reason == END_NONE || r->reason == END_NOT_JOINED)
+                check_joined(r, s);
             if (r->reason == END_NONE && !(WIFEXITED(s->mpi_status) &&
                                            WEXITSTATUS(s->mpi_status) == 0)) {
                 r->reason = END_MPI_FAILED;
@@ -1756,6 +1861,86 @@ static int exit_code_of(int st)
     return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }
 
+/* Name the rank (else the mpiexec) that explains site s's failed mpiexec;
+ * returns the exit status it stands for. */
+static int report_mpi_failure(const struct gr_job *job, const struct gr_site *s)
+{
+    char what[64];
+    describe_status(s->mpi_status, what, sizeof(what));
+    if (s->culprit_rank < 0) {
+        /* --native has one mpiexec for every site. */
+        if (job->native)
+            fprintf(stderr, "gridrun: mpiexec %s\n", what);
+        else
+            fprintf(stderr, "gridrun: site %s: mpiexec %s\n", s->name, what);
+        return exit_code_of(s->mpi_status);
+    }
+    char rank_what[64];
+    describe_status(s->culprit_status, rank_what, sizeof(rank_what));
+    const struct gr_site *rank_site = s;
+    uint64_t rank = (uint64_t)s->culprit_rank;
+    if (job->native)
+        rank_site = site_of_rank(job, rank);
+    else
+        rank += s->offset;
+    fprintf(stderr, "gridrun: site %s: rank %" PRIu64 " %s", rank_site->name,
+            rank, rank_what);
+    if (s->culprit_status != s->mpi_status)
+        fprintf(stderr, " (mpiexec %s)", what);
+    fputc('\n', stderr);
+    return exit_code_of(s->culprit_status);
+}
+
+/* The sites whose ranks never joined the grid, and why that happens. */
+static void report_not_joined(const struct gr_job *job)
+{
+    bool failed = false;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        if (!s->join_failed)
+            continue;
+        bool exited_0 =
+            WIFEXITED(s->mpi_status) && WEXITSTATUS(s->mpi_status) == 0;
+        if (!exited_0) {
+            report_mpi_failure(job, s);
+            failed = true;
+        }
+        /* The relay's ranges, cut after a whole range when long. */
+        const char *list = s->never_joined;
+        int shown = (int)strlen(list);
+        const char *more = "";
+        if (shown > NEVER_JOINED_SHOWN) {
+            shown = NEVER_JOINED_SHOWN;
+            while (shown > 0 && list[shown] != ',')
+                shown--;
+            more = ",...";
+        }
+        bool one = strpbrk(list, ",-") == NULL;
+        fprintf(stderr,
+                "gridrun: site %s: %s %.*s%s never joined the grid (no "
+                "session with the site's relay from MPI_Init)\n",
+                s->name, one ? "rank" : "ranks", shown, list, more);
+    }
+    const char *prog = job->prog_argv[0];
+    fprintf(stderr,
+            "gridrun: likely causes%s:\n"
+            "gridrun:   - the program uses the Fortran module mpi_f08: "
+            "MPICH's Fortran 2008 bindings bypass libgridcoll (not supported "
+            "yet; 'use mpi' and mpif.h work)\n"
+            "gridrun:   - libgridcoll is not linked into the executable "
+            "(check 'ldd %s'): link it as docs/gridcoll.md says "
+            "(pkg-config gridcoll, CMake GridColl::gridcoll), or run with "
+            "'gridrun --preload'\n"
+            "gridrun:   - the program starts MPI with MPI-4 sessions "
+            "(MPI_Session_init) instead of MPI_Init\n"
+            "gridrun:   - the program does not call MPI_Init at all (not an "
+            "MPI program: run it with 'gridrun --no-join-check')\n",
+            failed ? " (unless the ranks' own messages above say why they "
+                     "stopped)"
+                   : "",
+            prog);
+}
+
 static int final_status(struct runner *r)
 {
     struct gr_job *job = r->job;
@@ -1763,33 +1948,8 @@ static int final_status(struct runner *r)
     switch (r->reason) {
     case END_SUCCESS: return 0;
     case END_BAD_RELAY_SET: return 2;
-    case END_MPI_FAILED: {
-        struct gr_site *s = r->failed_site;
-        describe_status(s->mpi_status, what, sizeof(what));
-        if (s->culprit_rank < 0) {
-            /* --native has one mpiexec for every site. */
-            if (job->native)
-                fprintf(stderr, "gridrun: mpiexec %s\n", what);
-            else
-                fprintf(stderr, "gridrun: site %s: mpiexec %s\n", s->name,
-                        what);
-            return exit_code_of(s->mpi_status);
-        }
-        char rank_what[64];
-        describe_status(s->culprit_status, rank_what, sizeof(rank_what));
-        const struct gr_site *rank_site = s;
-        uint64_t rank = (uint64_t)s->culprit_rank;
-        if (job->native)
-            rank_site = site_of_rank(job, rank);
-        else
-            rank += s->offset;
-        fprintf(stderr, "gridrun: site %s: rank %" PRIu64 " %s",
-                rank_site->name, rank, rank_what);
-        if (s->culprit_status != s->mpi_status)
-            fprintf(stderr, " (mpiexec %s)", what);
-        fputc('\n', stderr);
-        return exit_code_of(s->culprit_status);
-    }
+    case END_MPI_FAILED: return report_mpi_failure(job, r->failed_site);
+    case END_NOT_JOINED: report_not_joined(job); return EXIT_NOT_JOINED;
     case END_RELAY_DIED:
         relay_died_message(job, r->failed_site, "while ranks ran");
         return 1;
@@ -1816,8 +1976,10 @@ int gr_job_run(struct gr_job *job)
     int status = 1;
 
     job->home_netns = -1;
-    for (uint32_t i = 0; i < job->site_count; i++)
+    for (uint32_t i = 0; i < job->site_count; i++) {
         job->sites[i].netns_fd = -1;
+        job->sites[i].ranks_joined = -1;
+    }
     if (job->timeout_s > 0)
         r.deadline_ms = now_ms() + (int64_t)job->timeout_s * 1000;
     /* Orphaned proxies and ranks come to us, so teardown can find them. */
@@ -1897,6 +2059,10 @@ teardown:
     }
 
 cleanup:
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        free(job->sites[i].never_joined);
+        job->sites[i].never_joined = NULL;
+    }
     free(r.out);
     return status;
 }

@@ -61,6 +61,14 @@ struct gr_site {
     int64_t culprit_rank;
     int culprit_status;
     uint32_t statuses_seen;
+    /* The join check, made when the mpiexec ended on its own: how many of
+     * the site's ranks ever joined the grid (had a session with the
+     * relay), -1 = not checked; which never did, as the relay's grid rank
+     * ranges ("2-3,5", malloc'd; NULL = not checked). */
+    bool join_checked;
+    bool join_failed; /* the job failed for it: reported as never joined */
+    int64_t ranks_joined;
+    char *never_joined;
 };
 
 struct gr_job {
@@ -73,6 +81,9 @@ struct gr_job {
     bool preload;
     bool keep_job_dir;
     bool verbose;
+    /* --no-join-check: do not require every rank to join the grid (for
+     * commands that are not MPI programs). */
+    bool no_join_check;
     char **prog_argv;
     int prog_argc;
     char relay_bin[PATH_MAX];

@@ -36,6 +36,31 @@ static size_t stream_queue_bytes(const struct stream *st)
     return st->bev ? evbuffer_get_length(bufferevent_get_output(st->bev)) : 0;
 }
 
+/* The local ranks that never joined (no session ever authenticated), as
+ * grid rank ranges "2-3,5"; nothing when every rank joined. */
+static void add_never_joined(struct evbuffer *out, const struct relay *relay)
+{
+    const struct rank_slot *slots = relay->slots;
+    uint32_t count = relay->cfg->rank_count;
+    const char *sep = "";
+    uint32_t i = 0;
+    while (i < count) {
+        if (slots[i].joins != 0) {
+            i++;
+            continue;
+        }
+        uint32_t first = i;
+        while (i < count && slots[i].joins == 0)
+            i++;
+        if (i - 1 == first)
+            evbuffer_add_printf(out, "%s%u", sep, slots[first].rank);
+        else
+            evbuffer_add_printf(out, "%s%u-%u", sep, slots[first].rank,
+                                slots[i - 1].rank);
+        sep = ",";
+    }
+}
+
 static void send_ok(struct evhttp_request *req, const char *content_type,
                     struct evbuffer *body)
 {
@@ -69,9 +94,15 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         "# TYPE gridrelay_frames_rejected_total counter\n"
         "gridrelay_frames_rejected_total %llu\n"
         "# TYPE gridrelay_session_queue_bytes gauge\n"
-        "gridrelay_session_queue_bytes %zu\n",
+        "gridrelay_session_queue_bytes %zu\n"
+        "# HELP gridrelay_ranks Local ranks of the job (rank_count).\n"
+        "# TYPE gridrelay_ranks gauge\ngridrelay_ranks %u\n"
+        "# HELP gridrelay_ranks_joined Local ranks that ever had a session "
+        "(joined the job).\n"
+        "# TYPE gridrelay_ranks_joined gauge\ngridrelay_ranks_joined %u\n",
         relay->session_count, (unsigned long long)relay->sessions_refused,
-        (unsigned long long)relay->frames_rejected, session_queue_bytes(relay));
+        (unsigned long long)relay->frames_rejected, session_queue_bytes(relay),
+        relay->cfg->rank_count, relay->ranks_joined);
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++) {
         const struct link *l = &relay->links[i];
         const char *p = l->peer->name;
@@ -127,12 +158,16 @@ static void on_status(struct evhttp_request *req, void *arg)
         "{\"site\":\"%s\",\"job_id\":%u,\"first_rank\":%u,\"rank_count\":%u,"
         "\"transport\":\"%s\",\"draining\":%s,\"uptime_s\":%.3f,"
         "\"sessions\":%u,\"sessions_refused\":%llu,\"frames_rejected\":%llu,"
-        "\"session_queue_bytes\":%zu,\"links\":[",
+        "\"session_queue_bytes\":%zu,\"ranks_joined\":%u,"
+        "\"ranks_never_joined\":\"",
         cfg->site_name, cfg->job_id, cfg->first_rank, cfg->rank_count,
         relay->transport->name, relay->draining ? "true" : "false",
         (double)(gc_now_ns() - relay->started_ns) / 1e9, relay->session_count,
         (unsigned long long)relay->sessions_refused,
-        (unsigned long long)relay->frames_rejected, session_queue_bytes(relay));
+        (unsigned long long)relay->frames_rejected, session_queue_bytes(relay),
+        relay->ranks_joined);
+    add_never_joined(out, relay);
+    evbuffer_add_printf(out, "\",\"links\":[");
     for (uint32_t i = 0; i < cfg->peer_count; i++) {
         const struct link *l = &relay->links[i];
         evbuffer_add_printf(
@@ -183,13 +218,14 @@ static void on_status(struct evhttp_request *req, void *arg)
             out,
             "%s{\"rank\":%u,\"connected\":%s,\"bytes_sent\":%llu,"
             "\"bytes_received\":%llu,\"queue_bytes\":%zu,"
-            "\"pending_bytes\":%llu,\"chunks_dropped\":%llu}",
+            "\"pending_bytes\":%llu,\"chunks_dropped\":%llu,\"joins\":%llu}",
             sep, slot->rank, s != NULL ? "true" : "false",
             (unsigned long long)(s ? s->bytes_in : 0),
             (unsigned long long)(s ? s->bytes_out : 0),
             s ? evbuffer_get_length(bufferevent_get_output(s->bev)) : 0,
             (unsigned long long)pending,
-            (unsigned long long)slot->chunks_dropped);
+            (unsigned long long)slot->chunks_dropped,
+            (unsigned long long)slot->joins);
         sep = ",";
     }
     evbuffer_add_printf(out, "]}\n");

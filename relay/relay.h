@@ -88,6 +88,10 @@ struct rank_slot {
     TAILQ_HEAD(, session) waiters; /* local sessions blocked on our credit */
     int departed; /* the rank said goodbye: late chunks are dropped */
     uint64_t chunks_dropped; /* arrived after the rank said BYE */
+    /* Sessions of this rank that authenticated, ever: a rank has joined
+     * the job once this is nonzero, whether still connected or not
+     * (gridrun checks it after the rank's mpiexec ended). */
+    uint64_t joins;
 };
 
 /* ---- links ------------------------------------------------------------ */
@@ -229,6 +233,7 @@ struct relay {
     uint64_t started_ns;
     uint64_t sessions_refused;
     uint64_t frames_rejected;
+    uint32_t ranks_joined; /* slots whose `joins` is nonzero */
 };
 
 /* relay.c */

@@ -254,6 +254,10 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
                      s->rank);
         return -1;
     }
+    /* Recorded before AUTH_OK goes out: by the time the rank can have
+     * finished and its mpiexec ended, /status says it joined. */
+    if (s->slot->joins++ == 0)
+        relay->ranks_joined++;
     uint8_t proof[GC_MAC_SIZE];
     gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
                 s->client_nonce, s->relay_nonce, s->rank, proof);

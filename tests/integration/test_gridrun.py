@@ -2,9 +2,10 @@
 """gridrun local mode: rank environment, output forwarding, exit statuses,
 failure handling and teardown (no process may outlive gridrun).
 
-No MPI program exists yet, so the ranks are shell commands that mpiexec
-launches; each carries a unique marker argument so leftovers can be found
-with pgrep.
+The ranks are shell commands that mpiexec launches; each carries a unique
+marker argument so leftovers can be found with pgrep.  Shell commands never
+join the grid (no MPI_Init), so they run with --no-join-check; the check
+itself is integration.join_check's.
 """
 
 import os
@@ -30,16 +31,19 @@ ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
 
 class Job:
     """One gridrun run with its own TMPDIR, so its job directory is ours to
-    inspect and remove."""
+    inspect and remove.  `program` is a shell command; one that execs an
+    MPI program which joins the grid passes mpi=True, so that gridrun checks
+    that every rank joined, as it does by default."""
 
-    def __init__(self, args, program):
+    def __init__(self, args, program, mpi=False):
         self.marker = "gridrun-test-" + uuid.uuid4().hex
         self.tmp = tempfile.mkdtemp(prefix="gr-")
         env = dict(os.environ, TMPDIR=self.tmp)
         # The marker is $0 of the shell, so it shows in every rank's
         # command line.
         self.proc = subprocess.Popen(
-            [GRIDRUN] + args + ["--", "sh", "-c", program, self.marker],
+            [GRIDRUN] + args + ([] if mpi else ["--no-join-check"]) +
+            ["--", "sh", "-c", program, self.marker],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env, start_new_session=True)
         self.out = self.err = ""

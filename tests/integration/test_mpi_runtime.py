@@ -99,7 +99,8 @@ def rank_exits_with_status_3():
     start = time.time()
     # exec: the rank is grid_hello itself, not a shell that a signal may
     # end before it reports its child's status.
-    job = Job(["--site-sizes", "2,2"], "exec " + HELLO + ' die 3 "$0"')
+    job = Job(["--site-sizes", "2,2"], "exec " + HELLO + ' die 3 "$0"',
+              mpi=True)
     try:
         rc = job.wait(30)
         # mpiexec's own status is 3, or 9 when the SIGKILL hydra sends the
@@ -118,7 +119,7 @@ def relay_killed_mid_job():
     # Every rank waits in MPI_Recv when site beta's relay is killed: the
     # ranks of alpha lose their peer site, beta's lose their relay; gridrun
     # must exit non-zero within 10 s with no process left.
-    job = Job(["--site-sizes", "2,2"], HELLO + ' hang "$0"')
+    job = Job(["--site-sizes", "2,2"], HELLO + ' hang "$0"', mpi=True)
     try:
         deadline = time.time() + 30
         while (len(pids(HELLO + " hang " + job.marker)) < 4 and
@@ -172,8 +173,17 @@ def preload_into_plain_mpich_program():
     check("rank 2 MPI_Win_create rc=error: MPI_Win_create is not supported"
           in out,
           "preloaded library does not interpose: " + out)
-    # Without --preload the plain binary sees only its site's MPICH world.
+    # Without --preload the plain binary never joins the grid: gridrun
+    # stops the job and names the ranks of the site that ended first (or
+    # of both) ...
     rc, out, err = gridrun(["--sites", "2", "-n", "3"], [HELLO_PLAIN])
+    check(rc == 125 and re.search(r"^gridrun: site (alpha: ranks 0-1|beta: "
+                                  r"rank 2) never joined the grid", err,
+                                  re.M), "plain run: exit %d: %s" % (rc, err))
+    # ... and with --no-join-check it runs as one MPICH job per site, each
+    # seeing only its own world.
+    rc, out, err = gridrun(["--sites", "2", "-n", "3", "--no-join-check"],
+                           [HELLO_PLAIN])
     check(rc == 0 and "rank 0 of 2" in out and "rank 0 of 1" in out,
           "plain run: " + out)
 

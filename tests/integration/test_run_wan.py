@@ -69,7 +69,7 @@ def tcp_burst():
         path = os.path.join(out, "burst.csv")
         r = subprocess.run(
             [os.path.join(BIN, "gridrun"), "--timeout", "60", "--site-sizes",
-             "1,1", "--wan", "delay=5ms", "--",
+             "1,1", "--wan", "delay=5ms", "--no-join-check", "--",
              os.path.join(SOURCE_DIR, "bench", "tcp_burst.py"), "pair",
              "--csv", path, "--streams", "3", "--bytes", "100,65537",
              "--rounds", "3", "--warmup", "1"],
