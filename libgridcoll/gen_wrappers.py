@@ -621,6 +621,19 @@ def main(argv):
             continue
         comm_taking[name] = p
 
+    # A group of a grid communicator is a handle MPICH never made
+    # (gc_group.c): passed to MPICH it would fail as "Invalid group", or
+    # worse.  Every function taking a group needs a grid version.
+    for name, p in sorted(public.items()):
+        if p.error or name in handwritten:
+            continue
+        groups = [q.decl for q in p.params
+                  if re.fullmatch(r"(const )?MPI_Group", q.type.strip())]
+        if groups:
+            errors.append("%s takes %s: grid groups are the runtime's own "
+                          "handles; write a grid version (gc_group.c) and "
+                          "list it in HANDWRITTEN" % (name, ", ".join(groups)))
+
     for listed, what in ((handwritten, "HANDWRITTEN"),
                          (passthrough, "PASSTHROUGH")):
         for name in listed:
