@@ -27,7 +27,9 @@ the script exits non-zero, writing nothing, if a declaration that mentions
 MPI_Comm cannot be parsed or cannot be wrapped (non-int return, varargs, no
 PMPI_ twin, hidden behind a preprocessor condition it cannot evaluate, a
 function-like macro of the same name), so an MPICH upgrade cannot silently
-leave a communicator-taking call running with site-local semantics.
+leave a communicator-taking call running with site-local semantics.  It
+also fails on a function taking an MPI_Group by value that is not
+HANDWRITTEN: groups of grid communicators are handles MPICH never made.
 
 Python 3 standard library only.
 """
