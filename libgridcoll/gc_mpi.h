@@ -1,9 +1,10 @@
 /*
  * libgridcoll MPI layer: internal interface between the runtime
  * (gc_runtime.c), grid communicators (gc_comm.c, gc_comm_create.c,
- * gc_group.c), point-to-point and its engine (gc_p2p.c), collectives
- * (gc_coll.c), datatypes (gc_datatype.c) and the generated wrappers (gc_wrappers.c, from
- * gen_wrappers.py).  docs/design/mpi-layer.md explains the design.
+ * gc_group.c), point-to-point and its engine (gc_p2p.c), the completion
+ * calls (gc_request.c), collectives (gc_coll.c), datatypes (gc_datatype.c)
+ * and the generated wrappers (gc_wrappers.c, from gen_wrappers.py).
+ * docs/design/mpi-layer.md explains the design.
  */
 #ifndef GC_MPI_H
 #define GC_MPI_H
@@ -178,6 +179,17 @@ void gc_progress(int timeout_ms);
  * instead of a rank spinning in MPICH's or our progress loop.
  */
 void gc_idle(unsigned *idle_polls);
+
+/* ---- completion calls (gc_request.c) ---------------------------------- */
+
+/*
+ * The grid operation behind `request` failed with `error` (an MPI error
+ * class or code) on `comm`: recorded by the operation's query function
+ * while a completion call completes it, raised by that call.
+ */
+void gc_request_failed(MPI_Request request, int error, MPI_Comm comm);
+/* MPI_Wait for the layer's own blocking calls (MPI_Send, MPI_Recv, ...). */
+int gc_request_wait(MPI_Request *request, MPI_Status *status);
 
 /*
  * Blocking byte transfers between members of a grid communicator on

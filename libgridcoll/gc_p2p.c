@@ -34,10 +34,6 @@
 
 enum op_kind { OP_RECV, OP_SEND };
 
-/* Failed requests one completion call can report at once; more are
- * reported as failed with the last recorded error. */
-#define MAX_FAILED 64
-
 /* A message from another site, from its first chunk until it is received. */
 struct rx {
     struct rx *next_arriving;   /* engine.arriving: bytes still coming */
@@ -95,12 +91,6 @@ static struct {
     struct message *messages; /* MPI_Message handles made by Mprobe */
     unsigned next_message_id;
     MPI_Comm self; /* private MPI_COMM_SELF for unpacking partial elements */
-    struct {
-        MPI_Request request;
-        int error;
-        MPI_Comm comm;
-    } failed[MAX_FAILED]; /* completed in the running completion call */
-    int failed_count;
 } engine = {.recvs_tail = &engine.recvs,
             .unexpected_tail = &engine.unexpected,
             .self = MPI_COMM_NULL};
@@ -503,13 +493,9 @@ static int request_query(void *extra, MPI_Status *status)
     /* Returned, the code would reach the application as MPI_ERR_OTHER
      * ("user request query function returned ..."), and MPICH does not
      * copy MPI_ERROR out of a request's status: the completion calls
-     * (below) raise it with its own class instead. */
-    if (op->error != MPI_SUCCESS && engine.failed_count < MAX_FAILED) {
-        engine.failed[engine.failed_count].request = op->request;
-        engine.failed[engine.failed_count].error = op->error;
-        engine.failed[engine.failed_count].comm = op->comm->handle;
-        engine.failed_count++;
-    }
+     * (gc_request.c) raise it with its own class instead. */
+    if (op->error != MPI_SUCCESS)
+        gc_request_failed(op->request, op->error, op->comm->handle);
     return MPI_SUCCESS;
 }
 
@@ -779,181 +765,6 @@ static int grid_irecv(struct gc_comm *c, void *buf, int count,
     return MPI_SUCCESS;
 }
 
-/*
- * The completion calls, for every request: a blocking wait inside MPICH
- * would not drive the relay, so each polls MPICH and the relay in turn.
- * Errors of the layer's requests travel in MPI_ERROR of their status
- * (request_query) and are raised here with their own class through the
- * error handler of the request's communicator.
- */
-enum completion { TEST_ONE, TEST_ALL, TEST_ANY, TEST_SOME };
-
-/*
- * One PMPI_Test* over the requests.  Returns MPI_SUCCESS or the error to
- * raise (MPI_ERR_IN_STATUS with the MPI_ERROR fields set, for the
- * multiple-completion calls) and, in *failed_comm, the communicator of
- * the first failed grid operation: raise_error() invokes its handler.
- * MPICH has already invoked the handler for its own requests' errors and
- * leaves *failed_comm MPI_COMM_NULL then.
- */
-static int complete_requests(enum completion kind, int count,
-                             MPI_Request *requests, int *flag, int *index,
-                             int *indices, MPI_Status *statuses,
-                             MPI_Comm *failed_comm)
-{
-    MPI_Status one, *st = statuses;
-    int status_count = kind == TEST_ALL || kind == TEST_SOME ? count : 1;
-    *failed_comm = MPI_COMM_NULL;
-    MPI_Request *before =
-        malloc((size_t)(count > 0 ? count : 1) * sizeof *before);
-    if (before == NULL)
-        return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Wait/MPI_Test");
-    memcpy(before, requests, (size_t)count * sizeof *before);
-    if (kind == TEST_ONE || kind == TEST_ANY) {
-        /* MPI_ERROR stays the caller's (MPI 4.1, 3.2.5) */
-        st = &one;
-        if (statuses != MPI_STATUS_IGNORE)
-            one = *statuses;
-    } else if (statuses == MPI_STATUSES_IGNORE) {
-        st = malloc((size_t)(count > 0 ? count : 1) * sizeof *st);
-        if (st == NULL) {
-            free(before);
-            return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM,
-                            "MPI_Waitall/Testall/Testsome");
-        }
-    }
-    engine.failed_count = 0;
-    int rc, outcount = 0;
-    switch (kind) {
-    case TEST_ONE: rc = PMPI_Test(requests, flag, st); break;
-    case TEST_ALL: rc = PMPI_Testall(count, requests, flag, st); break;
-    case TEST_ANY: rc = PMPI_Testany(count, requests, index, flag, st); break;
-    default:
-        rc = PMPI_Testsome(count, requests, &outcount, indices, st);
-        *flag = outcount != 0;
-        *index = outcount;
-        break;
-    }
-    if (rc == MPI_SUCCESS && *flag && engine.failed_count > 0) {
-        /* Which of the completed requests failed: match the handles they
-         * had before MPICH reset them to MPI_REQUEST_NULL. */
-        int completed = kind == TEST_SOME ? outcount : status_count;
-        for (int i = 0; i < completed; i++) {
-            int slot = kind == TEST_SOME  ? indices[i]
-                       : kind == TEST_ANY ? *index
-                       : kind == TEST_ONE ? 0
-                                          : i;
-            int error = MPI_SUCCESS;
-            for (int f = 0; f < engine.failed_count; f++)
-                if (engine.failed[f].request == before[slot])
-                    error = engine.failed[f].error;
-            if (kind == TEST_ONE || kind == TEST_ANY) {
-                rc = error;
-                continue;
-            }
-            st[i].MPI_ERROR = error;
-            if (error != MPI_SUCCESS)
-                rc = MPI_ERR_IN_STATUS;
-        }
-        *failed_comm = engine.failed[0].comm;
-    }
-    engine.failed_count = 0;
-    free(before);
-    if (st == &one) {
-        if (statuses != MPI_STATUS_IGNORE)
-            *statuses = one;
-    } else if (st != statuses) {
-        free(st);
-    }
-    return rc;
-}
-
-static int raise_error(int rc, MPI_Comm failed_comm)
-{
-    if (rc != MPI_SUCCESS && failed_comm != MPI_COMM_NULL)
-        PMPI_Comm_call_errhandler(failed_comm, rc);
-    return rc;
-}
-
-static int test_requests(enum completion kind, int count, MPI_Request *requests,
-                         int *flag, int *index, int *indices,
-                         MPI_Status *statuses)
-{
-    MPI_Comm failed_comm;
-    int rc = complete_requests(kind, count, requests, flag, index, indices,
-                               statuses, &failed_comm);
-    return raise_error(rc, failed_comm);
-}
-
-/* Test until something completes; errors are not raised (failed_comm). */
-static int wait_quietly(enum completion kind, int count, MPI_Request *requests,
-                        int *index, int *indices, MPI_Status *statuses,
-                        MPI_Comm *failed_comm)
-{
-    unsigned idle = 0;
-    for (;;) {
-        int done = 0;
-        int rc = complete_requests(kind, count, requests, &done, index, indices,
-                                   statuses, failed_comm);
-        if (done || rc != MPI_SUCCESS)
-            return rc;
-        gc_progress(0);
-        gc_idle(&idle);
-    }
-}
-
-static int wait_for(enum completion kind, int count, MPI_Request *requests,
-                    int *index, int *indices, MPI_Status *statuses)
-{
-    MPI_Comm failed_comm;
-    int rc = wait_quietly(kind, count, requests, index, indices, statuses,
-                          &failed_comm);
-    return raise_error(rc, failed_comm);
-}
-
-static int wait_request(MPI_Request *request, MPI_Status *status)
-{
-    return wait_for(TEST_ONE, 1, request, NULL, NULL, status);
-}
-
-/*
- * MPI_Waitall, one request after the other.  Not a PMPI_Testall loop:
- * MPICH's Test functions call a generalized request's poll_fn even when
- * it is complete already, and ROMIO's (MPI_File_i* on a file) completes
- * its request again at every call once the I/O is done, which breaks
- * MPICH's reference count.  PMPI_Test frees a request as soon as it sees
- * it complete, so no request is polled twice after completion (MPICH's
- * own MPI_Waitall waits the same way, request by request).  A failure
- * does not stop the wait for the others: MPI 4.1, 3.7.5 allows both.
- */
-static int wait_all(int count, MPI_Request *requests, MPI_Status *statuses)
-{
-    int *errors = NULL;
-    MPI_Comm failed_comm = MPI_COMM_NULL;
-    for (int i = 0; i < count; i++) {
-        MPI_Status *st =
-            statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-        MPI_Comm comm;
-        int rc = wait_quietly(TEST_ONE, 1, &requests[i], NULL, NULL, st, &comm);
-        if (rc == MPI_SUCCESS)
-            continue;
-        if (errors == NULL) {
-            errors = calloc((size_t)count, sizeof *errors); /* MPI_SUCCESS */
-            if (errors == NULL)
-                return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitall");
-            failed_comm = comm;
-        }
-        errors[i] = rc;
-    }
-    if (errors == NULL)
-        return MPI_SUCCESS;
-    if (statuses != MPI_STATUSES_IGNORE)
-        for (int i = 0; i < count; i++)
-            statuses[i].MPI_ERROR = errors[i];
-    free(errors);
-    return raise_error(MPI_ERR_IN_STATUS, failed_comm);
-}
-
 /* ---- internal transfers for collectives -------------------------------- */
 
 int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
@@ -1186,7 +997,7 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
         grid_isend(c, buf, count, type, dst, tag, mode, &request, function);
     if (status != MPI_SUCCESS)
         return status;
-    return wait_request(&request, MPI_STATUS_IGNORE);
+    return gc_request_wait(&request, MPI_STATUS_IGNORE);
 }
 
 #define GRID_SEND(NAME, MODE)                                                  \
@@ -1239,7 +1050,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag,
     }
     MPI_Request request;
     int rc = grid_irecv(c, buf, count, type, src, tag, &request, "MPI_Recv");
-    return rc != MPI_SUCCESS ? rc : wait_request(&request, status);
+    return rc != MPI_SUCCESS ? rc : gc_request_wait(&request, status);
 }
 
 int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -1264,8 +1075,8 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         PMPI_Request_free(&recv_request);
         return rc;
     }
-    int send_rc = wait_request(&send_request, MPI_STATUS_IGNORE);
-    rc = wait_request(&recv_request, status);
+    int send_rc = gc_request_wait(&send_request, MPI_STATUS_IGNORE);
+    rc = gc_request_wait(&recv_request, status);
     /* MPICH 4.0's request for a receive from MPI_PROC_NULL reports source
      * 0; MPI_Sendrecv (its own, and this one) says MPI_PROC_NULL. */
     if (src == MPI_PROC_NULL)
@@ -1356,84 +1167,7 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
         return PMPI_Mrecv(buf, count, type, message, status);
     MPI_Request request;
     int rc = grid_imrecv(m, buf, count, type, message, &request);
-    return rc != MPI_SUCCESS ? rc : wait_request(&request, status);
-}
-
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
-{
-    if (!gc_world.active)
-        return PMPI_Wait(request, status);
-    return wait_request(request, status);
-}
-
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
-{
-    if (!gc_world.active)
-        return PMPI_Waitall(count, requests, statuses);
-    return wait_all(count, requests, statuses);
-}
-
-int MPI_Waitany(int count, MPI_Request requests[], int *index,
-                MPI_Status *status)
-{
-    if (!gc_world.active)
-        return PMPI_Waitany(count, requests, index, status);
-    return wait_for(TEST_ANY, count, requests, index, NULL, status);
-}
-
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
-                 int indices[], MPI_Status statuses[])
-{
-    if (!gc_world.active)
-        return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-    /* outcount is MPI_UNDEFINED (non-zero) when every request is null. */
-    return wait_for(TEST_SOME, incount, requests, outcount, indices, statuses);
-}
-
-/* MPICH answers from the request's state: the engine must have moved
- * first, or a cross-site request would never be seen complete. */
-int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
-{
-    if (gc_world.active)
-        gc_progress(0);
-    return PMPI_Request_get_status(request, flag, status);
-}
-
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    if (!gc_world.active)
-        return PMPI_Test(request, flag, status);
-    gc_progress(0);
-    return test_requests(TEST_ONE, 1, request, flag, NULL, NULL, status);
-}
-
-int MPI_Testall(int count, MPI_Request requests[], int *flag,
-                MPI_Status statuses[])
-{
-    if (!gc_world.active)
-        return PMPI_Testall(count, requests, flag, statuses);
-    gc_progress(0);
-    return test_requests(TEST_ALL, count, requests, flag, NULL, NULL, statuses);
-}
-
-int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
-                MPI_Status *status)
-{
-    if (!gc_world.active)
-        return PMPI_Testany(count, requests, index, flag, status);
-    gc_progress(0);
-    return test_requests(TEST_ANY, count, requests, flag, index, NULL, status);
-}
-
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
-                 int indices[], MPI_Status statuses[])
-{
-    if (!gc_world.active)
-        return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-    gc_progress(0);
-    int flag;
-    return test_requests(TEST_SOME, incount, requests, &flag, outcount, indices,
-                         statuses);
+    return rc != MPI_SUCCESS ? rc : gc_request_wait(&request, status);
 }
 
 /* ---- session callbacks and shutdown ------------------------------------- */
