@@ -112,8 +112,11 @@ int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
 
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type)
 {
-    if (type == MPI_DATATYPE_NULL)
-        return coll_arg_error(c, MPI_ERR_TYPE, fn, "MPI_DATATYPE_NULL");
+    if (gc_type_check(type) != MPI_SUCCESS)
+        return coll_arg_error(c, MPI_ERR_TYPE, fn,
+                              type == MPI_DATATYPE_NULL
+                                  ? "MPI_DATATYPE_NULL"
+                                  : "datatype not committed");
     return MPI_SUCCESS;
 }
 
@@ -124,10 +127,26 @@ int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
     return status == MPI_SUCCESS ? coll_check_type(c, fn, type) : status;
 }
 
-int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op)
+int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
+                  MPI_Datatype type)
 {
-    if (op == MPI_OP_NULL)
-        return coll_arg_error(c, MPI_ERR_OP, fn, "MPI_OP_NULL");
+    if (gc_op_check(op, type) != MPI_SUCCESS)
+        return coll_arg_error(c, MPI_ERR_OP, fn,
+                              op == MPI_OP_NULL
+                                  ? "MPI_OP_NULL"
+                                  : "operation not defined for the datatype");
+    return MPI_SUCCESS;
+}
+
+int coll_check_alias(const struct gc_comm *c, const char *fn,
+                     const void *sendbuf, const void *recvbuf, int count)
+{
+    /* As MPICH checks it: the same non-null address for both buffers. */
+    if (count > 0 && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf &&
+        sendbuf != MPI_BOTTOM)
+        return coll_arg_error(c, MPI_ERR_BUFFER, fn,
+                              "send and receive buffers must not be aliased "
+                              "(use MPI_IN_PLACE)");
     return MPI_SUCCESS;
 }
 
@@ -799,6 +818,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     int status = coll_check_buf(c, fn, recvcount, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
         status = coll_check_buf(c, fn, sendcount, sendtype);
+    if (status == MPI_SUCCESS && sendcount > 0)
+        status = coll_check_alias(c, fn, sendbuf, recvbuf, recvcount);
     if (status != MPI_SUCCESS)
         goto cleanup;
     status = coll_blocks_make(c, recvcount, recvtype, 1, &b);

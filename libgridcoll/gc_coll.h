@@ -81,7 +81,12 @@ int coll_check_root(const struct gc_comm *c, const char *fn, int root);
 int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
                       const int *counts);
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);
-int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op);
+/* op on type: MPI_OP_NULL, or a predefined op the type does not take. */
+int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
+                  MPI_Datatype type);
+/* sendbuf == recvbuf without MPI_IN_PLACE (count > 0). */
+int coll_check_alias(const struct gc_comm *c, const char *fn,
+                     const void *sendbuf, const void *recvbuf, int count);
 /* count elements of type: a valid send or receive description. */
 int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
                    MPI_Datatype type);

@@ -111,6 +111,11 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
+    int status = sendcount > 0 ? coll_check_alias(c, "MPI_Alltoall", sendbuf,
+                                                  recvbuf, recvcount)
+                               : MPI_SUCCESS;
+    if (status != MPI_SUCCESS)
+        return status;
     return exchange(GC_COLL_ALLTOALL, c, "MPI_Alltoall", sendbuf,
                     &(struct side_args){.count = sendcount, .type = sendtype},
                     recvbuf,

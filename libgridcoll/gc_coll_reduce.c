@@ -198,12 +198,18 @@ int scan_grid_gather_scatter(const struct coll_args *a)
 
 /* ---- entry points -------------------------------------------------------- */
 
-/* Reduction arguments every member checks: count, datatype, op. */
+/* Reduction arguments every member checks: count, datatype, op, and
+ * buffers not aliased (`count` 0 when the caller checks aliasing). */
 static int check_reduction(const struct gc_comm *c, const char *fn, int count,
-                           MPI_Datatype type, MPI_Op op)
+                           MPI_Datatype type, MPI_Op op, const void *sendbuf,
+                           const void *recvbuf)
 {
     int status = coll_check_buf(c, fn, count, type);
-    return status == MPI_SUCCESS ? coll_check_op(c, fn, op) : status;
+    if (status == MPI_SUCCESS)
+        status = coll_check_op(c, fn, op, type);
+    if (status == MPI_SUCCESS)
+        status = coll_check_alias(c, fn, sendbuf, recvbuf, count);
+    return status;
 }
 
 static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
@@ -233,8 +239,9 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     static const char fn[] = "MPI_Reduce";
     int status = coll_check_root(c, fn, root);
-    if (status == MPI_SUCCESS)
-        status = check_reduction(c, fn, count, datatype, op);
+    if (status == MPI_SUCCESS) /* recvbuf matters at the root only */
+        status = check_reduction(c, fn, count, datatype, op, sendbuf,
+                                 c->rank == root ? recvbuf : NULL);
     if (status == MPI_SUCCESS && sendbuf == MPI_IN_PLACE && c->rank != root)
         status = coll_arg_error(c, MPI_ERR_BUFFER, fn,
                                 "MPI_IN_PLACE is valid at the root only");
@@ -251,7 +258,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
     if (c == NULL)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     static const char fn[] = "MPI_Allreduce";
-    int status = check_reduction(c, fn, count, datatype, op);
+    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
     return run_reduction(GC_COLL_ALLREDUCE, c, fn, sendbuf, recvbuf, count,
@@ -284,8 +291,11 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
                                    comm);
     static const char fn[] = "MPI_Reduce_scatter";
     int status = coll_check_counts(c, fn, c->size, recvcounts);
+    int any = 0; /* aliasing matters when something is reduced */
+    for (int r = 0; status == MPI_SUCCESS && r < c->size && !any; r++)
+        any = recvcounts[r] > 0;
     if (status == MPI_SUCCESS)
-        status = check_reduction(c, fn, 0, datatype, op);
+        status = check_reduction(c, fn, any, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
     return run_reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op,
@@ -302,7 +312,8 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     static const char fn[] = "MPI_Reduce_scatter_block";
     int *counts = NULL;
     size_t block_bytes = 0;
-    int status = check_reduction(c, fn, recvcount, datatype, op);
+    int status =
+        check_reduction(c, fn, recvcount, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         goto cleanup;
     if ((counts = malloc((size_t)c->size * sizeof *counts)) == NULL) {
@@ -326,7 +337,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
     if (c == NULL)
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
     static const char fn[] = "MPI_Scan";
-    int status = check_reduction(c, fn, count, datatype, op);
+    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
     return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,
@@ -340,7 +351,7 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
     if (c == NULL)
         return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
     static const char fn[] = "MPI_Exscan";
-    int status = check_reduction(c, fn, count, datatype, op);
+    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
     return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,

@@ -578,6 +578,14 @@ void gc_coll_account_wan(size_t bytes)
     current->wan_messages++;
 }
 
+/* Set by gc_coll_note_mismatch while a collective runs. */
+static int size_mismatch;
+
+void gc_coll_note_mismatch(void)
+{
+    size_mismatch = 1;
+}
+
 int coll_run(enum gc_coll_kind kind, struct coll_args *a)
 {
     const struct coll_table *t = &tables[kind];
@@ -592,7 +600,13 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
     current->calls++;
     last_run[kind] = &t->algos[index];
     a->comm->coll_seq++;
+    int outer_mismatch = size_mismatch;
+    size_mismatch = 0;
     status = t->algos[index].run(a);
+    if (status == MPI_SUCCESS && size_mismatch)
+        status = coll_arg_error(a->comm, MPI_ERR_TRUNCATE, a->fn,
+                                "the members' message sizes differ");
+    size_mismatch = outer_mismatch;
     current = outer;
     return status;
 }

@@ -111,3 +111,49 @@ int gc_unpack(const void *in, MPI_Count size, MPI_Count *position, void *buf,
     PMPI_Type_free(&absolute);
     return status;
 }
+
+/* ---- argument checks ---------------------------------------------------
+ *
+ * The layer's own paths (a receive the engine keeps, a collective's WAN
+ * phase) would meet an invalid datatype or operation late, on some ranks
+ * only, while their peers wait: the checks MPICH makes at the call are
+ * made here first, so every rank returns the error at once.
+ */
+
+int gc_type_check(MPI_Datatype type)
+{
+    int size;
+    if (type == MPI_DATATYPE_NULL)
+        return MPI_ERR_TYPE;
+    /* MPICH refuses an uncommitted (or freed) type here, and nowhere
+     * cheaper; count 0 never overflows. */
+    return PMPI_Pack_size(0, type, MPI_COMM_SELF, &size) == MPI_SUCCESS
+               ? MPI_SUCCESS
+               : MPI_ERR_TYPE;
+}
+
+static int op_is_predefined(MPI_Op op)
+{
+    static const MPI_Op predefined[] = {
+        MPI_MAX,    MPI_MIN,    MPI_SUM,     MPI_PROD, MPI_LAND,
+        MPI_BAND,   MPI_LOR,    MPI_BOR,     MPI_LXOR, MPI_BXOR,
+        MPI_MINLOC, MPI_MAXLOC, MPI_REPLACE, MPI_NO_OP};
+    for (size_t i = 0; i < sizeof predefined / sizeof *predefined; i++)
+        if (op == predefined[i])
+            return 1;
+    return 0;
+}
+
+int gc_op_check(MPI_Op op, MPI_Datatype type)
+{
+    if (op == MPI_OP_NULL)
+        return MPI_ERR_OP;
+    /* A predefined op on a predefined type it is not defined for (MPI_SUM
+     * on MPI_BYTE): MPICH's reduction of nothing checks the pair. */
+    if (op_is_predefined(op) && gc_type_is_named(type)) {
+        char unused;
+        if (PMPI_Reduce_local(&unused, &unused, 0, type, op) != MPI_SUCCESS)
+            return MPI_ERR_OP;
+    }
+    return MPI_SUCCESS;
+}

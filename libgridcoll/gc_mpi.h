@@ -238,6 +238,12 @@ void gc_p2p_shutdown(void);
  * WAN; it counts for the collective algorithm running, or for the layer.
  */
 void gc_coll_account_wan(size_t bytes);
+/*
+ * A collective's transfer between sites had another length than this
+ * member expected: the running collective returns MPI_ERR_TRUNCATE once
+ * all its phases are done (gc_coll_select.c, coll_run).
+ */
+void gc_coll_note_mismatch(void);
 /* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
 void gc_coll_print_stats(void);
 
@@ -262,5 +268,12 @@ int gc_pack(const void *buf, MPI_Count count, MPI_Datatype type, void *out,
             MPI_Count size, MPI_Count *position, MPI_Comm comm);
 int gc_unpack(const void *in, MPI_Count size, MPI_Count *position, void *buf,
               MPI_Count count, MPI_Datatype type, MPI_Comm comm);
+/*
+ * MPI_ERR_TYPE for MPI_DATATYPE_NULL or an uncommitted type, MPI_ERR_OP
+ * for MPI_OP_NULL or a predefined op on a predefined type it is not
+ * defined for; MPI_SUCCESS otherwise.  Nothing is reported.
+ */
+int gc_type_check(MPI_Datatype type);
+int gc_op_check(MPI_Op op, MPI_Datatype type);
 
 #endif

@@ -687,7 +687,37 @@ static int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
     return gc_error(c->handle, MPI_ERR_RANK, detail);
 }
 
-static int check_args(struct gc_comm *c, int count, int tag, int wildcard_ok,
+/* MPI_TAG_UB of MPI_COMM_WORLD: MPICH's, which the relay's 32-bit tag
+ * field holds too. */
+static int tag_ub(void)
+{
+    static int ub = -1;
+    if (ub < 0) {
+        int *value, flag = 0;
+        PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &flag);
+        ub = flag ? *value : 32767; /* the least MPI allows */
+    }
+    return ub;
+}
+
+static int check_tag(struct gc_comm *c, int tag, int wildcard_ok,
+                     const char *function)
+{
+    if ((tag >= 0 && tag <= tag_ub()) || (wildcard_ok && tag == MPI_ANY_TAG))
+        return MPI_SUCCESS;
+    char detail[128];
+    snprintf(detail, sizeof detail, "%s: invalid tag %d (0..%d)", function, tag,
+             tag_ub());
+    return gc_error(c->handle, MPI_ERR_TAG, detail);
+}
+
+/*
+ * The checks MPICH makes on a send or receive, made before the engine
+ * takes it: a bad argument found later, on the wire or at completion,
+ * would leave the peer waiting.
+ */
+static int check_args(struct gc_comm *c, const void *buf, int count,
+                      MPI_Datatype type, int tag, int wildcard_ok,
                       const char *function)
 {
     char detail[128];
@@ -696,11 +726,18 @@ static int check_args(struct gc_comm *c, int count, int tag, int wildcard_ok,
                  count);
         return gc_error(c->handle, MPI_ERR_COUNT, detail);
     }
-    if (tag < 0 && !(wildcard_ok && tag == MPI_ANY_TAG)) {
-        snprintf(detail, sizeof detail, "%s: invalid tag %d", function, tag);
-        return gc_error(c->handle, MPI_ERR_TAG, detail);
+    if (gc_type_check(type) != MPI_SUCCESS) {
+        snprintf(detail, sizeof detail, "%s: %s", function,
+                 type == MPI_DATATYPE_NULL ? "MPI_DATATYPE_NULL"
+                                           : "datatype not committed");
+        return gc_error(c->handle, MPI_ERR_TYPE, detail);
     }
-    return MPI_SUCCESS;
+    /* NULL is MPI_BOTTOM, valid with a type of absolute addresses only. */
+    if (buf == NULL && count > 0 && gc_type_is_named(type)) {
+        snprintf(detail, sizeof detail, "%s: null buffer", function);
+        return gc_error(c->handle, MPI_ERR_BUFFER, detail);
+    }
+    return check_tag(c, tag, wildcard_ok, function);
 }
 
 static int grid_isend(struct gc_comm *c, const void *buf, int count,
@@ -709,7 +746,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
 {
     int status = check_rank(c, dst, 0, function);
     if (status == MPI_SUCCESS)
-        status = check_args(c, count, tag, 0, function);
+        status = check_args(c, buf, count, type, tag, 0, function);
     if (status != MPI_SUCCESS)
         return status;
     if (dst == MPI_PROC_NULL || is_local_member(c, dst)) {
@@ -746,7 +783,7 @@ static int grid_irecv(struct gc_comm *c, void *buf, int count,
 {
     int status = check_rank(c, src, 1, function);
     if (status == MPI_SUCCESS)
-        status = check_args(c, count, tag, 1, function);
+        status = check_args(c, buf, count, type, tag, 1, function);
     if (status != MPI_SUCCESS)
         return status;
     if (src == MPI_PROC_NULL)
@@ -804,6 +841,21 @@ int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
     return MPI_SUCCESS;
 }
 
+/*
+ * A transfer's result.  A length other than the expected one means the
+ * members called the collective with different sizes (an erroneous
+ * program): the phase goes on with the bytes that came, so every member
+ * finishes the collective instead of some waiting forever, and coll_run
+ * reports MPI_ERR_TRUNCATE at the end (gc_coll_note_mismatch).
+ */
+static int xfer_result(const struct op *op)
+{
+    if (op->error != MPI_ERR_TRUNCATE)
+        return op->error;
+    gc_coll_note_mismatch();
+    return MPI_SUCCESS;
+}
+
 int gc_xfer_waitall(int count, struct gc_xfer **reqs)
 {
     int status = MPI_SUCCESS;
@@ -818,8 +870,9 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
         gc_progress(0);
         while (!op->done)
             gc_progress(10);
-        if (op->error != MPI_SUCCESS && status == MPI_SUCCESS)
-            status = op->error;
+        int error = xfer_result(op);
+        if (error != MPI_SUCCESS && status == MPI_SUCCESS)
+            status = error;
         free_op(op);
         reqs[i] = NULL;
     }
@@ -832,7 +885,7 @@ int gc_xfer_test(struct gc_xfer **req, int *done)
     *done = op->done;
     if (!op->done)
         return MPI_SUCCESS;
-    int status = op->error;
+    int status = xfer_result(op);
     free_op(op);
     *req = NULL;
     return status;
@@ -1116,6 +1169,8 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
     if (c == NULL)
         return PMPI_Iprobe(src, tag, comm, flag, status);
     int rc = check_rank(c, src, 1, "MPI_Iprobe");
+    if (rc == MPI_SUCCESS)
+        rc = check_tag(c, tag, 1, "MPI_Iprobe");
     return rc != MPI_SUCCESS ? rc
                              : grid_iprobe(c, src, tag, flag, NULL, status);
 }
@@ -1126,6 +1181,8 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status)
     if (c == NULL)
         return PMPI_Probe(src, tag, comm, status);
     int rc = check_rank(c, src, 1, "MPI_Probe");
+    if (rc == MPI_SUCCESS)
+        rc = check_tag(c, tag, 1, "MPI_Probe");
     return rc != MPI_SUCCESS ? rc : grid_probe(c, src, tag, NULL, status);
 }
 
@@ -1136,6 +1193,8 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
     if (c == NULL)
         return PMPI_Improbe(src, tag, comm, flag, message, status);
     int rc = check_rank(c, src, 1, "MPI_Improbe");
+    if (rc == MPI_SUCCESS)
+        rc = check_tag(c, tag, 1, "MPI_Improbe");
     return rc != MPI_SUCCESS ? rc
                              : grid_iprobe(c, src, tag, flag, message, status);
 }
@@ -1147,6 +1206,8 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
     if (c == NULL)
         return PMPI_Mprobe(src, tag, comm, message, status);
     int rc = check_rank(c, src, 1, "MPI_Mprobe");
+    if (rc == MPI_SUCCESS)
+        rc = check_tag(c, tag, 1, "MPI_Mprobe");
     return rc != MPI_SUCCESS ? rc : grid_probe(c, src, tag, message, status);
 }
 

@@ -392,10 +392,17 @@ static int reap(struct run *r, int *status, int *remote_failed)
     if (r->nl > 0) {
         int out = 0, err_class = MPI_SUCCESS;
         int rc = PMPI_Testsome(r->nl, r->lreq, &out, r->indices, r->statuses);
-        if (rc != MPI_SUCCESS && *status == MPI_SUCCESS)
-            *status = rc;
         if (rc != MPI_SUCCESS)
             PMPI_Error_class(rc, &err_class);
+        /* A step's own error, not MPI_ERR_IN_STATUS: no collective may
+         * return that class. */
+        for (int j = 0; err_class == MPI_ERR_IN_STATUS && j < out; j++)
+            if (r->statuses[j].MPI_ERROR != MPI_SUCCESS) {
+                rc = r->statuses[j].MPI_ERROR;
+                break;
+            }
+        if (rc != MPI_SUCCESS && *status == MPI_SUCCESS)
+            *status = rc;
         if (rc != MPI_SUCCESS && err_class != MPI_ERR_IN_STATUS) {
             /* The call itself failed: nothing tells which requests are
              * left; give them up rather than wait for them forever. */
