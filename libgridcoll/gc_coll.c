@@ -138,6 +138,16 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
     return MPI_SUCCESS;
 }
 
+int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
+                       int count, MPI_Datatype type)
+{
+    /* NULL is MPI_BOTTOM, valid with a type of absolute addresses only:
+     * a null buffer would fail late, on the ranks that touch it. */
+    if (buf == NULL && count > 0 && gc_type_is_named(type))
+        return coll_arg_error(c, MPI_ERR_BUFFER, fn, "null buffer");
+    return MPI_SUCCESS;
+}
+
 int coll_check_alias(const struct gc_comm *c, const char *fn,
                      const void *sendbuf, const void *recvbuf, int count)
 {
@@ -698,6 +708,8 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
     int status = coll_check_root(c, "MPI_Bcast", root);
     if (status == MPI_SUCCESS)
         status = coll_check_buf(c, "MPI_Bcast", count, datatype);
+    if (status == MPI_SUCCESS)
+        status = coll_check_userbuf(c, "MPI_Bcast", buffer, count, datatype);
     if (status == MPI_SUCCESS)
         status = check_not_in_place(c, "MPI_Bcast", buffer);
     if (status != MPI_SUCCESS)

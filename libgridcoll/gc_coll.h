@@ -84,6 +84,9 @@ int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);
 /* op on type: MPI_OP_NULL, or a predefined op the type does not take. */
 int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
                   MPI_Datatype type);
+/* A null buffer for count > 0 elements of a predefined type. */
+int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
+                       int count, MPI_Datatype type);
 /* sendbuf == recvbuf without MPI_IN_PLACE (count > 0). */
 int coll_check_alias(const struct gc_comm *c, const char *fn,
                      const void *sendbuf, const void *recvbuf, int count);

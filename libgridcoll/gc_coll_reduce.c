@@ -209,6 +209,8 @@ static int check_reduction(const struct gc_comm *c, const char *fn, int count,
         status = coll_check_op(c, fn, op, type);
     if (status == MPI_SUCCESS)
         status = coll_check_alias(c, fn, sendbuf, recvbuf, count);
+    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        status = coll_check_userbuf(c, fn, sendbuf, count, type);
     return status;
 }
 

@@ -228,8 +228,16 @@ void link_credit_returned(struct link *link, uint32_t local_rank_index,
 
 static uint64_t credit_available(const struct link *link, uint32_t idx)
 {
-    return link->peer_credit + link->credit_returned[idx] -
-           link->credit_consumed[idx];
+    /* The lone chunk larger than the whole credit that link_can_accept
+     * lets go (wan.chunk_size above flow.rank_credit) takes consumed past
+     * the limit: no credit is left then.  The plain difference wrapped
+     * round to ~2^64 and let every later chunk through without credit (a
+     * 256 MiB flood towards a rank that did not read piled up in its
+     * relay with flow.rank_credit=64K: integration.mpi_stress). */
+    uint64_t limit = link->peer_credit + link->credit_returned[idx];
+    return link->credit_consumed[idx] >= limit
+               ? 0
+               : limit - link->credit_consumed[idx];
 }
 
 int link_can_accept(struct link *link, const struct chunk *c)
