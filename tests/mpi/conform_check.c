@@ -6,9 +6,10 @@
  *
  *   gridrun --site-sizes 2,2 -- conform_check [CASE...]
  *
- * Conventions as in p2p_check.c: MPI_ERRORS_RETURN from the start, every
+ * Conventions of check_util.h: MPI_ERRORS_RETURN from the start, every
  * byte of every payload checked, "OK <case>" from rank 0 after each case,
- * "FAIL <case>: rank R: ..." and MPI_Abort on the first mismatch.
+ * "FAIL <case>: rank R: ..." and MPI_Abort on the first mismatch; cases
+ * named on the command line run (by prefix), else all but large_local.
  *
  * Cases (default: all but large_local):
  *   type_free_pending  receives whose derived datatype is freed while they
@@ -40,51 +41,15 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "check_util.h"
+
 static int world_rank, world_size, last_rank;
-static const char *current_case = "setup";
-
-static _Noreturn void fail(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static _Noreturn void fail(const char *format, ...)
-{
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, world_rank, text);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void check_rc(int rc, const char *call, int line)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    fail("%s (line %d) failed: %s", call, line, text);
-}
-
-#define CHECK(call) check_rc((call), #call, __LINE__)
-
-static void *xmalloc(size_t size)
-{
-    void *memory = malloc(size ? size : 1);
-    if (memory == NULL)
-        fail("out of memory (%zu bytes)", size);
-    return memory;
-}
 
 /* The value of element i of a message from src with tag. */
 static int pattern(int src, int tag, size_t i)
@@ -104,8 +69,8 @@ static void fill(int *v, size_t n, int src, int tag)
 static MPI_Datatype every_other(int n)
 {
     MPI_Datatype t;
-    CHECK(MPI_Type_vector(n, 1, 2, MPI_INT, &t));
-    CHECK(MPI_Type_commit(&t));
+    MPI_CHECK(MPI_Type_vector(n, 1, 2, MPI_INT, &t));
+    MPI_CHECK(MPI_Type_commit(&t));
     return t;
 }
 
@@ -125,7 +90,7 @@ static void check_status(const MPI_Status *st, int source, int tag,
                          MPI_Datatype type, int count, const char *what)
 {
     int got;
-    CHECK(MPI_Get_count(st, type, &got));
+    MPI_CHECK(MPI_Get_count(st, type, &got));
     if (st->MPI_SOURCE != source || st->MPI_TAG != tag || got != count)
         fail("%s: status source %d tag %d count %d, expected %d %d %d", what,
              st->MPI_SOURCE, st->MPI_TAG, got, source, tag, count);
@@ -151,26 +116,26 @@ static void case_type_free_pending(void)
         MPI_Datatype t = every_other(N);
         for (int i = 0; i < 2 * N; i++)
             v[i] = w[i] = x[i] = -1;
-        CHECK(MPI_Irecv(v, 1, t, last_rank, 1, MPI_COMM_WORLD, &r[0]));
+        MPI_CHECK(MPI_Irecv(v, 1, t, last_rank, 1, MPI_COMM_WORLD, &r[0]));
         /* 2. A wildcard first, so the named receive after it waits in the
          * engine (MPI gives the next message to the wildcard). */
-        CHECK(MPI_Irecv(&wild, 1, MPI_INT, MPI_ANY_SOURCE, 2, MPI_COMM_WORLD,
-                        &r[1]));
-        CHECK(MPI_Irecv(w, 1, t, held_src, 2, MPI_COMM_WORLD, &r[2]));
-        CHECK(MPI_Type_free(&t));
+        MPI_CHECK(MPI_Irecv(&wild, 1, MPI_INT, MPI_ANY_SOURCE, 2,
+                            MPI_COMM_WORLD, &r[1]));
+        MPI_CHECK(MPI_Irecv(w, 1, t, held_src, 2, MPI_COMM_WORLD, &r[2]));
+        MPI_CHECK(MPI_Type_free(&t));
         /* Overwrite the freed type's memory with other types. */
         MPI_Datatype junk[8];
         for (int i = 0; i < 8; i++) {
-            CHECK(MPI_Type_contiguous(3 + i, MPI_CHAR, &junk[i]));
-            CHECK(MPI_Type_commit(&junk[i]));
+            MPI_CHECK(MPI_Type_contiguous(3 + i, MPI_CHAR, &junk[i]));
+            MPI_CHECK(MPI_Type_commit(&junk[i]));
         }
-        CHECK(MPI_Send(NULL, 0, MPI_INT, last_rank, 9, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_INT, last_rank, 9, MPI_COMM_WORLD));
         if (held_src != last_rank)
-            CHECK(MPI_Send(NULL, 0, MPI_INT, held_src, 9, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(NULL, 0, MPI_INT, held_src, 9, MPI_COMM_WORLD));
         MPI_Status sts[3];
-        CHECK(MPI_Waitall(3, r, sts));
+        MPI_CHECK(MPI_Waitall(3, r, sts));
         for (int i = 0; i < 8; i++)
-            CHECK(MPI_Type_free(&junk[i]));
+            MPI_CHECK(MPI_Type_free(&junk[i]));
         check_every_other(v, N, last_rank, 1, "remote receive");
         if (wild != pattern(held_src, 2, 0))
             fail("wildcard receive got %d, expected %d", wild,
@@ -178,22 +143,23 @@ static void case_type_free_pending(void)
         check_every_other(w, N, held_src, 2, "receive behind a wildcard");
         /* 3. Improbe, free the type, Imrecv. */
         MPI_Message message;
-        CHECK(MPI_Mprobe(last_rank, 3, MPI_COMM_WORLD, &message, &st));
+        MPI_CHECK(MPI_Mprobe(last_rank, 3, MPI_COMM_WORLD, &message, &st));
         t = every_other(N);
-        CHECK(MPI_Imrecv(x, 1, t, &message, &r[0]));
-        CHECK(MPI_Type_free(&t));
-        CHECK(MPI_Wait(&r[0], &st));
+        MPI_CHECK(MPI_Imrecv(x, 1, t, &message, &r[0]));
+        MPI_CHECK(MPI_Type_free(&t));
+        MPI_CHECK(MPI_Wait(&r[0], &st));
         check_every_other(x, N, last_rank, 3, "Imrecv");
     } else if (world_rank == last_rank || world_rank == held_src) {
-        CHECK(MPI_Recv(NULL, 0, MPI_INT, 0, 9, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_INT, 0, 9, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         for (int tag = 1; tag <= 3; tag++) {
             if ((tag == 2) != (world_rank == held_src))
                 continue;
             fill(sendbuf, N, world_rank, tag);
             if (tag == 2) /* first the wildcard's */
-                CHECK(MPI_Send(sendbuf, 1, MPI_INT, 0, tag, MPI_COMM_WORLD));
-            CHECK(MPI_Send(sendbuf, N, MPI_INT, 0, tag, MPI_COMM_WORLD));
+                MPI_CHECK(
+                    MPI_Send(sendbuf, 1, MPI_INT, 0, tag, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(sendbuf, N, MPI_INT, 0, tag, MPI_COMM_WORLD));
         }
     }
     free(sendbuf);
@@ -216,11 +182,11 @@ static MPI_Datatype absolute_type(struct scattered *s)
     int lengths[3] = {3, 2, 5};
     MPI_Aint where[3];
     MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_CHAR}, t;
-    CHECK(MPI_Get_address(s->a, &where[0]));
-    CHECK(MPI_Get_address(s->b, &where[1]));
-    CHECK(MPI_Get_address(s->c, &where[2]));
-    CHECK(MPI_Type_create_struct(3, lengths, where, types, &t));
-    CHECK(MPI_Type_commit(&t));
+    MPI_CHECK(MPI_Get_address(s->a, &where[0]));
+    MPI_CHECK(MPI_Get_address(s->b, &where[1]));
+    MPI_CHECK(MPI_Get_address(s->c, &where[2]));
+    MPI_CHECK(MPI_Type_create_struct(3, lengths, where, types, &t));
+    MPI_CHECK(MPI_Type_commit(&t));
     return t;
 }
 
@@ -257,11 +223,11 @@ static void case_bottom(void)
             int sender = round == 0 ? 0 : last_rank;
             if (world_rank == sender) {
                 fill_scattered(s, sender + 1);
-                CHECK(MPI_Send(MPI_BOTTOM, 1, t, peer, 5, MPI_COMM_WORLD));
+                MPI_CHECK(MPI_Send(MPI_BOTTOM, 1, t, peer, 5, MPI_COMM_WORLD));
             } else {
                 memset(s, 0, sizeof *s);
-                CHECK(MPI_Recv(MPI_BOTTOM, 1, t, peer, 5, MPI_COMM_WORLD,
-                               MPI_STATUS_IGNORE));
+                MPI_CHECK(MPI_Recv(MPI_BOTTOM, 1, t, peer, 5, MPI_COMM_WORLD,
+                                   MPI_STATUS_IGNORE));
                 check_scattered(s, sender + 1, "Send/Recv");
             }
         }
@@ -271,12 +237,14 @@ static void case_bottom(void)
         memset(in, 0, sizeof *in);
         fill_scattered(s, 100 + world_rank);
         MPI_Request rr[2];
-        CHECK(MPI_Irecv(MPI_BOTTOM, 1, tin, peer, 6, MPI_COMM_WORLD, &rr[0]));
-        CHECK(MPI_Issend(MPI_BOTTOM, 1, t, peer, 6, MPI_COMM_WORLD, &rr[1]));
+        MPI_CHECK(
+            MPI_Irecv(MPI_BOTTOM, 1, tin, peer, 6, MPI_COMM_WORLD, &rr[0]));
+        MPI_CHECK(
+            MPI_Issend(MPI_BOTTOM, 1, t, peer, 6, MPI_COMM_WORLD, &rr[1]));
         MPI_Status sts[2];
-        CHECK(MPI_Waitall(2, rr, sts));
+        MPI_CHECK(MPI_Waitall(2, rr, sts));
         check_scattered(in, 100 + peer, "Issend/Irecv");
-        CHECK(MPI_Type_free(&tin));
+        MPI_CHECK(MPI_Type_free(&tin));
         free(in);
     }
     /* A collective from and into MPI_BOTTOM on every rank. */
@@ -284,9 +252,9 @@ static void case_bottom(void)
         fill_scattered(s, 77);
     else
         memset(s, 0, sizeof *s);
-    CHECK(MPI_Bcast(MPI_BOTTOM, 1, t, 0, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Bcast(MPI_BOTTOM, 1, t, 0, MPI_COMM_WORLD));
     check_scattered(s, 77, "Bcast");
-    CHECK(MPI_Type_free(&t));
+    MPI_CHECK(MPI_Type_free(&t));
     free(s);
 }
 
@@ -318,73 +286,73 @@ static void receive_statuses(int src, int tag)
         int index;
         switch (k) {
         case 0:
-            CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                           &st));
+            MPI_CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
+                               &st));
             break;
         case 1:
-            CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                            &r));
-            CHECK(MPI_Wait(&r, &st));
+            MPI_CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k,
+                                MPI_COMM_WORLD, &r));
+            MPI_CHECK(MPI_Wait(&r, &st));
             break;
         case 2:
-            CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                            &r));
+            MPI_CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k,
+                                MPI_COMM_WORLD, &r));
             do
-                CHECK(MPI_Test(&r, &flag, &st));
+                MPI_CHECK(MPI_Test(&r, &flag, &st));
             while (!flag);
             break;
         case 3:
-            CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                            &r));
-            CHECK(MPI_Waitany(1, &r, &index, &st));
+            MPI_CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k,
+                                MPI_COMM_WORLD, &r));
+            MPI_CHECK(MPI_Waitany(1, &r, &index, &st));
             break;
         case 4:
-            CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                            &r));
+            MPI_CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k,
+                                MPI_COMM_WORLD, &r));
             do
-                CHECK(MPI_Testany(1, &r, &index, &flag, &st));
+                MPI_CHECK(MPI_Testany(1, &r, &index, &flag, &st));
             while (!flag);
             break;
         case 5:
-            CHECK(MPI_Mprobe(src, tag + k, MPI_COMM_WORLD, &m, &st));
+            MPI_CHECK(MPI_Mprobe(src, tag + k, MPI_COMM_WORLD, &m, &st));
             expect_untouched(&st, "MPI_Mprobe");
-            CHECK(MPI_Mrecv(&value, 1, MPI_INT, &m, &st));
+            MPI_CHECK(MPI_Mrecv(&value, 1, MPI_INT, &m, &st));
             break;
         case 6:
             do
-                CHECK(
+                MPI_CHECK(
                     MPI_Improbe(src, tag + k, MPI_COMM_WORLD, &flag, &m, &st));
             while (!flag);
             expect_untouched(&st, "MPI_Improbe");
-            CHECK(MPI_Imrecv(&value, 1, MPI_INT, &m, &r));
-            CHECK(MPI_Wait(&r, &st));
+            MPI_CHECK(MPI_Imrecv(&value, 1, MPI_INT, &m, &r));
+            MPI_CHECK(MPI_Wait(&r, &st));
             break;
         case 7:
-            CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                            &r));
+            MPI_CHECK(MPI_Irecv(&value, 1, MPI_INT, src, tag + k,
+                                MPI_COMM_WORLD, &r));
             do
-                CHECK(MPI_Request_get_status(r, &flag, &st));
+                MPI_CHECK(MPI_Request_get_status(r, &flag, &st));
             while (!flag);
             expect_untouched(&st, "MPI_Request_get_status");
-            CHECK(MPI_Wait(&r, &st));
+            MPI_CHECK(MPI_Wait(&r, &st));
             break;
         case 8:
             /* MPICH 4.0.2's own MPI_Probe and MPI_Iprobe set MPI_ERROR
              * (to MPI_SUCCESS), so only their other fields are checked. */
-            CHECK(MPI_Probe(src, tag + k, MPI_COMM_WORLD, &st));
+            MPI_CHECK(MPI_Probe(src, tag + k, MPI_COMM_WORLD, &st));
             check_status(&st, src, tag + k, MPI_INT, 1, "MPI_Probe");
             st.MPI_ERROR = UNTOUCHED;
-            CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                           &st));
+            MPI_CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
+                               &st));
             break;
         default:
             do
-                CHECK(MPI_Iprobe(src, tag + k, MPI_COMM_WORLD, &flag, &st));
+                MPI_CHECK(MPI_Iprobe(src, tag + k, MPI_COMM_WORLD, &flag, &st));
             while (!flag);
             check_status(&st, src, tag + k, MPI_INT, 1, "MPI_Iprobe");
             st.MPI_ERROR = UNTOUCHED;
-            CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
-                           &st));
+            MPI_CHECK(MPI_Recv(&value, 1, MPI_INT, src, tag + k, MPI_COMM_WORLD,
+                               &st));
             break;
         }
         expect_untouched(&st, calls[k]);
@@ -408,7 +376,7 @@ static void case_status_error(void)
         int tag = world_rank == last_rank ? 20 : 40;
         for (int k = 0; k < 10; k++) {
             int value = pattern(world_rank, tag + k, 0);
-            CHECK(MPI_Send(&value, 1, MPI_INT, 0, tag + k, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(&value, 1, MPI_INT, 0, tag + k, MPI_COMM_WORLD));
         }
     }
     /* Sends: MPI_Wait and MPI_Test on a cross-site send. */
@@ -416,12 +384,12 @@ static void case_status_error(void)
         int peer = last_rank - world_rank, out = 5, in = 0, flag = 0;
         MPI_Request r[2];
         MPI_Status st = {.MPI_ERROR = UNTOUCHED};
-        CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 60, MPI_COMM_WORLD, &r[0]));
-        CHECK(MPI_Isend(&out, 1, MPI_INT, peer, 60, MPI_COMM_WORLD, &r[1]));
-        CHECK(MPI_Wait(&r[1], &st));
+        MPI_CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 60, MPI_COMM_WORLD, &r[0]));
+        MPI_CHECK(MPI_Isend(&out, 1, MPI_INT, peer, 60, MPI_COMM_WORLD, &r[1]));
+        MPI_CHECK(MPI_Wait(&r[1], &st));
         expect_untouched(&st, "MPI_Wait (send)");
         do
-            CHECK(MPI_Test(&r[0], &flag, &st));
+            MPI_CHECK(MPI_Test(&r[0], &flag, &st));
         while (!flag);
         expect_untouched(&st, "MPI_Test");
     }
@@ -437,37 +405,38 @@ static void case_io_waitall(void)
     snprintf(path, sizeof path, "%s/conform_check.%ld.%d", dir, (long)getpid(),
              world_rank);
     MPI_File fh;
-    CHECK(MPI_File_open(MPI_COMM_SELF, path,
-                        MPI_MODE_CREATE | MPI_MODE_RDWR |
-                            MPI_MODE_DELETE_ON_CLOSE,
-                        MPI_INFO_NULL, &fh));
+    MPI_CHECK(MPI_File_open(MPI_COMM_SELF, path,
+                            MPI_MODE_CREATE | MPI_MODE_RDWR |
+                                MPI_MODE_DELETE_ON_CLOSE,
+                            MPI_INFO_NULL, &fh));
     int *data = xmalloc(BLOCKS * INTS * sizeof *data);
     fill(data, BLOCKS * INTS, world_rank, 70);
     MPI_Request r[BLOCKS + 2];
     MPI_Status st[BLOCKS + 2];
     for (int b = 0; b < BLOCKS; b++)
-        CHECK(MPI_File_iwrite_at(fh, (MPI_Offset)b * INTS * (int)sizeof(int),
-                                 data + b * INTS, INTS, MPI_INT, &r[b]));
+        MPI_CHECK(MPI_File_iwrite_at(fh,
+                                     (MPI_Offset)b * INTS * (int)sizeof(int),
+                                     data + b * INTS, INTS, MPI_INT, &r[b]));
     /* A cross-site exchange in the same array. */
     int peer = world_rank == 0           ? last_rank
                : world_rank == last_rank ? 0
                                          : MPI_PROC_NULL;
     int out = pattern(world_rank, 71, 0), in = -1;
-    CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 71, MPI_COMM_WORLD, &r[BLOCKS]));
-    CHECK(
+    MPI_CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 71, MPI_COMM_WORLD, &r[BLOCKS]));
+    MPI_CHECK(
         MPI_Isend(&out, 1, MPI_INT, peer, 71, MPI_COMM_WORLD, &r[BLOCKS + 1]));
-    CHECK(MPI_Waitall(BLOCKS + 2, r, st));
+    MPI_CHECK(MPI_Waitall(BLOCKS + 2, r, st));
     for (int b = 0; b < BLOCKS + 2; b++)
         if (r[b] != MPI_REQUEST_NULL)
             fail("request %d not freed by MPI_Waitall", b);
     if (peer != MPI_PROC_NULL && in != pattern(peer, 71, 0))
         fail("cross-site value %d, expected %d", in, pattern(peer, 71, 0));
     int *back = xmalloc(BLOCKS * INTS * sizeof *back);
-    CHECK(MPI_File_read_at(fh, 0, back, BLOCKS * INTS, MPI_INT,
-                           MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_File_read_at(fh, 0, back, BLOCKS * INTS, MPI_INT,
+                               MPI_STATUS_IGNORE));
     if (memcmp(back, data, BLOCKS * INTS * sizeof *data) != 0)
         fail("file content differs from what MPI_File_iwrite_at wrote");
-    CHECK(MPI_File_close(&fh));
+    MPI_CHECK(MPI_File_close(&fh));
     free(back);
     free(data);
 }
@@ -520,18 +489,18 @@ static void complete_with(int m, MPI_Request *r, MPI_Status *st)
     MPI_Status one, some[KIND_COUNT];
     int index, flag = 0, n, idx[KIND_COUNT];
     switch (m) {
-    case 0: CHECK(MPI_Waitall(KIND_COUNT, r, st)); return;
+    case 0: MPI_CHECK(MPI_Waitall(KIND_COUNT, r, st)); return;
     case 3:
         while (!flag)
-            CHECK(MPI_Testall(KIND_COUNT, r, &flag, st));
+            MPI_CHECK(MPI_Testall(KIND_COUNT, r, &flag, st));
         return;
     case 1:
     case 4:
         for (;;) {
             if (m == 1)
-                CHECK(MPI_Waitany(KIND_COUNT, r, &index, &one));
+                MPI_CHECK(MPI_Waitany(KIND_COUNT, r, &index, &one));
             else
-                CHECK(MPI_Testany(KIND_COUNT, r, &index, &flag, &one));
+                MPI_CHECK(MPI_Testany(KIND_COUNT, r, &index, &flag, &one));
             if (m == 4 && !flag)
                 continue;
             if (index == MPI_UNDEFINED)
@@ -539,20 +508,20 @@ static void complete_with(int m, MPI_Request *r, MPI_Status *st)
             st[index] = one;
             /* Persistent requests stay; mark them as seen. */
             if (index == KIND_SELF_RECV || index == KIND_SELF_SEND)
-                CHECK(MPI_Request_free(&r[index]));
+                MPI_CHECK(MPI_Request_free(&r[index]));
         }
     default:
         for (;;) {
             if (m == 2)
-                CHECK(MPI_Waitsome(KIND_COUNT, r, &n, idx, some));
+                MPI_CHECK(MPI_Waitsome(KIND_COUNT, r, &n, idx, some));
             else
-                CHECK(MPI_Testsome(KIND_COUNT, r, &n, idx, some));
+                MPI_CHECK(MPI_Testsome(KIND_COUNT, r, &n, idx, some));
             if (n == MPI_UNDEFINED)
                 return;
             for (int i = 0; i < n; i++) {
                 st[idx[i]] = some[i];
                 if (idx[i] == KIND_SELF_RECV || idx[i] == KIND_SELF_SEND)
-                    CHECK(MPI_Request_free(&r[idx[i]]));
+                    MPI_CHECK(MPI_Request_free(&r[idx[i]]));
             }
         }
     }
@@ -569,22 +538,22 @@ static void case_request_kinds(void)
         int self_out = pattern(world_rank, m, 1), self_in = -1;
         int grid_out = pattern(world_rank, m, 2), grid_in = -1;
         int spare = -1, frees = 0, tag = 200 + m;
-        CHECK(MPI_Recv_init(&self_in, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
-                            &r[KIND_SELF_RECV]));
-        CHECK(MPI_Send_init(&self_out, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
-                            &r[KIND_SELF_SEND]));
-        CHECK(MPI_Recv_init(&spare, 1, MPI_INT, 0, tag + 1, MPI_COMM_SELF,
-                            &r[KIND_INACTIVE]));
-        CHECK(MPI_Startall(2, r));
-        CHECK(MPI_Grequest_start(user_query, user_free, user_cancel, &frees,
-                                 &r[KIND_USER]));
-        CHECK(MPI_Grequest_complete(r[KIND_USER]));
+        MPI_CHECK(MPI_Recv_init(&self_in, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
+                                &r[KIND_SELF_RECV]));
+        MPI_CHECK(MPI_Send_init(&self_out, 1, MPI_INT, 0, tag, MPI_COMM_SELF,
+                                &r[KIND_SELF_SEND]));
+        MPI_CHECK(MPI_Recv_init(&spare, 1, MPI_INT, 0, tag + 1, MPI_COMM_SELF,
+                                &r[KIND_INACTIVE]));
+        MPI_CHECK(MPI_Startall(2, r));
+        MPI_CHECK(MPI_Grequest_start(user_query, user_free, user_cancel, &frees,
+                                     &r[KIND_USER]));
+        MPI_CHECK(MPI_Grequest_complete(r[KIND_USER]));
         r[KIND_NULL] = MPI_REQUEST_NULL;
-        CHECK(MPI_Ibarrier(MPI_COMM_SELF, &r[KIND_IBARRIER]));
-        CHECK(MPI_Irecv(&grid_in, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
-                        &r[KIND_GRID_RECV]));
-        CHECK(MPI_Isend(&grid_out, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
-                        &r[KIND_GRID_SEND]));
+        MPI_CHECK(MPI_Ibarrier(MPI_COMM_SELF, &r[KIND_IBARRIER]));
+        MPI_CHECK(MPI_Irecv(&grid_in, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
+                            &r[KIND_GRID_RECV]));
+        MPI_CHECK(MPI_Isend(&grid_out, 1, MPI_INT, peer, tag, MPI_COMM_WORLD,
+                            &r[KIND_GRID_SEND]));
         MPI_Request inactive = r[KIND_INACTIVE];
         complete_with(m, r, st);
         const char *how = methods[m];
@@ -614,7 +583,7 @@ static void case_request_kinds(void)
         }
         for (int k = KIND_SELF_RECV; k <= KIND_INACTIVE; k++)
             if (r[k] != MPI_REQUEST_NULL)
-                CHECK(MPI_Request_free(&r[k]));
+                MPI_CHECK(MPI_Request_free(&r[k]));
     }
 }
 
@@ -632,18 +601,18 @@ static void case_request_free(void)
         /* A send freed at once, then a receive freed at once: the second
          * message, sent after the first arrived, tells when it landed. */
         fill(buf, N, 0, 80);
-        CHECK(MPI_Isend(buf, N, MPI_INT, peer, 80, MPI_COMM_WORLD, &r));
-        CHECK(MPI_Request_free(&r));
+        MPI_CHECK(MPI_Isend(buf, N, MPI_INT, peer, 80, MPI_COMM_WORLD, &r));
+        MPI_CHECK(MPI_Request_free(&r));
         if (r != MPI_REQUEST_NULL)
             fail("MPI_Request_free left the handle set");
         int *in = xmalloc(N * sizeof *in);
         for (int i = 0; i < N; i++)
             in[i] = -1;
-        CHECK(MPI_Irecv(in, N, MPI_INT, peer, 81, MPI_COMM_WORLD, &r));
-        CHECK(MPI_Request_free(&r));
-        CHECK(MPI_Send(NULL, 0, MPI_INT, peer, 82, MPI_COMM_WORLD));
-        CHECK(MPI_Recv(NULL, 0, MPI_INT, peer, 83, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Irecv(in, N, MPI_INT, peer, 81, MPI_COMM_WORLD, &r));
+        MPI_CHECK(MPI_Request_free(&r));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_INT, peer, 82, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_INT, peer, 83, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         for (int i = 0; i < N; i++)
             if (in[i] != pattern(peer, 81, (size_t)i))
                 fail("freed receive: int %d is %d, expected %d", i, in[i],
@@ -652,17 +621,17 @@ static void case_request_free(void)
     } else {
         for (int i = 0; i < N; i++)
             buf[i] = -1;
-        CHECK(MPI_Recv(buf, N, MPI_INT, peer, 80, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(buf, N, MPI_INT, peer, 80, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         for (int i = 0; i < N; i++)
             if (buf[i] != pattern(0, 80, (size_t)i))
                 fail("from a freed send: int %d is %d, expected %d", i, buf[i],
                      pattern(0, 80, (size_t)i));
-        CHECK(MPI_Recv(NULL, 0, MPI_INT, peer, 82, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_INT, peer, 82, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         fill(buf, N, world_rank, 81);
-        CHECK(MPI_Send(buf, N, MPI_INT, peer, 81, MPI_COMM_WORLD));
-        CHECK(MPI_Send(NULL, 0, MPI_INT, peer, 83, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(buf, N, MPI_INT, peer, 81, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_INT, peer, 83, MPI_COMM_WORLD));
     }
     free(buf);
 }
@@ -677,12 +646,12 @@ static void case_request_get_status(void)
     int in = -1, out = pattern(world_rank, 90, 0), flag = 0;
     MPI_Request r[2];
     MPI_Status st;
-    CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, &r[0]));
-    CHECK(MPI_Isend(&out, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, &r[1]));
+    MPI_CHECK(MPI_Irecv(&in, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, &r[0]));
+    MPI_CHECK(MPI_Isend(&out, 1, MPI_INT, peer, 90, MPI_COMM_WORLD, &r[1]));
     /* Nothing else drives the engine: the calls themselves must. */
     for (int i = 0; i < 2; i++) {
         do
-            CHECK(MPI_Request_get_status(r[i], &flag, &st));
+            MPI_CHECK(MPI_Request_get_status(r[i], &flag, &st));
         while (!flag);
         if (r[i] == MPI_REQUEST_NULL)
             fail("MPI_Request_get_status freed the request");
@@ -690,7 +659,7 @@ static void case_request_get_status(void)
             check_status(&st, peer, 90, MPI_INT, 1, "MPI_Request_get_status");
     }
     MPI_Status sts[2];
-    CHECK(MPI_Waitall(2, r, sts));
+    MPI_CHECK(MPI_Waitall(2, r, sts));
     if (in != pattern(peer, 90, 0))
         fail("received %d, expected %d", in, pattern(peer, 90, 0));
 }
@@ -713,19 +682,19 @@ static void case_group_calls(void)
 {
     MPI_Group world, mine;
     MPI_Comm comm;
-    CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
     /* This rank alone: on one site whatever the layout. */
-    CHECK(MPI_Group_incl(world, 1, &world_rank, &mine));
-    CHECK(MPI_Comm_create_from_group(mine, "conform_check.self", MPI_INFO_NULL,
-                                     MPI_ERRORS_RETURN, &comm));
+    MPI_CHECK(MPI_Group_incl(world, 1, &world_rank, &mine));
+    MPI_CHECK(MPI_Comm_create_from_group(
+        mine, "conform_check.self", MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm));
     int size = 0, rank = -1;
-    CHECK(MPI_Comm_size(comm, &size));
-    CHECK(MPI_Comm_rank(comm, &rank));
+    MPI_CHECK(MPI_Comm_size(comm, &size));
+    MPI_CHECK(MPI_Comm_rank(comm, &rank));
     if (size != 1 || rank != 0)
         fail("MPI_Comm_create_from_group of one rank: size %d rank %d", size,
              rank);
-    CHECK(MPI_Comm_free(&comm));
-    CHECK(MPI_Group_free(&mine));
+    MPI_CHECK(MPI_Comm_free(&comm));
+    MPI_CHECK(MPI_Group_free(&mine));
     if (getenv("CONFORM_MULTI_SITE") != NULL) {
         int rc =
             MPI_Comm_create_from_group(world, "conform_check.world",
@@ -735,8 +704,8 @@ static void case_group_calls(void)
             fail("MPI_Comm_create_from_group failed but set a communicator");
         MPI_Group zero, last;
         int z = 0;
-        CHECK(MPI_Group_incl(world, 1, &z, &zero));
-        CHECK(MPI_Group_incl(world, 1, &last_rank, &last));
+        MPI_CHECK(MPI_Group_incl(world, 1, &z, &zero));
+        MPI_CHECK(MPI_Group_incl(world, 1, &last_rank, &last));
         if (world_rank == 0 || world_rank == last_rank) {
             rc = MPI_Intercomm_create_from_groups(
                 world_rank == 0 ? zero : last, 0, world_rank == 0 ? last : zero,
@@ -744,10 +713,10 @@ static void case_group_calls(void)
                 &comm);
             expect_unsupported(rc, "MPI_Intercomm_create_from_groups");
         }
-        CHECK(MPI_Group_free(&zero));
-        CHECK(MPI_Group_free(&last));
+        MPI_CHECK(MPI_Group_free(&zero));
+        MPI_CHECK(MPI_Group_free(&last));
     }
-    CHECK(MPI_Group_free(&world));
+    MPI_CHECK(MPI_Group_free(&world));
 }
 
 /* ---- session_init ------------------------------------------------------ */
@@ -759,7 +728,7 @@ static void case_session_init(void)
     int length = 0;
     int rc = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session);
     if (rc == MPI_SUCCESS)
-        CHECK(MPI_Session_finalize(&session));
+        MPI_CHECK(MPI_Session_finalize(&session));
     else
         MPI_Error_string(rc, text, &length);
     if (world_rank == 0) {
@@ -781,12 +750,13 @@ static void case_large_local(void)
     if (world_rank == 0) {
         for (MPI_Count i = 0; i < ints; i++)
             buf[i] = (int)(i * 2654435761u);
-        CHECK(MPI_Send(buf, (int)ints, MPI_INT, 1, 95, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(buf, (int)ints, MPI_INT, 1, 95, MPI_COMM_WORLD));
     } else {
         memset(buf, 0, (size_t)ints * sizeof *buf);
-        CHECK(MPI_Recv(buf, (int)ints, MPI_INT, 0, 95, MPI_COMM_WORLD, &st));
+        MPI_CHECK(
+            MPI_Recv(buf, (int)ints, MPI_INT, 0, 95, MPI_COMM_WORLD, &st));
         MPI_Count count = -1;
-        CHECK(MPI_Get_count_c(&st, MPI_INT, &count));
+        MPI_CHECK(MPI_Get_count_c(&st, MPI_INT, &count));
         if (count != ints || st.MPI_SOURCE != 0 || st.MPI_TAG != 95)
             fail("status: count %lld source %d tag %d", (long long)count,
                  st.MPI_SOURCE, st.MPI_TAG);
@@ -816,20 +786,8 @@ static const struct {
     {"large_local", case_large_local, 0},
 };
 
-static void run_case(int i)
-{
-    current_case = cases[i].name;
-    cases[i].run();
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    if (world_rank == 0) {
-        printf("OK %s\n", cases[i].name);
-        fflush(stdout);
-    }
-}
-
 int main(int argc, char **argv)
 {
-    const int ncases = (int)(sizeof cases / sizeof *cases);
     MPI_Init(&argc, &argv);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -840,20 +798,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 0;
     }
-    for (int a = 1; a < argc; a++) {
-        int found = 0;
-        for (int i = 0; i < ncases; i++)
-            if (strcmp(argv[a], cases[i].name) == 0) {
-                run_case(i);
-                found = 1;
-            }
-        if (!found)
-            fail("unknown case '%s'", argv[a]);
-    }
-    if (argc == 1)
-        for (int i = 0; i < ncases; i++)
-            if (cases[i].by_default)
-                run_case(i);
+    check_setup(world_rank, argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        if ((cases[i].by_default || argc > 1) && begin("%s", cases[i].name)) {
+            cases[i].run();
+            passed();
+        }
     MPI_Finalize();
     return 0;
 }
