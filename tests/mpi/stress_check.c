@@ -75,7 +75,6 @@
 #endif
 #include <limits.h>
 #include <mpi.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,50 +82,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_util.h"
+
 #define GUARD_BYTES 64
 #define FILL_BYTE   0xA5
 #define SMALL_BYTES 8
 #define MIB         ((size_t)1 << 20)
 
 static int world_rank, world_size, last_rank;
-static const char *current_case = "setup";
-
-static _Noreturn void fail(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static _Noreturn void fail(const char *format, ...)
-{
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, world_rank, text);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void check_rc(int rc, const char *call, int line)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    fail("%s (line %d) failed: %s", call, line, text);
-}
-
-#define CHECK(call) check_rc((call), #call, __LINE__)
-
-static void *xmalloc(size_t size)
-{
-    void *memory = malloc(size ? size : 1);
-    if (!memory)
-        fail("out of memory (%zu bytes)", size);
-    return memory;
-}
-
 static void nap(long microseconds)
 {
     struct timespec pause = {microseconds / 1000000,
@@ -316,15 +279,15 @@ static void case_flood_many_to_one(int base_tag)
             data = small + (size_t)small_used++ * SMALL_BYTES;
             fill_small(data, world_rank, i, key);
         }
-        CHECK(MPI_Isend(data, (int)flood_size(&p, i), MPI_BYTE, 0, tag,
-                        MPI_COMM_WORLD, &requests[i]));
+        MPI_CHECK(MPI_Isend(data, (int)flood_size(&p, i), MPI_BYTE, 0, tag,
+                            MPI_COMM_WORLD, &requests[i]));
     }
     if (small_used != p.small || large_used != p.large)
         fail("plan: %d small and %d large messages, expected %d and %d",
              small_used, large_used, p.small, p.large);
     /* No receive is posted before every rank has started all its sends;
      * then rank 0 gives the flood time to pile up. */
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double sent = MPI_Wtime(), phase_a = 0;
     if (world_rank == 0) {
         nap(1000 * env_long("STRESS_NAP_MS", 300));
@@ -340,8 +303,8 @@ static void case_flood_many_to_one(int base_tag)
             next[s] = 0;
         long expected_a = (long)world_size * ((p.total + 1) / 2);
         for (long n = 0; n < expected_a; n++) {
-            CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, MPI_ANY_SOURCE,
-                           p.tag_a, MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, MPI_ANY_SOURCE,
+                               p.tag_a, MPI_COMM_WORLD, &status));
             int src = status.MPI_SOURCE;
             if (src < 0 || src >= world_size)
                 fail("ANY_SOURCE receive %ld of tag %d: status.MPI_SOURCE %d",
@@ -355,7 +318,7 @@ static void case_flood_many_to_one(int base_tag)
                      src);
             next[src] += 2;
             int bytes = -1;
-            CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
+            MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
             snprintf(what, sizeof what,
                      "ANY_SOURCE receive %ld: message %d of %d from rank %d "
                      "(tag %d, %zu B)",
@@ -406,7 +369,7 @@ static void case_flood_many_to_one(int base_tag)
                     fail("%s: %s", what, text);
                 }
                 int bytes = -1;
-                CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
+                MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &bytes));
                 if (status.MPI_SOURCE != src || status.MPI_TAG != p.tag_b ||
                     (size_t)bytes != size)
                     fail("%s: status source %d tag %d count %d", what,
@@ -426,8 +389,8 @@ static void case_flood_many_to_one(int base_tag)
                 check_guard(area, size, size + GUARD_BYTES, what);
             }
         int flag = 1;
-        CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
-                         &status));
+        MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                             &status));
         if (flag)
             fail("a message left over after the flood: source %d tag %d",
                  status.MPI_SOURCE, status.MPI_TAG);
@@ -438,7 +401,7 @@ static void case_flood_many_to_one(int base_tag)
     /* Test and sleep rather than wait: spinning senders would take the
      * processors rank 0 needs on an oversubscribed machine. */
     for (int done = 0; !done;) {
-        CHECK(MPI_Testall(p.total, requests, &done, statuses));
+        MPI_CHECK(MPI_Testall(p.total, requests, &done, statuses));
         if (!done)
             nap(1000);
     }
@@ -503,17 +466,17 @@ static void case_flood_all_to_all(int base_tag)
             } else {
                 fill_small(data, world_rank, i, key);
             }
-            CHECK(MPI_Isend(data, (int)A2A_SIZE(i), MPI_BYTE, dst, tag,
-                            MPI_COMM_WORLD, &requests[n++]));
+            MPI_CHECK(MPI_Isend(data, (int)A2A_SIZE(i), MPI_BYTE, dst, tag,
+                                MPI_COMM_WORLD, &requests[n++]));
         }
     /* Then every receive, each exactly the size of the message that must
      * match it (the same tag throughout: order decides). */
     for (int k = 1; k <= peers; k++) {
         int src = (world_rank + world_size - k) % world_size;
         for (int i = 0, offset = 0; i < total; offset += (int)A2A_SIZE(i), i++)
-            CHECK(MPI_Irecv(in + (size_t)(k - 1) * per_peer + offset,
-                            (int)A2A_SIZE(i), MPI_BYTE, src, tag,
-                            MPI_COMM_WORLD, &requests[n++]));
+            MPI_CHECK(MPI_Irecv(in + (size_t)(k - 1) * per_peer + offset,
+                                (int)A2A_SIZE(i), MPI_BYTE, src, tag,
+                                MPI_COMM_WORLD, &requests[n++]));
     }
     waitall_checked((int)n, requests, statuses, "all-to-all flood");
     char what[200];
@@ -527,7 +490,7 @@ static void case_flood_all_to_all(int base_tag)
             snprintf(what, sizeof what, "message %d of %d from rank %d (%zu B)",
                      i, total, src, A2A_SIZE(i));
             int bytes = -1;
-            CHECK(MPI_Get_count(&statuses[n], MPI_BYTE, &bytes));
+            MPI_CHECK(MPI_Get_count(&statuses[n], MPI_BYTE, &bytes));
             if (statuses[n].MPI_SOURCE != src || statuses[n].MPI_TAG != tag ||
                 (size_t)bytes != A2A_SIZE(i))
                 fail("%s: status source %d tag %d count %d", what,
@@ -552,7 +515,7 @@ static void case_flood_all_to_all(int base_tag)
     free(in);
     free(out);
     double done = MPI_Wtime();
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     if (world_rank == 0) {
         printf("INFO flood_all_to_all: %d ranks, each to each (%d x 8 B + "
                "%d x %zu B): %.3f s\n",
@@ -581,17 +544,17 @@ static MPI_Comm churn_make(int cycle)
 {
     MPI_Comm comm = MPI_COMM_NULL;
     switch (cycle % 3) {
-    case 0: CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm)); break;
+    case 0: MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm)); break;
     case 1:
-        CHECK(MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2,
-                             world_size - world_rank, &comm));
+        MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, world_rank % 2,
+                                 world_size - world_rank, &comm));
         break;
     default: {
         int excluded = cycle / 3 % world_size;
         MPI_Group group;
-        CHECK(MPI_Group_excl(world_group, 1, &excluded, &group));
-        CHECK(MPI_Comm_create(MPI_COMM_WORLD, group, &comm));
-        CHECK(MPI_Group_free(&group));
+        MPI_CHECK(MPI_Group_excl(world_group, 1, &excluded, &group));
+        MPI_CHECK(MPI_Comm_create(MPI_COMM_WORLD, group, &comm));
+        MPI_CHECK(MPI_Group_free(&group));
         if ((world_rank == excluded) != (comm == MPI_COMM_NULL))
             fail("MPI_Comm_create (cycle %d, rank %d excluded) gave %s", cycle,
                  excluded,
@@ -607,9 +570,9 @@ static int world_rank_of(MPI_Comm comm, int rank)
 {
     MPI_Group group;
     int world = -1;
-    CHECK(MPI_Comm_group(comm, &group));
-    CHECK(MPI_Group_translate_ranks(group, 1, &rank, world_group, &world));
-    CHECK(MPI_Group_free(&group));
+    MPI_CHECK(MPI_Comm_group(comm, &group));
+    MPI_CHECK(MPI_Group_translate_ranks(group, 1, &rank, world_group, &world));
+    MPI_CHECK(MPI_Group_free(&group));
     return world;
 }
 
@@ -621,8 +584,8 @@ static void churn_start(struct churn_slot *slot, int cycle)
     if (slot->comm == MPI_COMM_NULL)
         return;
     int rank, size;
-    CHECK(MPI_Comm_rank(slot->comm, &rank));
-    CHECK(MPI_Comm_size(slot->comm, &size));
+    MPI_CHECK(MPI_Comm_rank(slot->comm, &rank));
+    MPI_CHECK(MPI_Comm_size(slot->comm, &size));
     /* Half-way round: on the other site for most members. */
     int half = size / 2 > 0 ? size / 2 : 1;
     int dst = (rank + half) % size;
@@ -631,8 +594,8 @@ static void churn_start(struct churn_slot *slot, int cycle)
     slot->payload[0] = cycle;
     slot->payload[1] = world_rank;
     slot->received[0] = slot->received[1] = -1;
-    CHECK(MPI_Isend(slot->payload, 2, MPI_INT, dst, cycle % 32768, slot->comm,
-                    &slot->requests[0]));
+    MPI_CHECK(MPI_Isend(slot->payload, 2, MPI_INT, dst, cycle % 32768,
+                        slot->comm, &slot->requests[0]));
 }
 
 /* Receive the slot's message (posted only now, one cycle after it was
@@ -643,11 +606,11 @@ static void churn_finish(struct churn_slot *slot)
     if (slot->comm == MPI_COMM_NULL)
         return;
     MPI_Status statuses[2];
-    CHECK(MPI_Irecv(slot->received, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                    slot->comm, &slot->requests[1]));
+    MPI_CHECK(MPI_Irecv(slot->received, 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                        slot->comm, &slot->requests[1]));
     waitall_checked(2, slot->requests, statuses, "churn message");
     int count = -1;
-    CHECK(MPI_Get_count(&statuses[1], MPI_INT, &count));
+    MPI_CHECK(MPI_Get_count(&statuses[1], MPI_INT, &count));
     if (slot->received[0] != slot->cycle ||
         slot->received[1] != slot->expected_world || count != 2 ||
         statuses[1].MPI_SOURCE != slot->expected_source ||
@@ -662,7 +625,7 @@ static void churn_finish(struct churn_slot *slot)
              slot->cycle, slot->expected_world, slot->expected_source,
              slot->cycle % 32768, slot->received[0], slot->received[1],
              statuses[1].MPI_SOURCE, statuses[1].MPI_TAG, count);
-    CHECK(MPI_Comm_free(&slot->comm));
+    MPI_CHECK(MPI_Comm_free(&slot->comm));
     if (slot->comm != MPI_COMM_NULL)
         fail("MPI_Comm_free left the handle set");
 }
@@ -694,12 +657,12 @@ static void case_comm_churn(int base_tag)
         window = cycles / 2;
     if (window < 1)
         fail("STRESS_CYCLES must be at least 2");
-    CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
     struct churn_slot slots[2];
     double *took = xmalloc((size_t)cycles * sizeof *took);
     long rss_early = 0, rss_end = 0;
 
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     double previous = MPI_Wtime();
     churn_start(&slots[0], 0);
     for (int k = 1; k <= cycles; k++) {
@@ -713,7 +676,7 @@ static void case_comm_churn(int base_tag)
             rss_early = status_kib("VmRSS");
     }
     rss_end = status_kib("VmRSS");
-    CHECK(MPI_Group_free(&world_group));
+    MPI_CHECK(MPI_Group_free(&world_group));
 
     /* Totals and 10th percentiles of the first and last windows, every
      * rank's to rank 0, which judges the worst. */
@@ -735,10 +698,10 @@ static void case_comm_churn(int base_tag)
     figures[3] = quiet_time(took + cycles - window, window);
     free(took);
     long growth = rss_end - rss_early, worst_growth;
-    CHECK(
+    MPI_CHECK(
         MPI_Allreduce(figures, worst, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
-    CHECK(MPI_Allreduce(&growth, &worst_growth, 1, MPI_LONG, MPI_MAX,
-                        MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Allreduce(&growth, &worst_growth, 1, MPI_LONG, MPI_MAX,
+                            MPI_COMM_WORLD));
     if (world_rank == 0) {
         printf("INFO comm_churn: %d cycles; first %d cycles %.3f s (10th "
                "percentile %.2f ms), last %d %.3f s (%.2f ms, x%.2f); rank 0 "
@@ -785,12 +748,12 @@ static void healthy_exchange(const char *after)
         int dst = (world_rank + k) % world_size;
         out[2 * k] = round;
         out[2 * k + 1] = world_rank * 1000 + dst;
-        CHECK(MPI_Isend(&out[2 * k], 2, MPI_INT, dst, 77, MPI_COMM_WORLD,
-                        &requests[n++]));
+        MPI_CHECK(MPI_Isend(&out[2 * k], 2, MPI_INT, dst, 77, MPI_COMM_WORLD,
+                            &requests[n++]));
     }
     for (int k = 1; k <= peers; k++)
-        CHECK(MPI_Irecv(&in[2 * k], 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                        MPI_COMM_WORLD, &requests[n++]));
+        MPI_CHECK(MPI_Irecv(&in[2 * k], 2, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                            MPI_COMM_WORLD, &requests[n++]));
     waitall_checked(n, requests, statuses, after);
     unsigned char seen[4096] = {0};
     for (int k = 1; k <= peers; k++) {
@@ -805,7 +768,7 @@ static void healthy_exchange(const char *after)
                  after, src, s->MPI_TAG, in[2 * k], in[2 * k + 1], round);
     }
     int sum = -1;
-    CHECK(
+    MPI_CHECK(
         MPI_Allreduce(&world_rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
     if (sum != world_size * (world_size - 1) / 2)
         fail("exchange after %s: Allreduce sum %d, expected %d", after, sum,
@@ -911,10 +874,11 @@ static void case_errors_return(int base_tag)
     MPI_Request request = MPI_REQUEST_NULL;
     MPI_Message message;
     int *tag_ub = NULL, has_tag_ub = 0;
-    CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_tag_ub));
+    MPI_CHECK(
+        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_tag_ub));
     int big_tag = has_tag_ub && *tag_ub < INT_MAX ? *tag_ub + 1 : -2;
     MPI_Datatype uncommitted;
-    CHECK(MPI_Type_contiguous(2, MPI_INT, &uncommitted));
+    MPI_CHECK(MPI_Type_contiguous(2, MPI_INT, &uncommitted));
     int peer = far != MPI_PROC_NULL ? far : (world_rank + 1) % world_size;
     exchange_round = 0;
     healthy_exchange("the start");
@@ -1008,7 +972,7 @@ static void case_errors_return(int base_tag)
         int room[4 + 4];
         int rc = MPI_SUCCESS;
         if (world_rank == last_rank) {
-            CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag, MPI_COMM_WORLD));
         }
         if (world_rank == 0) {
             for (int i = 0; i < 8; i++)
@@ -1023,15 +987,15 @@ static void case_errors_return(int base_tag)
                     fail("truncated receive wrote int %d past the buffer", i);
         /* Sent only now: the exchange above takes any tag. */
         if (world_rank == last_rank)
-            CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag + 1, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag + 1, MPI_COMM_WORLD));
         if (world_rank == 0) {
-            CHECK(MPI_Irecv(room, 4, MPI_INT, MPI_ANY_SOURCE, tag + 1,
-                            MPI_COMM_WORLD, &request));
+            MPI_CHECK(MPI_Irecv(room, 4, MPI_INT, MPI_ANY_SOURCE, tag + 1,
+                                MPI_COMM_WORLD, &request));
             rc = MPI_Wait(&request, &status);
         }
         EXPECT_IF(world_rank == 0, MPI_ERR_TRUNCATE, rc);
         if (world_rank == 1)
-            CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag + 2, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(ints, 8, MPI_INT, 0, tag + 2, MPI_COMM_WORLD));
         if (world_rank == 0)
             rc =
                 MPI_Recv(room, 4, MPI_INT, 1, tag + 2, MPI_COMM_WORLD, &status);
@@ -1138,8 +1102,8 @@ static void case_errors_return(int base_tag)
             if (ints[i] != -1)
                 fail("MPI_Bcast with a 4-int buffer wrote int %d", i);
         int truncated = got == MPI_ERR_TRUNCATE, any = 0;
-        CHECK(MPI_Allreduce(&truncated, &any, 1, MPI_INT, MPI_MAX,
-                            MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Allreduce(&truncated, &any, 1, MPI_INT, MPI_MAX,
+                                MPI_COMM_WORLD));
         if (!any)
             fail("MPI_Bcast, root 64 ints, others 4: no rank returned "
                  "MPI_ERR_TRUNCATE");
@@ -1153,7 +1117,7 @@ static void case_errors_return(int base_tag)
     EXPECT(MPI_ERR_COMM, MPI_Comm_split(MPI_COMM_NULL, 0, 0, &comm));
 
     free(gather_area);
-    CHECK(MPI_Type_free(&uncommitted));
+    MPI_CHECK(MPI_Type_free(&uncommitted));
     if (world_rank == 0) {
         printf("INFO errors_return: %d error classes checked on rank 0, %d "
                "exchanges\n",
@@ -1183,8 +1147,9 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     last_rank = world_size - 1;
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    check_setup(world_rank, 0, NULL);
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
 
     int selected[CASE_COUNT];
     for (int c = 0; c < CASE_COUNT; c++)
@@ -1214,14 +1179,10 @@ int main(int argc, char **argv)
     for (int c = 0; c < CASE_COUNT; c++) {
         if (!selected[c])
             continue;
-        current_case = cases[c].name;
+        begin("%s", cases[c].name); /* no prefixes: always 1 */
         /* Tags base..base+999 belong to this case alone. */
         cases[c].run(1000 * (c + 1));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            printf("OK %s\n", cases[c].name);
-            fflush(stdout);
-        }
+        passed();
     }
     MPI_Finalize();
     return 0;
