@@ -176,3 +176,26 @@ cleanup:
     close(fd);
     return status;
 }
+
+void gc_print_wrapped(FILE *out, const char *text, int indent)
+{
+    const int width = 76;
+    int col = 0;
+    const char *p = text;
+    while (*p != '\0') {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len == 0)
+            break;
+        if (col > 0 && col + 1 + (int)len > width) {
+            fputc('\n', out);
+            col = 0;
+        }
+        if (col == 0)
+            col = fprintf(out, "%*s%.*s", indent, "", (int)len, p);
+        else
+            col += fprintf(out, " %.*s", (int)len, p);
+        p += len;
+    }
+    fputc('\n', out);
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 /*
@@ -39,5 +40,12 @@ int gc_token_read_file(const char *path, uint8_t *token, size_t cap, char *err,
                        size_t err_len);
 
 #define GC_TOKEN_MAX 256
+
+/*
+ * `text` as lines of at most 76 columns, each indented by `indent`
+ * spaces, broken at spaces (reference listings: gridrelay --help,
+ * gridcoll-info --settings).
+ */
+void gc_print_wrapped(FILE *out, const char *text, int indent);
 
 #endif

@@ -16,12 +16,15 @@
  *   Allgather(v) gather_bcast             to a root and back: two WAN
  *                                         latencies, S-1 messages each way
  *                                         (per segment on the legs through
- *                                         coll_reduce and coll_bcast)
- * These are the issue-3 fallbacks, the first entries of their tables; the
- * literature's algorithms are in coll/, one per file (docs/algorithms.md),
- * among them the MagPIe Gather(v), Scatter(v) and Reduce (coll_gatherv,
- * coll_scatterv, coll_reduce) the fallbacks are built on.  The helpers
- * hier Gatherv and Scatterv share stay here (coll_rooted_*).
+ *                                         phase_reduce and phase_bcast)
+ * These are the issue-3 fallbacks, the first entries of their tables,
+ * composed as schedules (engine/coll_sched.h) of the phases of the
+ * MagPIe Gather(v), Scatter(v), Reduce and Bcast in coll/ (phase_gatherv,
+ * phase_scatterv, phase_reduce, phase_bcast); the literature's
+ * algorithms are in coll/, one per file (docs/algorithms.md).  Also here:
+ * the entry points of the bcast, gather, scatter and allgather families
+ * in their blocking, nonblocking and persistent forms, and helpers the
+ * algorithms share.
  */
 #include <limits.h>
 #include <stdint.h>
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
@@ -59,20 +63,6 @@ int coll_no_mem(const struct gc_comm *c)
 
 int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm)
 {
-    /* A split, not a dup: dup would run the application's attribute copy
-     * callbacks on `local` (the application's own handle). */
-    if (c->local_p2p == MPI_COMM_NULL) {
-        MPI_Comm made;
-        int status = PMPI_Comm_split(c->local, 0, c->local_rank, &made);
-        if (status != MPI_SUCCESS)
-            return status;
-        status = PMPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
-        if (status != MPI_SUCCESS) {
-            PMPI_Comm_free(&made);
-            return status;
-        }
-        c->local_p2p = made;
-    }
     *comm = c->local_p2p;
     return MPI_SUCCESS;
 }
@@ -181,8 +171,12 @@ void site_map_free(struct site_map *m)
     m->member = NULL;
 }
 
-int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
-                    int blocks, struct coll_temp *t)
+/*
+ * The bytes `count` elements of `type` touch, from *lo (relative to the
+ * first element's address) for *span bytes, rounded up to 16 so blocks
+ * after the first keep the alignment malloc gave it.
+ */
+static int temp_span(int count, MPI_Datatype type, MPI_Aint *lo, MPI_Aint *span)
 {
     MPI_Aint lb, extent, true_lb, true_extent;
     int status = PMPI_Type_get_extent(type, &lb, &extent);
@@ -190,20 +184,44 @@ int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
         status = PMPI_Type_get_true_extent(type, &true_lb, &true_extent);
     if (status != MPI_SUCCESS)
         return status;
-    /* The bytes count elements touch; a negative extent (resized types)
-     * lays later elements below the first. */
-    MPI_Aint lo = 0, hi = 0;
+    /* A negative extent (resized types) lays later elements below the
+     * first. */
+    MPI_Aint hi = 0;
+    *lo = 0;
     if (count > 0) {
         MPI_Aint reach = (MPI_Aint)(count - 1) * extent;
-        lo = true_lb + (reach < 0 ? reach : 0);
+        *lo = true_lb + (reach < 0 ? reach : 0);
         hi = true_lb + true_extent + (reach > 0 ? reach : 0);
     }
-    /* Blocks after the first keep the alignment malloc gave the first. */
-    t->stride = (hi - lo + 15) & ~(MPI_Aint)15;
+    *span = (hi - *lo + 15) & ~(MPI_Aint)15;
+    return MPI_SUCCESS;
+}
+
+int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
+                    int blocks, struct coll_temp *t)
+{
+    MPI_Aint lo;
+    int status = temp_span(count, type, &lo, &t->stride);
+    if (status != MPI_SUCCESS)
+        return status;
     t->mem = coll_alloc((size_t)t->stride * (size_t)blocks);
     if (t->mem == NULL)
         return coll_no_mem(c);
     t->base = (char *)t->mem - lo;
+    return MPI_SUCCESS;
+}
+
+int coll_sched_temp(struct coll_sched *s, int count, MPI_Datatype type,
+                    void **base)
+{
+    MPI_Aint lo, span;
+    int status = temp_span(count, type, &lo, &span);
+    if (status != MPI_SUCCESS)
+        return status;
+    char *mem = coll_sched_alloc(s, (size_t)span);
+    if (mem == NULL)
+        return coll_no_mem(coll_sched_comm(s));
+    *base = mem - lo;
     return MPI_SUCCESS;
 }
 
@@ -292,13 +310,6 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
     return status;
 }
 
-static int recv_bytes(struct gc_comm *c, int src, int tag, void *buf,
-                      size_t len)
-{
-    int status = gc_xfer_recv(c, src, tag, buf, len);
-    return status == MPI_SUCCESS ? status : xfer_failed(c, status);
-}
-
 int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
 {
     int status = gc_xfer_send(c, dst, tag, buf, len);
@@ -310,6 +321,8 @@ int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
 int gc_coll_barrier(struct gc_comm *c)
 {
+    /* After the collectives started before it (engine/coll_sched.h). */
+    coll_sched_drain(c);
     int status = coll_local_barrier(c->local);
     if (status != MPI_SUCCESS || c->site_count == 1)
         return status;
@@ -342,6 +355,7 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
     struct gc_xfer *reqs[2 * GC_MAX_SITES];
     struct site_map map = {0};
     int n = 0;
+    coll_sched_drain(c);
     if ((size_t)c->size * len > INT_MAX)
         return MPI_ERR_COUNT;
     status = site_map_build(c, &map);
@@ -389,216 +403,41 @@ cleanup:
     return status;
 }
 
-/* ---- rooted data movement --------------------------------------------- */
-
-/* Packed bytes of site s's members' parts, counts[] by comm rank. */
-static int site_bytes(const struct gc_comm *c, const struct site_map *m, int s,
-                      const int *counts, MPI_Datatype type, size_t *total)
-{
-    *total = 0;
-    for (int i = m->first[s]; i < m->first[s] + m->count[s]; i++) {
-        size_t len;
-        int status = coll_packed_size(c, counts[m->member[i]], type, &len);
-        if (status != MPI_SUCCESS)
-            return status;
-        *total += len;
-    }
-    return MPI_SUCCESS;
-}
-
-/*
- * The local byte phase of a site without the root moves `len` packed
- * bytes per member; the leader learns every member's length (locally,
- * unless all are `len`) as counts and displacements for PMPI_Gatherv or
- * PMPI_Scatterv, and their `total`.  Others get NULL arrays.  The caller
- * frees the arrays, also after a failure.
- */
-static int member_lengths(const struct gc_comm *c, size_t len, int uniform,
-                          int **lens, int **displs, size_t *total)
-{
-    *lens = *displs = NULL;
-    *total = 0;
-    if (len > INT_MAX)
-        return gc_error(c->handle, MPI_ERR_COUNT,
-                        "collective on a grid communicator: more than "
-                        "INT_MAX packed bytes from one member");
-    int ilen = (int)len;
-    if (c->local_rank == 0) {
-        *lens = malloc((size_t)c->local_size * sizeof **lens);
-        *displs = malloc((size_t)c->local_size * sizeof **displs);
-        if (*lens == NULL || *displs == NULL)
-            return coll_no_mem(c);
-    }
-    if (!uniform) {
-        int status =
-            PMPI_Gather(&ilen, 1, MPI_INT, *lens, 1, MPI_INT, 0, c->local);
-        if (status != MPI_SUCCESS)
-            return status;
-    }
-    for (int k = 0; c->local_rank == 0 && k < c->local_size; k++) {
-        if (uniform)
-            (*lens)[k] = ilen;
-        if (*total > INT_MAX - (size_t)(*lens)[k])
-            return gc_error(c->handle, MPI_ERR_COUNT,
-                            "collective on a grid communicator: more than "
-                            "INT_MAX packed bytes from one site");
-        (*displs)[k] = (int)*total;
-        *total += (size_t)(*lens)[k];
-    }
-    return MPI_SUCCESS;
-}
-
-/*
- * counts[]/displs[] by comm rank, re-indexed by local rank for the root's
- * local phase.  The caller frees the arrays, also after a failure.
- */
-static int local_layout(const struct gc_comm *c, const int *counts,
-                        const int *displs, int **lcounts, int **ldispls)
-{
-    *lcounts = malloc((size_t)c->local_size * sizeof **lcounts);
-    *ldispls = malloc((size_t)c->local_size * sizeof **ldispls);
-    if (*lcounts == NULL || *ldispls == NULL)
-        return coll_no_mem(c);
-    for (int k = 0; k < c->local_size; k++) {
-        (*lcounts)[k] = counts[c->local_to_comm[k]];
-        (*ldispls)[k] = displs[c->local_to_comm[k]];
-    }
-    return MPI_SUCCESS;
-}
-
-void coll_rooted_free(struct coll_rooted *x)
-{
-    for (int s = 0; s < GC_MAX_SITES; s++)
-        free(x->blocks[s]);
-    free(x->lcounts);
-    free(x->ldispls);
-    site_map_free(&x->map);
-}
-
-int coll_rooted_make(const struct gc_comm *c, const int *counts,
-                     const int *displs, MPI_Datatype type,
-                     struct coll_rooted *x)
-{
-    MPI_Aint lb;
-    int status = PMPI_Type_get_extent(type, &lb, &x->extent);
-    if (status == MPI_SUCCESS)
-        status = site_map_build(c, &x->map);
-    if (status == MPI_SUCCESS)
-        status = local_layout(c, counts, displs, &x->lcounts, &x->ldispls);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
-        if (x->map.count[s] == 0 || s == c->site[c->rank])
-            continue;
-        status = site_bytes(c, &x->map, s, counts, type, &x->bytes[s]);
-        if (status == MPI_SUCCESS &&
-            (x->blocks[s] = coll_alloc(x->bytes[s])) == NULL)
-            status = coll_no_mem(c);
-    }
-    return status;
-}
-
-int coll_rooted_copy(const struct gc_comm *c, const struct coll_rooted *x,
-                     int s, const int *counts, const int *displs,
-                     MPI_Datatype type, void *buf, int unpack)
-{
-    size_t pos = 0;
-    for (int i = x->map.first[s]; i < x->map.first[s] + x->map.count[s]; i++) {
-        int r = x->map.member[i];
-        size_t len;
-        int status = coll_packed_size(c, counts[r], type, &len);
-        if (status != MPI_SUCCESS)
-            return status;
-        if (len == 0) /* buf may be NULL when nothing moves */
-            continue;
-        char *at = (char *)buf + displs[r] * x->extent;
-        status =
-            unpack
-                ? coll_unpack(c, x->blocks[s] + pos, len, at, counts[r], type)
-                : coll_pack(c, at, counts[r], type, x->blocks[s] + pos, len);
-        if (status != MPI_SUCCESS)
-            return status;
-        pos += len;
-    }
-    return MPI_SUCCESS;
-}
-
-int coll_rooted_remote(struct gc_comm *c, void *buf, int count,
-                       MPI_Datatype type, int root, int uniform, int gather)
-{
-    unsigned char *mine = NULL, *block = NULL;
-    int *lens = NULL, *displs = NULL;
-    int leader = c->local_rank == 0;
-    size_t len, total;
-    int status = coll_packed_size(c, count, type, &len);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = member_lengths(c, len, uniform, &lens, &displs, &total);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    mine = coll_alloc(len);
-    block = leader ? coll_alloc(total) : NULL;
-    if (mine == NULL || (leader && block == NULL)) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    if (gather) {
-        status = coll_pack(c, buf, count, type, mine, len);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-        status = PMPI_Gatherv(mine, (int)len, MPI_BYTE, block, lens, displs,
-                              MPI_BYTE, 0, c->local);
-        if (status == MPI_SUCCESS && leader)
-            status = coll_send(c, root, TAG_GATHER, block, total);
-    } else {
-        if (leader)
-            status = recv_bytes(c, root, TAG_SCATTER, block, total);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-        status = PMPI_Scatterv(block, lens, displs, MPI_BYTE, mine, (int)len,
-                               MPI_BYTE, 0, c->local);
-        if (status == MPI_SUCCESS)
-            status = coll_unpack(c, mine, len, buf, count, type);
-    }
-cleanup:
-    free(mine);
-    free(block);
-    free(lens);
-    free(displs);
-    return status;
-}
-
 /*
  * Allgatherv: Gatherv to rank 0, then Bcast of the whole receive buffer
  * from it, described as one indexed datatype.
  */
-static int allgatherv(struct gc_comm *c, const void *sbuf, int scount,
-                      MPI_Datatype stype, void *rbuf, const int *rcounts,
-                      const int *rdispls, MPI_Datatype rtype, int uniform)
+int allgatherv_grid_gather_bcast(struct coll_sched *s,
+                                 const struct coll_args *a)
 {
-    MPI_Datatype all = MPI_DATATYPE_NULL;
+    const struct coll_rooted_args *r = &a->u.rooted;
+    struct gc_comm *c = a->comm;
+    const void *sbuf = r->sbuf;
+    int scount = r->block_count, done;
+    MPI_Datatype stype = r->block_type, all = MPI_DATATYPE_NULL;
     MPI_Aint lb, extent;
-    int status = PMPI_Type_get_extent(rtype, &lb, &extent);
+    int status = PMPI_Type_get_extent(r->many_type, &lb, &extent);
     if (status != MPI_SUCCESS)
-        goto cleanup;
+        return status;
     if (sbuf == MPI_IN_PLACE && c->rank != 0) {
         /* Rank 0 gathers in place; the others send from their slot
          * (an empty one may have a NULL recvbuf: no offset then). */
-        sbuf = rbuf;
-        if (rcounts[c->rank] > 0)
-            sbuf = (const char *)rbuf + rdispls[c->rank] * extent;
-        scount = rcounts[c->rank];
-        stype = rtype;
+        sbuf = r->rbuf;
+        if (r->counts[c->rank] > 0)
+            sbuf = (const char *)r->rbuf + r->displs[c->rank] * extent;
+        scount = r->counts[c->rank];
+        stype = r->many_type;
     }
-    status = coll_gatherv(c, sbuf, scount, stype, rbuf, rcounts, rdispls, rtype,
-                          0, uniform);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = PMPI_Type_indexed(c->size, rcounts, rdispls, rtype, &all);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = PMPI_Type_commit(&all);
+    status = phase_gatherv(s, sbuf, scount, stype, r->rbuf, r->counts,
+                           r->displs, r->many_type, 0, r->uniform, -1, &done);
     if (status == MPI_SUCCESS)
-        status = coll_bcast(c, rbuf, 1, all, 0);
-cleanup:
+        status = PMPI_Type_indexed(c->size, r->counts, r->displs, r->many_type,
+                                   &all);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Type_commit(&all);
+    /* The schedule holds its own reference. */
+    if (status == MPI_SUCCESS)
+        status = phase_bcast(s, r->rbuf, 1, all, 0, done, &done);
     if (all != MPI_DATATYPE_NULL)
         PMPI_Type_free(&all);
     return status;
@@ -641,22 +480,6 @@ static int check_rooted(const struct gc_comm *c, const char *fn, int root,
     return status == MPI_SUCCESS ? coll_check_type(c, fn, root_type) : status;
 }
 
-/* ---- algorithm-table entries (gc_coll_select.c) -------------------------- */
-
-int barrier_grid_hier(const struct coll_args *a)
-{
-    return gc_coll_barrier(a->comm);
-}
-
-int allgatherv_grid_gather_bcast(const struct coll_args *a)
-{
-    const struct coll_rooted_args *r = &a->u.rooted;
-    return allgatherv(a->comm, r->sbuf, r->block_count, r->block_type, r->rbuf,
-                      r->counts, r->displs, r->many_type, r->uniform);
-}
-
-/* ---- entry points -------------------------------------------------------- */
-
 /*
  * A gather, scatter or allgather call (struct coll_rooted_args says which
  * side is which); `bytes` is the block size when uniform.
@@ -665,9 +488,13 @@ static int run_rooted(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
                       const void *sbuf, void *rbuf, int block_count,
                       MPI_Datatype block_type, const int *counts,
                       const int *displs, MPI_Datatype many_type, int root,
-                      size_t bytes)
+                      size_t bytes, const struct coll_form *form)
 {
-    struct coll_args a = {.comm = c, .fn = fn, .bytes = bytes};
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .bytes = bytes,
+                          .request = form->request,
+                          .persistent = form->persistent};
     a.u.rooted = (struct coll_rooted_args){
         .sbuf = sbuf,
         .rbuf = rbuf,
@@ -690,13 +517,66 @@ static size_t agreed_bytes(int count, MPI_Datatype type)
     return gc_packed_size(count, type, &bytes) == MPI_SUCCESS ? bytes : 0;
 }
 
+/*
+ * The three forms of each collective (struct coll_form) share their
+ * checks and their algorithms.
+ */
+static int barrier(struct gc_comm *c, const char *fn,
+                   const struct coll_form *form)
+{
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .request = form->request,
+                          .persistent = form->persistent};
+    return coll_run(GC_COLL_BARRIER, &a);
+}
+
 int MPI_Barrier(MPI_Comm comm)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Barrier(comm);
-    struct coll_args a = {.comm = c, .fn = "MPI_Barrier"};
-    return coll_run(GC_COLL_BARRIER, &a);
+    return barrier(c, "MPI_Barrier", COLL_BLOCKING);
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ibarrier(comm, request);
+    return barrier(c, "MPI_Ibarrier", COLL_NONBLOCKING(request));
+}
+
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Barrier_init(comm, info, request);
+    return barrier(c, "MPI_Barrier_init", COLL_PERSISTENT(request));
+}
+
+static int bcast(struct gc_comm *c, const char *fn, void *buffer, int count,
+                 MPI_Datatype datatype, int root, const struct coll_form *form)
+{
+    int status = coll_check_root(c, fn, root);
+    if (status == MPI_SUCCESS)
+        status = coll_check_buf(c, fn, count, datatype);
+    if (status == MPI_SUCCESS)
+        status = coll_check_userbuf(c, fn, buffer, count, datatype);
+    if (status == MPI_SUCCESS)
+        status = check_not_in_place(c, fn, buffer);
+    if (status != MPI_SUCCESS)
+        return status;
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .bytes = agreed_bytes(count, datatype),
+                          .request = form->request,
+                          .persistent = form->persistent};
+    a.u.bcast.buf = buffer;
+    a.u.bcast.count = count;
+    a.u.bcast.type = datatype;
+    a.u.bcast.root = root;
+    return coll_run(GC_COLL_BCAST, &a);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
@@ -705,34 +585,36 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Bcast(buffer, count, datatype, root, comm);
-    int status = coll_check_root(c, "MPI_Bcast", root);
-    if (status == MPI_SUCCESS)
-        status = coll_check_buf(c, "MPI_Bcast", count, datatype);
-    if (status == MPI_SUCCESS)
-        status = coll_check_userbuf(c, "MPI_Bcast", buffer, count, datatype);
-    if (status == MPI_SUCCESS)
-        status = check_not_in_place(c, "MPI_Bcast", buffer);
-    if (status != MPI_SUCCESS)
-        return status;
-    struct coll_args a = {
-        .comm = c, .fn = "MPI_Bcast", .bytes = agreed_bytes(count, datatype)};
-    a.u.bcast.buf = buffer;
-    a.u.bcast.count = count;
-    a.u.bcast.type = datatype;
-    a.u.bcast.root = root;
-    return coll_run(GC_COLL_BCAST, &a);
+    return bcast(c, "MPI_Bcast", buffer, count, datatype, root, COLL_BLOCKING);
 }
 
-/* Gather is Gatherv of one recvcount x recvtype block per member. */
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-               MPI_Comm comm)
+int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
+               MPI_Comm comm, MPI_Request *request)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                           recvtype, root, comm);
-    static const char fn[] = "MPI_Gather";
+        return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    return bcast(c, "MPI_Ibcast", buffer, count, datatype, root,
+                 COLL_NONBLOCKING(request));
+}
+
+int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
+                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Bcast_init(buffer, count, datatype, root, comm, info,
+                               request);
+    return bcast(c, "MPI_Bcast_init", buffer, count, datatype, root,
+                 COLL_PERSISTENT(request));
+}
+
+/* Gather is Gatherv of one recvcount x recvtype block per member. */
+static int gather(struct gc_comm *c, const char *fn, const void *sendbuf,
+                  int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root,
+                  const struct coll_form *form)
+{
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype,
                               recvcount, NULL, recvtype);
@@ -746,11 +628,63 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     /* The root may pass MPI_IN_PLACE: its receive side sizes the block. */
     size_t bytes = c->rank == root ? agreed_bytes(recvcount, recvtype)
                                    : agreed_bytes(sendcount, sendtype);
-    status = run_rooted(GC_COLL_GATHER, c, fn, sendbuf, recvbuf, sendcount,
-                        sendtype, b.counts, b.displs, b.type, root, bytes);
+    status =
+        run_rooted(GC_COLL_GATHER, c, fn, sendbuf, recvbuf, sendcount, sendtype,
+                   b.counts, b.displs, b.type, root, bytes, form);
 cleanup:
     coll_blocks_free(&b);
     return status;
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+               MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, root, comm);
+    return gather(c, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf,
+                  recvcount, recvtype, root, COLL_BLOCKING);
+}
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm, request);
+    return gather(c, "MPI_Igather", sendbuf, sendcount, sendtype, recvbuf,
+                  recvcount, recvtype, root, COLL_NONBLOCKING(request));
+}
+
+int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                    int root, MPI_Comm comm, MPI_Info info,
+                    MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcount, recvtype, root, comm, info, request);
+    return gather(c, "MPI_Gather_init", sendbuf, sendcount, sendtype, recvbuf,
+                  recvcount, recvtype, root, COLL_PERSISTENT(request));
+}
+
+static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
+                   int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[],
+                   MPI_Datatype recvtype, int root,
+                   const struct coll_form *form)
+{
+    int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
+                              recvcounts, recvtype);
+    if (status != MPI_SUCCESS)
+        return status;
+    return run_rooted(GC_COLL_GATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                      sendtype, recvcounts, displs, recvtype, root, 0, form);
 }
 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -761,25 +695,45 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                             displs, recvtype, root, comm);
-    static const char fn[] = "MPI_Gatherv";
-    int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
-                              recvcounts, recvtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_GATHERV, c, fn, sendbuf, recvbuf, sendcount,
-                      sendtype, recvcounts, displs, recvtype, root, 0);
+    return gatherv(c, "MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcounts, displs, recvtype, root, COLL_BLOCKING);
 }
 
-/* Scatter is Scatterv of one sendcount x sendtype block per member. */
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                MPI_Comm comm)
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, const int recvcounts[], const int displs[],
+                 MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                            recvtype, root, comm);
-    static const char fn[] = "MPI_Scatter";
+        return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                             displs, recvtype, root, comm, request);
+    return gatherv(c, "MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcounts, displs, recvtype, root,
+                   COLL_NONBLOCKING(request));
+}
+
+int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, const int recvcounts[], const int displs[],
+                     MPI_Datatype recvtype, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcounts, displs, recvtype, root, comm, info,
+                                 request);
+    return gatherv(c, "MPI_Gatherv_init", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcounts, displs, recvtype, root,
+                   COLL_PERSISTENT(request));
+}
+
+/* Scatter is Scatterv of one sendcount x sendtype block per member. */
+static int scatter(struct gc_comm *c, const char *fn, const void *sendbuf,
+                   int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int root,
+                   const struct coll_form *form)
+{
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype,
                               sendcount, NULL, sendtype);
@@ -792,11 +746,64 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     }
     size_t bytes = c->rank == root ? agreed_bytes(sendcount, sendtype)
                                    : agreed_bytes(recvcount, recvtype);
-    status = run_rooted(GC_COLL_SCATTER, c, fn, sendbuf, recvbuf, recvcount,
-                        recvtype, b.counts, b.displs, b.type, root, bytes);
+    status =
+        run_rooted(GC_COLL_SCATTER, c, fn, sendbuf, recvbuf, recvcount,
+                   recvtype, b.counts, b.displs, b.type, root, bytes, form);
 cleanup:
     coll_blocks_free(&b);
     return status;
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm);
+    return scatter(c, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcount, recvtype, root, COLL_BLOCKING);
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, root, comm, request);
+    return scatter(c, "MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcount, recvtype, root, COLL_NONBLOCKING(request));
+}
+
+int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                     int root, MPI_Comm comm, MPI_Info info,
+                     MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf,
+                                 recvcount, recvtype, root, comm, info,
+                                 request);
+    return scatter(c, "MPI_Scatter_init", sendbuf, sendcount, sendtype, recvbuf,
+                   recvcount, recvtype, root, COLL_PERSISTENT(request));
+}
+
+static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
+                    const int sendcounts[], const int displs[],
+                    MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, int root,
+                    const struct coll_form *form)
+{
+    int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
+                              sendcounts, sendtype);
+    if (status != MPI_SUCCESS)
+        return status;
+    return run_rooted(GC_COLL_SCATTERV, c, fn, sendbuf, recvbuf, recvcount,
+                      recvtype, sendcounts, displs, sendtype, root, 0, form);
 }
 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
@@ -807,25 +814,45 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                              recvcount, recvtype, root, comm);
-    static const char fn[] = "MPI_Scatterv";
-    int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
-                              sendcounts, sendtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_SCATTERV, c, fn, sendbuf, recvbuf, recvcount,
-                      recvtype, sendcounts, displs, sendtype, root, 0);
+    return scatterv(c, "MPI_Scatterv", sendbuf, sendcounts, displs, sendtype,
+                    recvbuf, recvcount, recvtype, root, COLL_BLOCKING);
 }
 
-/* Allgather is Allgatherv of one recvcount x recvtype block per member. */
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  MPI_Comm comm)
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
+                  const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                  MPI_Request *request)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                              recvtype, comm);
-    static const char fn[] = "MPI_Allgather";
+        return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                              recvcount, recvtype, root, comm, request);
+    return scatterv(c, "MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype,
+                    recvbuf, recvcount, recvtype, root,
+                    COLL_NONBLOCKING(request));
+}
+
+int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[],
+                      const int displs[], MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, int root,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype,
+                                  recvbuf, recvcount, recvtype, root, comm,
+                                  info, request);
+    return scatterv(c, "MPI_Scatterv_init", sendbuf, sendcounts, displs,
+                    sendtype, recvbuf, recvcount, recvtype, root,
+                    COLL_PERSISTENT(request));
+}
+
+/* Allgather is Allgatherv of one recvcount x recvtype block per member. */
+static int allgather(struct gc_comm *c, const char *fn, const void *sendbuf,
+                     int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype,
+                     const struct coll_form *form)
+{
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = coll_check_buf(c, fn, recvcount, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
@@ -839,10 +866,64 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         goto cleanup;
     status = run_rooted(GC_COLL_ALLGATHER, c, fn, sendbuf, recvbuf, sendcount,
                         sendtype, b.counts, b.displs, b.type, 0,
-                        agreed_bytes(recvcount, recvtype));
+                        agreed_bytes(recvcount, recvtype), form);
 cleanup:
     coll_blocks_free(&b);
     return status;
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm);
+    return allgather(c, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf,
+                     recvcount, recvtype, COLL_BLOCKING);
+}
+
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                               recvtype, comm, request);
+    return allgather(c, "MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
+                     recvcount, recvtype, COLL_NONBLOCKING(request));
+}
+
+int MPI_Allgather_init(const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                       MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf,
+                                   recvcount, recvtype, comm, info, request);
+    return allgather(c, "MPI_Allgather_init", sendbuf, sendcount, sendtype,
+                     recvbuf, recvcount, recvtype, COLL_PERSISTENT(request));
+}
+
+static int allgatherv_call(struct gc_comm *c, const char *fn,
+                           const void *sendbuf, int sendcount,
+                           MPI_Datatype sendtype, void *recvbuf,
+                           const int recvcounts[], const int displs[],
+                           MPI_Datatype recvtype, const struct coll_form *form)
+{
+    int status = coll_check_counts(c, fn, c->size, recvcounts);
+    if (status == MPI_SUCCESS)
+        status = coll_check_type(c, fn, recvtype);
+    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
+        status = coll_check_buf(c, fn, sendcount, sendtype);
+    if (status != MPI_SUCCESS)
+        return status;
+    return run_rooted(GC_COLL_ALLGATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                      sendtype, recvcounts, displs, recvtype, 0, 0, form);
 }
 
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -853,14 +934,36 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                recvcounts, displs, recvtype, comm);
-    static const char fn[] = "MPI_Allgatherv";
-    int status = coll_check_counts(c, fn, c->size, recvcounts);
-    if (status == MPI_SUCCESS)
-        status = coll_check_type(c, fn, recvtype);
-    if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
-        status = coll_check_buf(c, fn, sendcount, sendtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_ALLGATHERV, c, fn, sendbuf, recvbuf, sendcount,
-                      sendtype, recvcounts, displs, recvtype, 0, 0);
+    return allgatherv_call(c, "MPI_Allgatherv", sendbuf, sendcount, sendtype,
+                           recvbuf, recvcounts, displs, recvtype,
+                           COLL_BLOCKING);
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, const int recvcounts[], const int displs[],
+                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                recvcounts, displs, recvtype, comm, request);
+    return allgatherv_call(c, "MPI_Iallgatherv", sendbuf, sendcount, sendtype,
+                           recvbuf, recvcounts, displs, recvtype,
+                           COLL_NONBLOCKING(request));
+}
+
+int MPI_Allgatherv_init(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[],
+                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
+                        MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf,
+                                    recvcounts, displs, recvtype, comm, info,
+                                    request);
+    return allgatherv_call(c, "MPI_Allgatherv_init", sendbuf, sendcount,
+                           sendtype, recvbuf, recvcounts, displs, recvtype,
+                           COLL_PERSISTENT(request));
 }

@@ -1,9 +1,9 @@
 /*
- * Internals shared by the collective files: gc_coll.c (helpers, barrier,
- * the issue-3 fallbacks of the gather family), gc_coll_reduce.c (the
- * reduction entry points and fallbacks), gc_coll_alltoall.c and coll/
- * (one algorithm per file).  Layer-wide
- * collectives are in gc_mpi.h.
+ * Internals shared by the collective files: gc_coll.c (helpers, the
+ * issue-3 fallbacks of the gather family), gc_coll_reduce.c (the
+ * reduction entry points and fallbacks), gc_coll_alltoall.c,
+ * gc_coll_neighbor.c and coll/ (one algorithm per file); the schedule
+ * engine is in engine/.  Layer-wide collectives are in gc_mpi.h.
  */
 #ifndef GC_COLL_H
 #define GC_COLL_H
@@ -11,6 +11,8 @@
 #include <stddef.h>
 
 #include "gc_mpi.h"
+
+struct coll_sched;
 
 /*
  * Tags on a communicator's collective context, one per kind of exchange.
@@ -33,6 +35,7 @@ enum coll_tag {
     TAG_REDUCE_SCATTER,  /* rank -> owner: part of a site's partial result */
     TAG_SCAN,            /* last member -> leaders: a site's total */
     TAG_NODE_BCAST,      /* site source -> node leaders (local_p2p) */
+    TAG_NEIGHBOR,        /* rank -> its neighbours in a topology */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */
@@ -66,11 +69,21 @@ int coll_no_mem(const struct gc_comm *c);
 int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
                    const char *what);
 
-/*
- * c->local_p2p, split from `local` the first time (every member of this
- * site must be in the same collective call then).  Its errors return.
- */
+/* c->local_p2p (made with the communicator); its errors return. */
 int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm);
+
+/*
+ * Which form of a collective an entry point serves: blocking (request
+ * NULL), nonblocking (MPI_Ibcast: the request to hand out) or persistent
+ * (MPI_Bcast_init); see struct coll_args.
+ */
+struct coll_form {
+    MPI_Request *request;
+    int persistent;
+};
+#define COLL_BLOCKING         (&(const struct coll_form){NULL, 0})
+#define COLL_NONBLOCKING(req) (&(const struct coll_form){(req), 0})
+#define COLL_PERSISTENT(req)  (&(const struct coll_form){(req), 1})
 
 /* Bytes with an optional K, M or G suffix (powers of 1024), not 0:
  * 0, else -1. */
@@ -157,61 +170,39 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
 int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
 
 /*
- * Grid algorithms behind the entry points, arguments already checked,
- * for collectives built on them: coll_bcast is the hier bcast
- * (coll/bcast_grid_hier.c) and coll_reduce the hier reduce
- * (coll/reduce_grid_hier.c), both with the default segment size;
- * coll_gatherv and coll_scatterv are the hier Gatherv and Scatterv
- * (coll/gather_grid_hier.c, coll/scatter_grid_hier.c).
+ * Phases that schedules are built of (engine/coll_sched.h), arguments
+ * already checked: this member's steps of the hier Bcast
+ * (coll/bcast_grid_hier.c, with the default segment size), Reduce
+ * (coll/reduce_grid_hier.c, `segsize` bytes per segment), Gatherv and
+ * Scatterv (coll/gather_grid_hier.c, coll/scatter_grid_hier.c), the
+ * first of them after step `after` (-1: none).  *done is a step that
+ * finishes after all of them.  Types and the counts/displs arrays are
+ * copied or held by the schedule.
  */
-int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
-               int root);
+int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
+                int root, int after, int *done);
+int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf, int count,
+                 MPI_Datatype type, MPI_Op op, int root, size_t segsize,
+                 int after, int *done);
 /*
  * rcounts, rdispls, rtype (scounts, sdispls, stype) matter at the root
  * only.  `uniform`: every member sends (receives) the same number of
  * bytes, so site leaders need not collect their members' sizes.
  */
-int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
-                 MPI_Datatype stype, void *rbuf, const int *rcounts,
-                 const int *rdispls, MPI_Datatype rtype, int root, int uniform);
-int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
-                  const int *sdispls, MPI_Datatype stype, void *rbuf,
-                  int rcount, MPI_Datatype rtype, int root, int uniform);
-int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                MPI_Datatype type, MPI_Op op, int root);
-
+int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
+                  MPI_Datatype stype, void *rbuf, const int *rcounts,
+                  const int *rdispls, MPI_Datatype rtype, int root, int uniform,
+                  int after, int *done);
+int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
+                   const int *sdispls, MPI_Datatype stype, void *rbuf,
+                   int rcount, MPI_Datatype rtype, int root, int uniform,
+                   int after, int *done);
 /*
- * Shared by the hier Gatherv and Scatterv (coll/gather_grid_hier.c,
- * coll/scatter_grid_hier.c).  The root's side: its site map, counts[] and
- * displs[] re-indexed by local rank for its local phase, and for every
- * other site a buffer for that site's packed parts (bytes[s], from
- * counts[] of type).  Free with coll_rooted_free, also after a failure.
+ * Room in s for `count` elements of `type` laid out as the datatype says
+ * (what PMPI_Reduce_local needs): *base is where element 0 goes.
  */
-struct coll_rooted {
-    struct site_map map;
-    int *lcounts, *ldispls;
-    unsigned char *blocks[GC_MAX_SITES];
-    size_t bytes[GC_MAX_SITES];
-    MPI_Aint extent;
-};
-int coll_rooted_make(const struct gc_comm *c, const int *counts,
-                     const int *displs, MPI_Datatype type,
-                     struct coll_rooted *x);
-void coll_rooted_free(struct coll_rooted *x);
-/*
- * Pack (or unpack) every member's part of site s's block, in site-rank
- * order, from (into) buf + displs[r] extents, counts[r] of type.
- */
-int coll_rooted_copy(const struct gc_comm *c, const struct coll_rooted *x,
-                     int s, const int *counts, const int *displs,
-                     MPI_Datatype type, void *buf, int unpack);
-/*
- * A member of a site without the root: its part of Gatherv (`gather`,
- * sending count x type from buf) or Scatterv (receiving it into buf).
- * The bytes pass through the site's leader in one WAN message.
- */
-int coll_rooted_remote(struct gc_comm *c, void *buf, int count,
-                       MPI_Datatype type, int root, int uniform, int gather);
+int coll_sched_temp(struct coll_sched *s, int count, MPI_Datatype type,
+                    void **base);
 
 /* 1 when every site's members are one contiguous range of comm ranks. */
 int coll_sites_contiguous(const struct gc_comm *c);
@@ -229,13 +220,5 @@ int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order);
 int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
                  size_t stride, size_t len, void *rbuf, int count,
                  MPI_Datatype type, MPI_Op op);
-/*
- * Every member's input (sbuf, or rbuf for MPI_IN_PLACE) packed into
- * *mine, one block of `len` bytes, described by b; with `layout` also
- * the block layout for a root.  Free *mine and b, also after a failure.
- */
-int coll_pack_input(const struct gc_comm *c, const void *sbuf, const void *rbuf,
-                    int count, MPI_Datatype type, size_t len, int layout,
-                    unsigned char **mine, struct coll_blocks *b);
 
 #endif

@@ -53,6 +53,7 @@ enum gc_coll_kind {
     GC_COLL_ALLTOALL,
     GC_COLL_ALLTOALLV,
     GC_COLL_ALLTOALLW,
+    GC_COLL_NEIGHBOR, /* the five neighbourhood collectives */
     GC_COLL_KINDS
 };
 
@@ -116,6 +117,25 @@ struct coll_alltoall_args {
 };
 
 /*
+ * A neighbourhood collective (MPI-4.0 section 8.6) in its most general
+ * form, Neighbor_alltoallw's: block i of sbuf (scounts[i] x stypes[i]
+ * at sdispls[i] bytes) to destinations[i], block j of rbuf from
+ * sources[j]; MPI_PROC_NULL neighbours move nothing.
+ */
+struct coll_neighbor_args {
+    const void *sbuf;
+    void *rbuf;
+    int indegree, outdegree;
+    const int *sources, *destinations;
+    const int *scounts, *rcounts;
+    const MPI_Aint *sdispls, *rdispls;
+    const MPI_Datatype *stypes, *rtypes;
+    /* A Cartesian topology: sources[2d] and [2d + 1] are the -1 and +1
+     * neighbours of dimension d. */
+    int cart;
+};
+
+/*
  * A collective call as the algorithms see it, arguments already checked.
  * Only the member of `u` that belongs to the call's kind is set.
  */
@@ -130,16 +150,29 @@ struct coll_args {
      */
     size_t bytes;
     size_t segsize; /* pipeline segment: GRIDCOLL_<COLL>_SEGSIZE or default */
+    /*
+     * NULL: a blocking call.  Else a nonblocking call (MPI_Ibcast) or,
+     * with `persistent`, MPI_Bcast_init: the request to hand out.  Only
+     * algorithms written as schedules run these; they must not use the
+     * node layer (it serves one collective at a time) and must copy what
+     * they keep of the arguments into the schedule.
+     */
+    MPI_Request *request;
+    int persistent;
     union {
         struct coll_bcast_args bcast;
         struct coll_reduce_args reduce;
         struct coll_reduce_scatter_args reduce_scatter;
         struct coll_rooted_args rooted;
         struct coll_alltoall_args alltoall;
+        struct coll_neighbor_args neighbor;
     } u;
 };
 
 typedef int coll_algo_fn(const struct coll_args *a);
+struct coll_sched;
+/* Add this member's steps for the call to s (engine/coll_sched.h). */
+typedef int coll_build_fn(struct coll_sched *s, const struct coll_args *a);
 
 struct coll_algo {
     const char *name;
@@ -151,6 +184,9 @@ struct coll_algo {
     /* Predicted time in seconds; NULL: not a candidate in model mode. */
     coll_cost_fn *cost;
     int segmented; /* its cost depends on the segment size */
+    /* Written as a schedule: builds it (then `run` is NULL), for every
+     * form of the collective; else only the blocking one runs `run`. */
+    coll_build_fn *build;
 };
 
 /*
@@ -176,6 +212,12 @@ struct coll_table {
 
 /* Pick, account and run the algorithm for a call of kind `kind`. */
 int coll_run(enum gc_coll_kind kind, struct coll_args *a);
+/*
+ * Count the WAN traffic that follows for `slot` (a schedule's, from
+ * coll_run; NULL: the layer's own) until the next call, which is given
+ * the slot this one returned.
+ */
+void *coll_stats_enter(void *slot);
 
 /* The table of a kind, or NULL (kind out of range). */
 const struct coll_table *coll_table_of(enum gc_coll_kind kind);
@@ -207,26 +249,27 @@ void coll_print_algorithms_csv(FILE *out);
 
 /* ---- the algorithms, by collective (one file each) ---------------------- */
 
-coll_algo_fn barrier_grid_hier;
-coll_algo_fn bcast_grid_hier;
-coll_algo_fn bcast_grid_multilane;
-coll_algo_fn bcast_grid_binomial;
-coll_algo_fn bcast_grid_scatter_allgather;
+coll_build_fn barrier_grid_hier;
+coll_build_fn bcast_grid_hier;
+coll_build_fn bcast_grid_multilane;
+coll_build_fn bcast_grid_binomial;
+coll_build_fn bcast_grid_scatter_allgather;
 int bcast_grid_scatter_allgather_usable(const struct coll_args *a);
-coll_algo_fn bcast_grid_chain;
-coll_algo_fn reduce_grid_hier;
-coll_algo_fn allreduce_grid_reduce_bcast;
+coll_build_fn bcast_grid_chain;
+coll_build_fn reduce_grid_hier;
+coll_build_fn allreduce_grid_reduce_bcast;
 coll_algo_fn allreduce_grid_hier;
 coll_algo_fn allreduce_grid_multileader;
-coll_algo_fn reduce_scatter_grid_reduce_scatterv;
+coll_build_fn reduce_scatter_grid_reduce_scatterv;
 coll_algo_fn reduce_scatter_grid_hier;
-coll_algo_fn scan_grid_gather_scatter;
+coll_build_fn scan_grid_gather_scatter;
 coll_algo_fn scan_grid_hier;
-coll_algo_fn gather_grid_hier;
-coll_algo_fn scatter_grid_hier;
-coll_algo_fn allgatherv_grid_gather_bcast;
+coll_build_fn gather_grid_hier;
+coll_build_fn scatter_grid_hier;
+coll_build_fn allgatherv_grid_gather_bcast;
 coll_algo_fn allgather_grid_hier;
-coll_algo_fn alltoall_grid_direct;
+coll_build_fn alltoall_grid_direct;
+coll_build_fn neighbor_grid_direct;
 coll_algo_fn alltoall_grid_lg;
 coll_algo_fn alltoall_grid_hier;
 

@@ -75,7 +75,7 @@ static int side_fill(const struct gc_comm *c, const struct side_args *a,
  */
 static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
                     const void *sbuf, const struct side_args *sa, void *rbuf,
-                    const struct side_args *ra)
+                    const struct side_args *ra, const struct coll_form *form)
 {
     struct coll_side snd = {0}, rcv = {0};
     int status = side_check(c, fn, ra);
@@ -91,7 +91,10 @@ static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
     status = side_fill(c, ra, &rcv);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    struct coll_args a = {.comm = c, .fn = fn};
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .request = form->request,
+                          .persistent = form->persistent};
     if (kind == GC_COLL_ALLTOALL)
         gc_packed_size(ra->count, ra->type, &a.bytes);
     a.u.alltoall = (struct coll_alltoall_args){
@@ -103,6 +106,22 @@ cleanup:
     return status;
 }
 
+static int alltoall(struct gc_comm *c, const char *fn, const void *sendbuf,
+                    int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    int recvcount, MPI_Datatype recvtype,
+                    const struct coll_form *form)
+{
+    int status = sendcount > 0
+                     ? coll_check_alias(c, fn, sendbuf, recvbuf, recvcount)
+                     : MPI_SUCCESS;
+    if (status != MPI_SUCCESS)
+        return status;
+    return exchange(
+        GC_COLL_ALLTOALL, c, fn, sendbuf,
+        &(struct side_args){.count = sendcount, .type = sendtype}, recvbuf,
+        &(struct side_args){.count = recvcount, .type = recvtype}, form);
+}
+
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  MPI_Comm comm)
@@ -111,15 +130,48 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
-    int status = sendcount > 0 ? coll_check_alias(c, "MPI_Alltoall", sendbuf,
-                                                  recvbuf, recvcount)
-                               : MPI_SUCCESS;
-    if (status != MPI_SUCCESS)
-        return status;
-    return exchange(GC_COLL_ALLTOALL, c, "MPI_Alltoall", sendbuf,
-                    &(struct side_args){.count = sendcount, .type = sendtype},
-                    recvbuf,
-                    &(struct side_args){.count = recvcount, .type = recvtype});
+    return alltoall(c, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf,
+                    recvcount, recvtype, COLL_BLOCKING);
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                              recvtype, comm, request);
+    return alltoall(c, "MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf,
+                    recvcount, recvtype, COLL_NONBLOCKING(request));
+}
+
+int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf,
+                                  recvcount, recvtype, comm, info, request);
+    return alltoall(c, "MPI_Alltoall_init", sendbuf, sendcount, sendtype,
+                    recvbuf, recvcount, recvtype, COLL_PERSISTENT(request));
+}
+
+static int alltoallv(struct gc_comm *c, const char *fn, const void *sendbuf,
+                     const int sendcounts[], const int sdispls[],
+                     MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int rdispls[],
+                     MPI_Datatype recvtype, const struct coll_form *form)
+{
+    return exchange(
+        GC_COLL_ALLTOALLV, c, fn, sendbuf,
+        &(struct side_args){
+            .counts = sendcounts, .displs = sdispls, .type = sendtype},
+        recvbuf,
+        &(struct side_args){
+            .counts = recvcounts, .displs = rdispls, .type = recvtype},
+        form);
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
@@ -131,13 +183,55 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                               recvcounts, rdispls, recvtype, comm);
+    return alltoallv(c, "MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype,
+                     recvbuf, recvcounts, rdispls, recvtype, COLL_BLOCKING);
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
+                   const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int rdispls[],
+                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                               recvcounts, rdispls, recvtype, comm, request);
+    return alltoallv(c, "MPI_Ialltoallv", sendbuf, sendcounts, sdispls,
+                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                     COLL_NONBLOCKING(request));
+}
+
+int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype,
+                       void *recvbuf, const int recvcounts[],
+                       const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype,
+                                   recvbuf, recvcounts, rdispls, recvtype, comm,
+                                   info, request);
+    return alltoallv(c, "MPI_Alltoallv_init", sendbuf, sendcounts, sdispls,
+                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                     COLL_PERSISTENT(request));
+}
+
+static int alltoallw(struct gc_comm *c, const char *fn, const void *sendbuf,
+                     const int sendcounts[], const int sdispls[],
+                     const MPI_Datatype sendtypes[], void *recvbuf,
+                     const int recvcounts[], const int rdispls[],
+                     const MPI_Datatype recvtypes[],
+                     const struct coll_form *form)
+{
     return exchange(
-        GC_COLL_ALLTOALLV, c, "MPI_Alltoallv", sendbuf,
+        GC_COLL_ALLTOALLW, c, fn, sendbuf,
         &(struct side_args){
-            .counts = sendcounts, .displs = sdispls, .type = sendtype},
+            .counts = sendcounts, .displs = sdispls, .types = sendtypes},
         recvbuf,
         &(struct side_args){
-            .counts = recvcounts, .displs = rdispls, .type = recvtype});
+            .counts = recvcounts, .displs = rdispls, .types = recvtypes},
+        form);
 }
 
 int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
@@ -149,11 +243,38 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
     if (c == NULL)
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                               recvcounts, rdispls, recvtypes, comm);
-    return exchange(
-        GC_COLL_ALLTOALLW, c, "MPI_Alltoallw", sendbuf,
-        &(struct side_args){
-            .counts = sendcounts, .displs = sdispls, .types = sendtypes},
-        recvbuf,
-        &(struct side_args){
-            .counts = recvcounts, .displs = rdispls, .types = recvtypes});
+    return alltoallw(c, "MPI_Alltoallw", sendbuf, sendcounts, sdispls,
+                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                     COLL_BLOCKING);
+}
+
+int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
+                   const int sdispls[], const MPI_Datatype sendtypes[],
+                   void *recvbuf, const int recvcounts[], const int rdispls[],
+                   const MPI_Datatype recvtypes[], MPI_Comm comm,
+                   MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                               recvcounts, rdispls, recvtypes, comm, request);
+    return alltoallw(c, "MPI_Ialltoallw", sendbuf, sendcounts, sdispls,
+                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                     COLL_NONBLOCKING(request));
+}
+
+int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], const MPI_Datatype sendtypes[],
+                       void *recvbuf, const int recvcounts[],
+                       const int rdispls[], const MPI_Datatype recvtypes[],
+                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes,
+                                   recvbuf, recvcounts, rdispls, recvtypes,
+                                   comm, info, request);
+    return alltoallw(c, "MPI_Alltoallw_init", sendbuf, sendcounts, sdispls,
+                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+                     COLL_PERSISTENT(request));
 }

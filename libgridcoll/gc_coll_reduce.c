@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
@@ -56,65 +57,91 @@ cleanup:
     return status;
 }
 
-int coll_pack_input(const struct gc_comm *c, const void *sbuf, const void *rbuf,
-                    int count, MPI_Datatype type, size_t len, int layout,
-                    unsigned char **mine, struct coll_blocks *b)
-{
-    int status = coll_blocks_make(c, (MPI_Count)len, MPI_BYTE, layout, b);
-    if (status != MPI_SUCCESS)
-        return status;
-    if ((*mine = coll_alloc(len)) == NULL)
-        return coll_no_mem(c);
-    return coll_pack(c, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count, type, *mine,
-                     len);
-}
-
 /*
  * Scan and Exscan: every contribution goes to rank 0 (Gather), which
  * computes the prefixes in rank order and sends each member its own
  * (Scatter).  Exscan leaves rank 0's buffer alone (undefined by MPI).
  */
-static int scan(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                MPI_Datatype type, MPI_Op op, int exclusive)
-{
-    unsigned char *mine = NULL, *all = NULL;
-    struct coll_blocks b = COLL_BLOCKS_INIT;
-    struct coll_temp t = {0};
-    int root = c->rank == 0;
+struct prefixes {
+    unsigned char *all; /* rank 0: every member's packed contribution */
+    void *x;            /* rank 0: the typed prefixes, stride apart */
+    MPI_Aint stride;
     size_t len;
-    int status = coll_packed_size(c, count, type, &len);
-    if (status == MPI_SUCCESS)
-        status =
-            coll_pack_input(c, sbuf, rbuf, count, type, len, root, &mine, &b);
-    if (status == MPI_SUCCESS && root)
-        status = coll_temp_alloc(c, count, type, c->size, &t);
-    if (status == MPI_SUCCESS && root &&
-        (all = coll_alloc(len * (size_t)c->size)) == NULL)
-        status = coll_no_mem(c);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
-                          b.type, 0, 1);
+    int count, size, exclusive;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+
+static int prefixes(struct coll_sched *s, void *arg)
+{
+    struct prefixes *p = arg;
+    struct gc_comm *c = coll_sched_comm(s);
+    int status = MPI_SUCCESS;
     /* Prefix i in block i: x[0] op ... op x[i] = prefix(i-1) op x[i]. */
-    for (int i = 0; root && i < c->size && status == MPI_SUCCESS; i++) {
-        char *x = t.base + (MPI_Aint)i * t.stride;
-        status = coll_unpack(c, all + (size_t)i * len, len, x, count, type);
-        if (status == MPI_SUCCESS && i > 0 && count > 0)
-            status = PMPI_Reduce_local(x - t.stride, x, count, type, op);
+    for (int i = 0; i < p->size && status == MPI_SUCCESS; i++) {
+        char *x = (char *)p->x + (MPI_Aint)i * p->stride;
+        status = coll_unpack(c, p->all + (size_t)i * p->len, p->len, x,
+                             p->count, p->type);
+        if (status == MPI_SUCCESS && i > 0 && p->count > 0)
+            status =
+                PMPI_Reduce_local(x - p->stride, x, p->count, p->type, p->op);
     }
-    for (int i = exclusive; root && i < c->size && status == MPI_SUCCESS; i++)
-        status = coll_pack(c, t.base + (MPI_Aint)(i - exclusive) * t.stride,
-                           count, type, all + (size_t)i * len, len);
+    for (int i = p->exclusive; i < p->size && status == MPI_SUCCESS; i++)
+        status = coll_pack(
+            c, (char *)p->x + (MPI_Aint)(i - p->exclusive) * p->stride,
+            p->count, p->type, p->all + (size_t)i * p->len, p->len);
+    return status;
+}
+
+int scan_grid_gather_scatter(struct coll_sched *s, const struct coll_args *a)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    struct gc_comm *c = a->comm;
+    int root = c->rank == 0;
+    struct coll_blocks b = COLL_BLOCKS_INIT;
+    size_t len;
+    int done;
+    int status = coll_packed_size(c, r->count, r->type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    struct prefixes *p = coll_sched_alloc(s, sizeof *p);
+    unsigned char *mine = coll_sched_alloc(s, len);
+    if (p == NULL || mine == NULL)
+        return coll_no_mem(c);
+    *p = (struct prefixes){.len = len,
+                           .count = r->count,
+                           .size = c->size,
+                           .exclusive = r->exclusive,
+                           .type = coll_sched_type(s, r->type),
+                           .op = r->op};
+    if (root) {
+        /* One typed block per member, laid out as the datatype says. */
+        MPI_Aint lb, extent;
+        status = PMPI_Type_get_extent(r->type, &lb, &extent);
+        p->all = coll_sched_alloc(s, len * (size_t)c->size);
+        if (status == MPI_SUCCESS)
+            status = coll_sched_temp(s, r->count * c->size, r->type, &p->x);
+        if (status != MPI_SUCCESS)
+            return status;
+        if (p->all == NULL)
+            return coll_no_mem(c);
+        p->stride = (MPI_Aint)r->count * extent;
+    }
+    status = coll_blocks_make(c, (MPI_Count)len, MPI_BYTE, root, &b);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    status = coll_scatterv(c, all, b.counts, b.displs, b.type, mine, b.count,
-                           b.type, 0, 1);
-    if (status == MPI_SUCCESS && !(exclusive && c->rank == 0))
-        status = coll_unpack(c, mine, len, rbuf, count, type);
+    int packed = coll_sched_pack(s, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
+                                 r->count, r->type, mine, len, -1);
+    status = phase_gatherv(s, mine, b.count, b.type, p->all, b.counts, b.displs,
+                           b.type, 0, 1, packed, &done);
+    if (status == MPI_SUCCESS && root)
+        done = coll_sched_call(s, prefixes, p, done);
+    if (status == MPI_SUCCESS)
+        status = phase_scatterv(s, p->all, b.counts, b.displs, b.type, mine,
+                                b.count, b.type, 0, 1, done, &done);
+    if (status == MPI_SUCCESS && !(r->exclusive && c->rank == 0))
+        coll_sched_unpack(s, mine, len, r->rbuf, r->count, r->type, done);
 cleanup:
-    free(mine);
-    free(all);
-    free(t.mem);
     coll_blocks_free(&b);
     return status;
 }
@@ -124,76 +151,67 @@ cleanup:
  * temporary, then Scatterv of the pieces.  recvcounts[] are the pieces'
  * sizes (all equal, Reduce_scatter_block, when `bytes` is set).
  */
-int reduce_scatter_grid_reduce_scatterv(const struct coll_args *a)
+int reduce_scatter_grid_reduce_scatterv(struct coll_sched *s,
+                                        const struct coll_args *a)
 {
     const struct coll_reduce_scatter_args *args = &a->u.reduce_scatter;
     struct gc_comm *c = a->comm;
     const int *recvcounts = args->rcounts;
-    MPI_Datatype type = args->type;
-    struct coll_temp t = {0};
-    int *displs = NULL;
     long long total = 0;
-    int status = MPI_SUCCESS;
+    int done;
     for (int r = 0; r < c->size; r++)
         total += recvcounts[r];
-    if (total > INT_MAX) {
-        status = coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                                "the counts add up to more than INT_MAX");
-        goto cleanup;
-    }
-    if ((displs = malloc((size_t)c->size * sizeof *displs)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
+    if (total > INT_MAX)
+        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
+                              "the counts add up to more than INT_MAX");
+    int *displs = coll_sched_alloc(s, (size_t)c->size * sizeof *displs);
+    if (displs == NULL)
+        return coll_no_mem(c);
     for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
         displs[r] = at;
+    void *temp = NULL;
     if (c->rank == 0) {
-        status = coll_temp_alloc(c, (int)total, type, 1, &t);
+        int status = coll_sched_temp(s, (int)total, args->type, &temp);
         if (status != MPI_SUCCESS)
-            goto cleanup;
+            return status;
     }
     /* In place, the input is rbuf; the result goes to a temporary. */
     const void *input = args->sbuf == MPI_IN_PLACE ? args->rbuf : args->sbuf;
-    status = coll_reduce(c, input, t.base, (int)total, type, args->op, 0);
-    if (status == MPI_SUCCESS)
-        status = coll_scatterv(c, t.base, recvcounts, displs, type, args->rbuf,
-                               recvcounts[c->rank], type, 0, a->bytes > 0);
-cleanup:
-    free(t.mem);
-    free(displs);
-    return status;
+    int status =
+        phase_reduce(s, input, temp, (int)total, args->type, args->op, 0,
+                     coll_table_of(GC_COLL_REDUCE)->default_segsize, -1, &done);
+    if (status != MPI_SUCCESS)
+        return status;
+    return phase_scatterv(s, temp, recvcounts, displs, args->type, args->rbuf,
+                          recvcounts[c->rank], args->type, 0, a->bytes > 0,
+                          done, &done);
 }
 
 /* Allreduce: Reduce to rank 0, then Bcast from it. */
-int allreduce_grid_reduce_bcast(const struct coll_args *a)
+int allreduce_grid_reduce_bcast(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
+    int done;
     /* In place, rank 0 reduces in place and the others' input is rbuf. */
     const void *sbuf = r->sbuf;
     if (sbuf == MPI_IN_PLACE && a->comm->rank != 0)
         sbuf = r->rbuf;
     int status =
-        coll_reduce(a->comm, sbuf, r->rbuf, r->count, r->type, r->op, 0);
+        phase_reduce(s, sbuf, r->rbuf, r->count, r->type, r->op, 0,
+                     coll_table_of(GC_COLL_REDUCE)->default_segsize, -1, &done);
     if (status != MPI_SUCCESS)
         return status;
-    return coll_bcast(a->comm, r->rbuf, r->count, r->type, 0);
+    return phase_bcast(s, r->rbuf, r->count, r->type, 0, done, &done);
 }
 
 /* Reduce hier to rank 0 (root_site is rank 0's site for an allreduce),
- * then bcast hier from it, both with the segments coll_reduce and
- * coll_bcast use. */
+ * then bcast hier from it, both with the default segments phase_reduce
+ * and phase_bcast get here. */
 double allreduce_grid_reduce_bcast_cost(const struct coll_cost_args *c)
 {
     struct coll_cost_args fixed = *c;
     fixed.segsize = coll_table_of(GC_COLL_BCAST)->default_segsize;
     return reduce_grid_hier_cost(&fixed) + bcast_grid_hier_cost(&fixed);
-}
-
-int scan_grid_gather_scatter(const struct coll_args *a)
-{
-    const struct coll_reduce_args *r = &a->u.reduce;
-    return scan(a->comm, r->sbuf, r->rbuf, r->count, r->type, r->op,
-                r->exclusive);
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -217,9 +235,12 @@ static int check_reduction(const struct gc_comm *c, const char *fn, int count,
 static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
                          const char *fn, const void *sbuf, void *rbuf,
                          int count, MPI_Datatype type, MPI_Op op, int root,
-                         int exclusive)
+                         int exclusive, const struct coll_form *form)
 {
-    struct coll_args a = {.comm = c, .fn = fn};
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .request = form->request,
+                          .persistent = form->persistent};
     gc_packed_size(count, type, &a.bytes); /* checked by check_reduction */
     a.u.reduce = (struct coll_reduce_args){
         .sbuf = sbuf,
@@ -233,13 +254,10 @@ static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
     return coll_run(kind, &a);
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
-               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
+                  void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  int root, const struct coll_form *form)
 {
-    struct gc_comm *c = gc_comm_find(comm);
-    if (c == NULL)
-        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    static const char fn[] = "MPI_Reduce";
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS) /* recvbuf matters at the root only */
         status = check_reduction(c, fn, count, datatype, op, sendbuf,
@@ -250,7 +268,54 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
     if (status != MPI_SUCCESS)
         return status;
     return run_reduction(GC_COLL_REDUCE, c, fn, sendbuf, recvbuf, count,
-                         datatype, op, root, 0);
+                         datatype, op, root, 0, form);
+}
+
+int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
+               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return reduce(c, "MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root,
+                  COLL_BLOCKING);
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
+                MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
+                            request);
+    return reduce(c, "MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root,
+                  COLL_NONBLOCKING(request));
+}
+
+int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root,
+                                comm, info, request);
+    return reduce(c, "MPI_Reduce_init", sendbuf, recvbuf, count, datatype, op,
+                  root, COLL_PERSISTENT(request));
+}
+
+/* Allreduce (kind GC_COLL_ALLREDUCE), Scan and Exscan (GC_COLL_SCAN). */
+static int all_reduction(enum gc_coll_kind kind, int exclusive,
+                         struct gc_comm *c, const char *fn, const void *sendbuf,
+                         void *recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, const struct coll_form *form)
+{
+    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
+    if (status != MPI_SUCCESS)
+        return status;
+    return run_reduction(kind, c, fn, sendbuf, recvbuf, count, datatype, op, 0,
+                         exclusive, form);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
@@ -259,20 +324,115 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    static const char fn[] = "MPI_Allreduce";
-    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_reduction(GC_COLL_ALLREDUCE, c, fn, sendbuf, recvbuf, count,
-                         datatype, op, 0, 0);
+    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Allreduce", sendbuf,
+                         recvbuf, count, datatype, op, COLL_BLOCKING);
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+                               request);
+    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Iallreduce", sendbuf,
+                         recvbuf, count, datatype, op,
+                         COLL_NONBLOCKING(request));
+}
+
+int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm,
+                                   info, request);
+    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Allreduce_init", sendbuf,
+                         recvbuf, count, datatype, op,
+                         COLL_PERSISTENT(request));
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
+             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Scan", sendbuf, recvbuf,
+                         count, datatype, op, COLL_BLOCKING);
+}
+
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
+              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+              MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Iscan", sendbuf, recvbuf,
+                         count, datatype, op, COLL_NONBLOCKING(request));
+}
+
+int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                  MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info,
+                              request);
+    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Scan_init", sendbuf, recvbuf,
+                         count, datatype, op, COLL_PERSISTENT(request));
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
+               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Exscan", sendbuf, recvbuf,
+                         count, datatype, op, COLL_BLOCKING);
+}
+
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
+                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm,
+                            request);
+    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Iexscan", sendbuf, recvbuf,
+                         count, datatype, op, COLL_NONBLOCKING(request));
+}
+
+int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm,
+                                info, request);
+    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Exscan_init", sendbuf,
+                         recvbuf, count, datatype, op,
+                         COLL_PERSISTENT(request));
 }
 
 static int run_reduce_scatter(struct gc_comm *c, const char *fn,
                               const void *sbuf, void *rbuf,
                               const int *recvcounts, MPI_Datatype type,
-                              MPI_Op op, size_t block_bytes)
+                              MPI_Op op, size_t block_bytes,
+                              const struct coll_form *form)
 {
-    struct coll_args a = {.comm = c, .fn = fn, .bytes = block_bytes};
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .bytes = block_bytes,
+                          .request = form->request,
+                          .persistent = form->persistent};
     a.u.reduce_scatter = (struct coll_reduce_scatter_args){
         .sbuf = sbuf,
         .rbuf = rbuf,
@@ -283,15 +443,11 @@ static int run_reduce_scatter(struct gc_comm *c, const char *fn,
     return coll_run(GC_COLL_REDUCE_SCATTER, &a);
 }
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
-                       const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm)
+static int reduce_scatter(struct gc_comm *c, const char *fn,
+                          const void *sendbuf, void *recvbuf,
+                          const int recvcounts[], MPI_Datatype datatype,
+                          MPI_Op op, const struct coll_form *form)
 {
-    struct gc_comm *c = gc_comm_find(comm);
-    if (c == NULL)
-        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                                   comm);
-    static const char fn[] = "MPI_Reduce_scatter";
     int status = coll_check_counts(c, fn, c->size, recvcounts);
     int any = 0; /* aliasing matters when something is reduced */
     for (int r = 0; status == MPI_SUCCESS && r < c->size && !any; r++)
@@ -301,17 +457,51 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
     if (status != MPI_SUCCESS)
         return status;
     return run_reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op,
-                              0);
+                              0, form);
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
+                       const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
-                                         op, comm);
-    static const char fn[] = "MPI_Reduce_scatter_block";
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
+                                   comm);
+    return reduce_scatter(c, "MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts,
+                          datatype, op, COLL_BLOCKING);
+}
+
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
+                        const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
+                                    comm, request);
+    return reduce_scatter(c, "MPI_Ireduce_scatter", sendbuf, recvbuf,
+                          recvcounts, datatype, op, COLL_NONBLOCKING(request));
+}
+
+int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf,
+                            const int recvcounts[], MPI_Datatype datatype,
+                            MPI_Op op, MPI_Comm comm, MPI_Info info,
+                            MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
+                                        op, comm, info, request);
+    return reduce_scatter(c, "MPI_Reduce_scatter_init", sendbuf, recvbuf,
+                          recvcounts, datatype, op, COLL_PERSISTENT(request));
+}
+
+static int reduce_scatter_block(struct gc_comm *c, const char *fn,
+                                const void *sendbuf, void *recvbuf,
+                                int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                const struct coll_form *form)
+{
     int *counts = NULL;
     size_t block_bytes = 0;
     int status =
@@ -326,36 +516,46 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
         counts[r] = recvcount;
     gc_packed_size(recvcount, datatype, &block_bytes);
     status = run_reduce_scatter(c, fn, sendbuf, recvbuf, counts, datatype, op,
-                                block_bytes);
+                                block_bytes, form);
 cleanup:
     free(counts);
     return status;
 }
 
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
-             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-    static const char fn[] = "MPI_Scan";
-    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,
-                         op, 0, 0);
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                         op, comm);
+    return reduce_scatter_block(c, "MPI_Reduce_scatter_block", sendbuf, recvbuf,
+                                recvcount, datatype, op, COLL_BLOCKING);
 }
 
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
-               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *request)
 {
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
-        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
-    static const char fn[] = "MPI_Exscan";
-    int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_reduction(GC_COLL_SCAN, c, fn, sendbuf, recvbuf, count, datatype,
-                         op, 0, 1);
+        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                          op, comm, request);
+    return reduce_scatter_block(c, "MPI_Ireduce_scatter_block", sendbuf,
+                                recvbuf, recvcount, datatype, op,
+                                COLL_NONBLOCKING(request));
+}
+
+int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
+                                  int recvcount, MPI_Datatype datatype,
+                                  MPI_Op op, MPI_Comm comm, MPI_Info info,
+                                  MPI_Request *request)
+{
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c == NULL)
+        return PMPI_Reduce_scatter_block_init(
+            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    return reduce_scatter_block(c, "MPI_Reduce_scatter_block_init", sendbuf,
+                                recvbuf, recvcount, datatype, op,
+                                COLL_PERSISTENT(request));
 }

@@ -9,8 +9,10 @@
 
 #include "coll/allgather_site.h"
 #include "coll/node_shm.h"
+#include "engine/coll_request.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "gc_settings.h"
 #include "gridcoll.h"
 
 #define ALGOS(a) a, (int)(sizeof a / sizeof *a)
@@ -21,7 +23,7 @@ static const struct coll_algo barrier_algos[] = {
     {"hier",
      "local barrier, site leaders exchange one empty message each "
      "(one WAN latency), local barrier",
-     "", NULL, barrier_grid_hier, NULL, 0},
+     "", NULL, NULL, NULL, 0, barrier_grid_hier},
 };
 static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
 
@@ -30,25 +32,25 @@ static const struct coll_algo bcast_algos[] = {
      "MagPIe: the root sends the packed buffer to one leader per "
      "site in segments, each site broadcasts every segment locally "
      "as it arrives (one WAN latency)",
-     "", NULL, bcast_grid_hier, bcast_grid_hier_cost, 1},
+     "", NULL, NULL, bcast_grid_hier_cost, 1, bcast_grid_hier},
     {"multilane",
      "two binary trees per site, half the message each, leaves swap "
      "halves, trees chained site to site, pipelined in segments "
      "(each byte crosses each WAN link once)",
-     "", NULL, bcast_grid_multilane, bcast_grid_multilane_cost, 1},
+     "", NULL, NULL, bcast_grid_multilane_cost, 1, bcast_grid_multilane},
     {"binomial",
      "binomial tree over all ranks numbered site by site, whole "
      "message per edge",
-     "", NULL, bcast_grid_binomial, bcast_grid_binomial_cost, 0},
+     "", NULL, NULL, bcast_grid_binomial_cost, 0, bcast_grid_binomial},
     {"scatter_allgather",
      "van de Geijn: binomial scatter of p blocks, ring allgather, "
      "ranks numbered site by site",
-     "packed message up to 1 GiB", bcast_grid_scatter_allgather_usable,
-     bcast_grid_scatter_allgather, bcast_grid_scatter_allgather_cost, 0},
+     "packed message up to 1 GiB", bcast_grid_scatter_allgather_usable, NULL,
+     bcast_grid_scatter_allgather_cost, 0, bcast_grid_scatter_allgather},
     {"chain",
      "pipelined chain through all ranks, site by site, in segments "
      "(each byte crosses each WAN link once)",
-     "", NULL, bcast_grid_chain, bcast_grid_chain_cost, 1},
+     "", NULL, NULL, bcast_grid_chain_cost, 1, bcast_grid_chain},
 };
 /*
  * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
@@ -69,7 +71,7 @@ static const struct coll_algo reduce_algos[] = {
      "results to the root in segments, folded in rank order as they "
      "arrive (non-commutative op on interleaved sites: every "
      "contribution to the root)",
-     "", NULL, reduce_grid_hier, reduce_grid_hier_cost, 1},
+     "", NULL, NULL, reduce_grid_hier_cost, 1, reduce_grid_hier},
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
@@ -104,19 +106,19 @@ static const struct coll_algo allreduce_algos[] = {
     {"reduce_bcast",
      "hierarchical Reduce to rank 0, then hierarchical Bcast "
      "(two WAN latencies)",
-     "", NULL, allreduce_grid_reduce_bcast, allreduce_grid_reduce_bcast_cost,
-     0},
+     "", NULL, NULL, allreduce_grid_reduce_bcast_cost, 0,
+     allreduce_grid_reduce_bcast},
     {"hier",
      "local reduce, every leader sends its site's partial result to every "
      "other leader (one WAN latency), fold in site order, local bcast",
      SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier,
-     allreduce_grid_hier_cost, 0},
+     allreduce_grid_hier_cost, 0, NULL},
     {"multileader",
      "local reduce-scatter, every member exchanges its slice with the "
      "members of the other sites whose slices overlap it (segmented), "
      "fold, local allgather",
      SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader,
-     allreduce_grid_multileader_cost, 1},
+     allreduce_grid_multileader_cost, 1, NULL},
 };
 /* hier while the WAN round decides: over the emulated WAN (20 ms, 1
  * Gbit/s) it was ahead up to 1 MiB on 2+2, 4+4 and 3+5 ranks (1 MiB: 45-74
@@ -135,13 +137,13 @@ static const struct coll_algo reduce_scatter_algos[] = {
     {"reduce_scatterv",
      "hierarchical Reduce of the whole vector to rank 0, "
      "then hierarchical Scatterv of the pieces (two WAN latencies)",
-     "", NULL, reduce_scatter_grid_reduce_scatterv, NULL, 0},
+     "", NULL, NULL, NULL, 0, reduce_scatter_grid_reduce_scatterv},
     {"hier",
      "local reduce-scatter over every member of a site, each member sends "
      "the pieces of its slice straight to their owners on other sites "
      "(segmented, one WAN latency), owners fold in site order",
      SITE_ORDER_RESTRICTION, scatter_partials_in_order,
-     reduce_scatter_grid_hier, NULL, 0},
+     reduce_scatter_grid_hier, NULL, 0, NULL},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule reduce_scatter_rules[] = {
@@ -153,13 +155,13 @@ static const struct coll_algo scan_algos[] = {
     {"gather_scatter",
      "every contribution to rank 0 (Gather), prefixes in "
      "rank order there, Scatter back (two WAN latencies)",
-     "", NULL, scan_grid_gather_scatter, NULL, 0},
+     "", NULL, NULL, NULL, 0, scan_grid_gather_scatter},
     {"hier",
      "local scan, each site's last member sends the site total to the "
      "leaders of the sites after it (one WAN latency), leaders fold the "
      "prefix and broadcast it locally, members apply it",
      "every site's members one contiguous range of ranks, for any op",
-     sites_contiguous, scan_grid_hier, NULL, 0},
+     sites_contiguous, scan_grid_hier, NULL, 0, NULL},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule scan_rules[] = {
@@ -171,7 +173,7 @@ static const struct coll_algo gather_algos[] = {
     {"hier",
      "MagPIe: local gather to each site leader, leaders send their "
      "site's packed blocks to the root",
-     "", NULL, gather_grid_hier, NULL, 0},
+     "", NULL, NULL, NULL, 0, gather_grid_hier},
 };
 static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -179,7 +181,7 @@ static const struct coll_algo scatter_algos[] = {
     {"hier",
      "MagPIe: the root sends each site leader its site's packed "
      "blocks, local scatter",
-     "", NULL, scatter_grid_hier, NULL, 0},
+     "", NULL, NULL, NULL, 0, scatter_grid_hier},
 };
 static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
 
@@ -187,11 +189,11 @@ static const struct coll_algo allgather_algos[] = {
     {"gather_bcast",
      "hierarchical Gather(v) to rank 0, hierarchical Bcast "
      "of the whole result",
-     "", NULL, allgatherv_grid_gather_bcast, NULL, 0},
+     "", NULL, NULL, NULL, 0, allgatherv_grid_gather_bcast},
     {"hier",
      "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
      "their sites' packed blocks (one WAN latency), local bcast",
-     "", NULL, allgather_grid_hier, NULL, 0},
+     "", NULL, allgather_grid_hier, NULL, 0, NULL},
 };
 static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
 
@@ -202,16 +204,16 @@ static const struct coll_algo alltoall_algos[] = {
      "Steffenel's Local Group: blocks regrouped inside each site, then "
      "every block crosses the WAN once, max(n_s, n_t) messages from "
      "site s to site t, straight to the destination ranks",
-     "", NULL, alltoall_grid_lg, alltoall_grid_lg_cost, 0},
+     "", NULL, alltoall_grid_lg, alltoall_grid_lg_cost, 0, NULL},
     {"hier",
      "MagPIe: each site's blocks for other sites gathered at one "
      "coordinator, one WAN message per ordered pair of sites, local "
      "scatter",
-     "", NULL, alltoall_grid_hier, alltoall_grid_hier_cost, 0},
+     "", NULL, alltoall_grid_hier, alltoall_grid_hier_cost, 0, NULL},
     {"direct",
      "every pair of ranks on different sites exchanges one message "
      "over the relays; local phase inside each site",
-     "", NULL, alltoall_grid_direct, alltoall_grid_direct_cost, 0},
+     "", NULL, NULL, alltoall_grid_direct_cost, 0, alltoall_grid_direct},
 };
 /*
  * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
@@ -224,6 +226,14 @@ static const struct coll_rule alltoall_rules[] = {
     {0, 0, 0, "direct"},
 };
 static const struct coll_rule alltoallv_rules[] = {{0, 0, 0, "lg"}};
+
+static const struct coll_algo neighbor_algos[] = {
+    {"direct",
+     "every rank sends each neighbour its block and receives each of its "
+     "own, inside a site over MPICH, between sites over the relays",
+     "", NULL, NULL, NULL, 0, neighbor_grid_direct},
+};
+static const struct coll_rule neighbor_rules[] = {{0, 0, 0, "direct"}};
 
 static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
@@ -254,6 +264,8 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
                            ALGOS(alltoallv_rules), 0},
     [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
                            ALGOS(alltoallv_rules), 0},
+    [GC_COLL_NEIGHBOR] = {"neighbor", ALGOS(neighbor_algos),
+                          ALGOS(neighbor_rules), 0},
 };
 
 /* Room per table in the statistics; checked when the stats are read. */
@@ -299,8 +311,12 @@ static void list_names(const struct coll_table *t, char *out, size_t size)
     }
 }
 
+/* A nonblocking or persistent call needs an algorithm written as a
+ * schedule (engine/coll_sched.h). */
 static int usable(const struct coll_algo *algo, const struct coll_args *a)
 {
+    if (a->request != NULL && algo->build == NULL)
+        return 0;
     return algo->usable == NULL || algo->usable(a);
 }
 
@@ -426,12 +442,10 @@ static int model_select(const struct coll_table *t, struct coll_args *a,
         .root_site = compact[c->site[call_root(kind, a)]],
         .bytes = a->bytes,
     };
-    char var[64];
-    env_name(t, "_SEGSIZE", var, sizeof var);
-    const char *fixed = getenv(var);
+    size_t fixed = gc_settings_segsize(kind);
     struct coll_prediction out[MAX_ALGOS];
-    int chosen = coll_model_choose(
-        t, &cost, fixed != NULL && fixed[0] != '\0' ? a->segsize : 0, a, out);
+    int chosen =
+        coll_model_choose(t, &cost, fixed != 0 ? a->segsize : 0, a, out);
     if (forced >= 0)
         chosen = out[forced].candidate ? forced : -1;
     if (chosen >= 0 && t->algos[chosen].segmented)
@@ -448,8 +462,15 @@ static int select_algo(const struct coll_table *t, struct coll_args *a,
     const char *forced = forced_by_call[kind],
                *source = "GridColl_Set_algorithm";
     if (forced == NULL) {
-        forced = getenv(var);
+        forced = gc_settings_algorithm(var);
         source = var;
+    }
+    /* A forced algorithm not yet written as a schedule runs the blocking
+     * calls; the nonblocking ones take the default. */
+    if (forced != NULL && forced[0] != '\0' && a->request != NULL) {
+        int k = find_algo(t, forced);
+        if (k >= 0 && t->algos[k].build == NULL)
+            forced = NULL;
     }
     if (forced != NULL && forced[0] != '\0') {
         int status = forced_algo(t, a, forced, source, index);
@@ -467,6 +488,12 @@ static int select_algo(const struct coll_table *t, struct coll_args *a,
         if (*index >= 0 && usable(&t->algos[*index], a))
             return MPI_SUCCESS;
     }
+    /* Nonblocking calls whose rules name blocking-only algorithms. */
+    for (*index = 0; *index < t->algo_count; ++*index)
+        if (usable(&t->algos[*index], a))
+            return MPI_SUCCESS;
+    if (a->request != NULL)
+        return gc_unsupported(a->comm->handle, a->fn);
     /* The tables end with an unbounded rule for an algorithm without
      * restrictions; getting here is a bug in a table. */
     return gc_error(a->comm->handle, MPI_ERR_INTERN,
@@ -497,21 +524,12 @@ int coll_parse_size(const char *text, size_t *value)
     return 0;
 }
 
+/* GRIDCOLL_<COLL>_SEGSIZE was checked at MPI_Init (gc_settings.c). */
 static int select_segsize(const struct coll_table *t, struct coll_args *a)
 {
-    char var[64], text[256];
-    env_name(t, "_SEGSIZE", var, sizeof var);
-    const char *env = getenv(var);
-    a->segsize = t->default_segsize;
-    if (env == NULL || env[0] == '\0')
-        return MPI_SUCCESS;
-    if (coll_parse_size(env, &a->segsize) == 0)
-        return MPI_SUCCESS;
-    snprintf(text, sizeof text,
-             "%s: %s=%s is not a segment size (a positive number of bytes, "
-             "optionally with K, M or G)",
-             a->fn, var, env);
-    return gc_error(a->comm->handle, MPI_ERR_ARG, text);
+    size_t forced = gc_settings_segsize((enum gc_coll_kind)(t - tables));
+    a->segsize = forced != 0 ? forced : t->default_segsize;
+    return MPI_SUCCESS;
 }
 
 static const struct coll_table *table_named(const char *collective)
@@ -572,6 +590,13 @@ static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
 static struct coll_stats internal_stats;
 static struct coll_stats *current = &internal_stats;
 
+void *coll_stats_enter(void *slot)
+{
+    struct coll_stats *outer = current;
+    current = slot != NULL ? slot : &internal_stats;
+    return outer;
+}
+
 void gc_coll_account_wan(size_t bytes)
 {
     current->wan_bytes += bytes;
@@ -586,6 +611,31 @@ void gc_coll_note_mismatch(void)
     size_mismatch = 1;
 }
 
+/*
+ * A schedule algorithm: built for this call, then run to its end
+ * (blocking), started behind a request (nonblocking) or kept for
+ * MPI_Start (persistent).
+ */
+static int run_schedule(const struct coll_algo *algo, struct coll_args *a,
+                        struct coll_stats *slot)
+{
+    struct coll_sched *s = coll_sched_new(a->comm, a->fn, slot);
+    if (s == NULL)
+        return coll_no_mem(a->comm);
+    int status = algo->build(s, a);
+    if (status != MPI_SUCCESS) {
+        coll_sched_free(s);
+        return status;
+    }
+    if (a->request == NULL) {
+        status = coll_sched_run(s);
+        coll_sched_free(s);
+        return status;
+    }
+    return a->persistent ? coll_request_persistent(s, a->request)
+                         : coll_request_start(s, a->request);
+}
+
 int coll_run(enum gc_coll_kind kind, struct coll_args *a)
 {
     const struct coll_table *t = &tables[kind];
@@ -595,10 +645,17 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
         status = select_algo(t, a, &index);
     if (status != MPI_SUCCESS)
         return status;
-    struct coll_stats *outer = current;
-    current = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
-    current->calls++;
+    struct coll_stats *slot =
+        index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
+    slot->calls++;
     last_run[kind] = &t->algos[index];
+    if (t->algos[index].build != NULL)
+        return run_schedule(&t->algos[index], a, slot);
+    /* Its local phases must reach MPICH after those of the schedules
+     * started before it on this communicator. */
+    coll_sched_drain(a->comm);
+    struct coll_stats *outer = current;
+    current = slot;
     a->comm->coll_seq++;
     int outer_mismatch = size_mismatch;
     size_mismatch = 0;
@@ -619,8 +676,7 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
  */
 void gc_coll_print_stats(void)
 {
-    const char *env = getenv("GRIDCOLL_STATS");
-    if (env == NULL || strcmp(env, "1") != 0)
+    if (!gc_settings_stats())
         return;
     /* Slot GC_COLL_KINDS * MAX_ALGOS is the layer's own traffic. */
     enum { SLOTS = GC_COLL_KINDS * MAX_ALGOS + 1 };

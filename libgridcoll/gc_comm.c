@@ -15,6 +15,7 @@
 #include "coll/node_shm.h"
 #include "gc_mpi.h"
 #include "gridcoll.h"
+#include "topo/gc_topo.h"
 
 static struct {
     struct gc_comm **comms;
@@ -64,6 +65,7 @@ static void comm_free_arrays(struct gc_comm *c)
     free(c->local_to_comm);
     free(c->leader);
     free(c->comm_rank_of_grid);
+    gc_topo_free(c->topo);
     free(c);
 }
 
@@ -126,7 +128,18 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
     if (c->rank < 0)
         goto fail;
     c->local_rank = c->site_rank[c->rank];
-    if (registry_add(c) != 0)
+    /*
+     * Made now, while every member of this site is in the call that
+     * creates the communicator: a nonblocking collective must not block
+     * on a split later.  A split, not a dup: dup would run the
+     * application's attribute copy callbacks on `local` (the
+     * application's own handle).
+     */
+    if (PMPI_Comm_split(local, 0, c->local_rank, &c->local_p2p) != MPI_SUCCESS)
+        goto fail;
+    if (PMPI_Comm_set_errhandler(c->local_p2p, MPI_ERRORS_RETURN) !=
+            MPI_SUCCESS ||
+        registry_add(c) != 0)
         goto fail;
     return c;
 fail:

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "topo/gc_topo.h"
 
 /* World owns ids 0 .. GC_CTX_STRIDE - 1. */
 static uint32_t next_context = GC_CTX_STRIDE;
@@ -183,7 +184,14 @@ cleanup:
     return status;
 }
 
-/* MPI_Comm_dup(_with_info) of a grid communicator. */
+int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
+                       MPI_Comm *newcomm, const char *function)
+{
+    return split_grid(c, color, key, own_error, NULL, newcomm, function);
+}
+
+/* MPI_Comm_dup(_with_info) of a grid communicator; the duplicate keeps
+ * the topology (MPI-4.0 §7.4.2). */
 static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
                     MPI_Comm *newcomm, const char *function)
 {
@@ -203,7 +211,10 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
                        : PMPI_Comm_dup(c->handle, &local);
     if (status != MPI_SUCCESS)
         return status;
-    return adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
+    status = adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
+    if (status == MPI_SUCCESS && c->topo != NULL)
+        status = gc_topo_dup(c, newcomm, function);
+    return status;
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)

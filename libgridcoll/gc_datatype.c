@@ -38,9 +38,11 @@ int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
 
 int gc_type_is_named(MPI_Datatype type)
 {
-    int ints, addrs, types, combiner;
-    return PMPI_Type_get_envelope(type, &ints, &addrs, &types, &combiner) ==
-               MPI_SUCCESS &&
+    /* The _c form: the plain one refuses types built with large counts. */
+    MPI_Count ints, addrs, large, types;
+    int combiner;
+    return PMPI_Type_get_envelope_c(type, &ints, &addrs, &large, &types,
+                                    &combiner) == MPI_SUCCESS &&
            combiner == MPI_COMBINER_NAMED;
 }
 

@@ -1,9 +1,11 @@
 /*
  * libgridcoll MPI layer: internal interface between the runtime
  * (gc_runtime.c), grid communicators (gc_comm.c, gc_comm_create.c,
- * gc_group.c), point-to-point and its engine (gc_p2p.c), the completion
- * calls (gc_request.c), collectives (gc_coll.c), datatypes (gc_datatype.c)
- * and the generated wrappers (gc_wrappers.c, from gen_wrappers.py).
+ * gc_group.c), the point-to-point engine (gc_p2p_engine.c), the MPI
+ * point-to-point calls (gc_p2p.c), the collectives' internal transfers
+ * (gc_xfer.c), the completion calls (gc_request.c), collectives
+ * (gc_coll.c), datatypes (gc_datatype.c) and the generated wrappers
+ * (gc_wrappers.c, from gen_wrappers.py).
  * docs/design/mpi-layer.md explains the design.
  */
 #ifndef GC_MPI_H
@@ -77,8 +79,7 @@ struct gc_comm {
     /*
      * The same members on a context of their own, for the point-to-point
      * steps of collectives (which on `local` could match the application's
-     * wildcard receives); MPI_COMM_NULL until a collective first needs it
-     * (coll_local_p2p).
+     * wildcard receives), made with the communicator.
      */
     MPI_Comm local_p2p;
     /*
@@ -99,8 +100,11 @@ struct gc_comm {
     int *leader;    /* [GC_MAX_SITES] comm rank of a site's first member,
                        -1 when the site has none */
     int *comm_rank_of_grid; /* [gc_world.size] grid rank -> comm rank or -1 */
-    uint64_t coll_seq;      /* collectives started, for diagnostics */
-    int refs;               /* the registry's, and one per pending operation */
+    /* Process topology (topo/gc_topo.h), NULL without one; freed with
+     * the struct, after pending operations. */
+    struct gc_topo *topo;
+    uint64_t coll_seq; /* collectives started, for diagnostics */
+    int refs;          /* the registry's, and one per pending operation */
 };
 
 /* ---- communicator registry (gc_comm.c) -------------------------------- */
@@ -137,6 +141,15 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
 void gc_comm_release(struct gc_comm *c);
 void gc_comm_retain(struct gc_comm *c);
 void gc_comm_unref(struct gc_comm *c);
+/*
+ * MPI_Comm_split of grid communicator c (gc_comm_create.c), for the
+ * topology constructors: `own_error` is what this member found wrong with
+ * its arguments (already reported); any member's error fails the call on
+ * every member.  A result all of whose members are on this site is that
+ * MPICH communicator, unregistered.
+ */
+int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
+                       MPI_Comm *newcomm, const char *function);
 /* Free every registered grid communicator (MPI_Finalize), newest first:
  * an order every process agrees on. */
 void gc_comm_release_all(void);
@@ -162,7 +175,7 @@ int gc_error(MPI_Comm comm, int code, const char *detail);
 /* The relay connection is lost or refused us: say why and end the job. */
 void gc_fatal_relay(const char *during);
 
-/* ---- progress and internal transfers (gc_p2p.c) ------------------------ */
+/* ---- progress (gc_p2p_engine.c) ---------------------------------------- */
 
 /*
  * Drive the relay session: write queued data, read and match incoming
@@ -191,6 +204,8 @@ void gc_request_failed(MPI_Request request, int error, MPI_Comm comm);
 /* MPI_Wait for the layer's own blocking calls (MPI_Send, MPI_Recv, ...). */
 int gc_request_wait(MPI_Request *request, MPI_Status *status);
 
+/* ---- internal transfers of the collectives (gc_xfer.c) ---------------- */
+
 /*
  * Blocking byte transfers between members of a grid communicator on
  * different sites, on its collective context; `tag` tells concurrent
@@ -212,7 +227,9 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs);
 /*
  * Whether *req finished (*done), without driving progress (gc_progress
  * does).  A finished transfer is freed and *req set to NULL; the result
- * is its status (MPI_SUCCESS while it runs).
+ * is its status (MPI_SUCCESS while it runs), MPI_ERR_TRUNCATE when a
+ * receive got another length than expected (its bytes are in: the
+ * schedule engine finishes the collective, then reports it).
  */
 int gc_xfer_test(struct gc_xfer **req, int *done);
 
@@ -227,10 +244,12 @@ int gc_coll_barrier(struct gc_comm *c);
 int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
                             void *all);
 
-/* The relay session's callbacks: the engine matches what arrives. */
+/* The relay session's callbacks: the engine matches what arrives
+ * (gc_p2p_engine.c). */
 void gc_p2p_callbacks(gc_rc_alloc_fn *on_alloc_fn,
                       gc_rc_complete_fn *on_complete_fn);
-/* Drop unreceived messages (MPI_Finalize, after the session closed). */
+/* Drop unreceived messages (MPI_Finalize, after the session closed;
+ * gc_p2p.c). */
 void gc_p2p_shutdown(void);
 
 /*

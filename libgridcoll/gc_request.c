@@ -1,8 +1,8 @@
 /*
  * The completion calls (MPI_Wait*, MPI_Test*, MPI_Request_get_status) for
- * every kind of request: the engine's generalized requests (gc_p2p.c)
- * mixed with anything MPICH hands out (point-to-point, persistent,
- * generalized, MPI-IO, nonblocking collectives of site-local
+ * every kind of request: the engine's generalized requests
+ * (gc_p2p_engine.c) mixed with anything MPICH hands out (point-to-point,
+ * persistent, generalized, MPI-IO, nonblocking collectives of site-local
  * communicators).  A blocking wait inside MPICH would not drive the relay,
  * so each call polls MPICH and the engine in turn
  * (docs/design/mpi-layer.md, "Point-to-point" and "Progress").
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/coll_request.h"
 #include "gc_mpi.h"
 
 /* Failed requests one completion call can report at once; more are
@@ -92,7 +93,8 @@ static int complete_requests(enum completion kind, int count,
         *index = outcount;
         break;
     }
-    if (rc == MPI_SUCCESS && *flag && failures.count > 0) {
+    if (rc == MPI_SUCCESS && *flag &&
+        (failures.count > 0 || coll_request_unreported() > 0)) {
         /* Which of the completed requests failed: match the handles they
          * had before MPICH reset them to MPI_REQUEST_NULL. */
         int completed = kind == TEST_SOME ? outcount : status_count;
@@ -101,10 +103,15 @@ static int complete_requests(enum completion kind, int count,
                        : kind == TEST_ANY ? *index
                        : kind == TEST_ONE ? 0
                                           : i;
-            int error = MPI_SUCCESS;
+            MPI_Comm comm = MPI_COMM_NULL;
+            int error = coll_request_error(before[slot], &comm);
             for (int f = 0; f < failures.count; f++)
-                if (failures.at[f].request == before[slot])
+                if (failures.at[f].request == before[slot]) {
                     error = failures.at[f].error;
+                    comm = failures.at[f].comm;
+                }
+            if (error != MPI_SUCCESS && *failed_comm == MPI_COMM_NULL)
+                *failed_comm = comm;
             if (kind == TEST_ONE || kind == TEST_ANY) {
                 rc = error;
                 continue;
@@ -113,7 +120,6 @@ static int complete_requests(enum completion kind, int count,
             if (error != MPI_SUCCESS)
                 rc = MPI_ERR_IN_STATUS;
         }
-        *failed_comm = failures.at[0].comm;
     }
     failures.count = 0;
     free(before);

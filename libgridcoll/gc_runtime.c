@@ -8,7 +8,6 @@
  * world: grid rank = site offset + MPICH rank, and calls that are not
  * implemented across sites fail with an error naming them (gc_wrappers.c).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "gc_mpi.h"
 #include "gc_proto.h"
 #include "gc_relay_client.h"
+#include "gc_settings.h"
 #include "gc_util.h"
 
 #define GC_THREAD_LEVEL MPI_THREAD_SERIALIZED
@@ -29,94 +29,6 @@ static struct {
 } runtime = {.unsupported_class = -1};
 
 /* ---- start-up --------------------------------------------------------- */
-
-static const char *env_required(const char *name)
-{
-    const char *v = getenv(name);
-    if (v == NULL || v[0] == '\0') {
-        fprintf(stderr,
-                "gridcoll: %s is not set (start the job with gridrun)\n", name);
-        return NULL;
-    }
-    return v;
-}
-
-static int env_number(const char *name, unsigned long max, unsigned long *out)
-{
-    const char *v = env_required(name);
-    if (v == NULL)
-        return -1;
-    char *end = NULL;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (errno != 0 || *end != '\0' || v[0] == '-' || n > max) {
-        fprintf(stderr, "gridcoll: %s='%s' is not a number in 0..%lu\n", name,
-                v, max);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
-static int env_int(const char *name, int *out)
-{
-    unsigned long n;
-    if (env_number(name, GC_MAX_RANK, &n) != 0)
-        return -1;
-    *out = (int)n;
-    return 0;
-}
-
-/* GRIDCOLL_SITES = "name:offset:count,name:offset:count,..." */
-static int parse_sites(const char *text)
-{
-    int status = -1;
-    char *copy = strdup(text);
-    char *save = NULL;
-    if (copy == NULL)
-        return -1;
-    gc_world.site_count = 0;
-    for (char *item = strtok_r(copy, ",", &save); item != NULL;
-         item = strtok_r(NULL, ",", &save)) {
-        struct gc_site *s = &gc_world.sites[gc_world.site_count];
-        char name[GC_NAME_MAX + 1];
-        int offset, size, consumed = 0;
-        if (gc_world.site_count == GC_MAX_SITES ||
-            sscanf(item, "%63[^:]:%d:%d%n", name, &offset, &size, &consumed) !=
-                3 ||
-            item[consumed] != '\0' || offset < 0 || size <= 0) {
-            fprintf(stderr, "gridcoll: GRIDCOLL_SITES entry '%s' is invalid\n",
-                    item);
-            goto cleanup;
-        }
-        snprintf(s->name, sizeof s->name, "%s", name);
-        s->offset = offset;
-        s->size = size;
-        gc_world.site_count++;
-    }
-    status = gc_world.site_count > 0 ? 0 : -1;
-cleanup:
-    free(copy);
-    return status;
-}
-
-/* GRIDCOLL_FATTREE = "M1,...,ML", optional (unset or empty: none). */
-static int parse_fattree(void)
-{
-    const char *text = getenv("GRIDCOLL_FATTREE");
-    char err[128];
-    if (text == NULL || text[0] == '\0')
-        return 0;
-    if (gc_sched_fattree_parse(text, &gc_world.fattree, err, sizeof err) != 0) {
-        fprintf(stderr,
-                "gridcoll: GRIDCOLL_FATTREE='%s' is not a fat tree M1,...,ML: "
-                "%s\n",
-                text, err);
-        return -1;
-    }
-    gc_world.has_fattree = 1;
-    return 0;
-}
 
 const struct gc_sched_fattree *gc_site_fattree(void)
 {
@@ -131,14 +43,11 @@ void gc_fatal_relay(const char *during)
     PMPI_Abort(MPI_COMM_WORLD, 1);
 }
 
+/* gc_settings_load checked that gridrun set the relay's variables. */
 static int connect_relay(void)
 {
-    const char *endpoint = env_required("GRIDCOLL_RELAY");
-    const char *token_file = env_required("GRIDCOLL_TOKEN_FILE");
-    unsigned long job_id;
-    if (endpoint == NULL || token_file == NULL ||
-        env_number("GRIDCOLL_JOB_ID", UINT32_MAX, &job_id) != 0)
-        return -1;
+    const char *endpoint = gc_settings_relay();
+    const char *token_file = gc_settings_token_file();
     uint8_t token[GC_TOKEN_MAX];
     char err[512];
     int token_len =
@@ -151,7 +60,7 @@ static int connect_relay(void)
         .endpoint = endpoint,
         .token = token,
         .token_len = (size_t)token_len,
-        .job_id = (uint32_t)job_id,
+        .job_id = gc_settings_job_id(),
         .rank = (uint32_t)gc_world.grid_rank,
     };
     gc_p2p_callbacks(&opt.on_alloc, &opt.on_complete);
@@ -174,8 +83,8 @@ static int model_site_map[GC_MAX_SITES];
 
 static int load_model(void)
 {
-    const char *path = getenv("GRIDCOLL_MODEL");
-    if (path == NULL || path[0] == '\0')
+    const char *path = gc_settings_model();
+    if (path == NULL)
         return 0;
     char err[512];
     if (gc_model_load(path, &model, err, sizeof err) != 0) {
@@ -196,20 +105,29 @@ static int load_model(void)
     return 0;
 }
 
-/* Called right after PMPI_Init*: decide the mode and join the grid. */
+/*
+ * Called right after PMPI_Init*: read the settings, decide the mode and
+ * join the grid.  A malformed setting stops the job here, whatever the
+ * mode, before the program computes anything.
+ */
 static int grid_setup(void)
 {
-    const char *sites = getenv("GRIDCOLL_SITES");
-    if (sites == NULL)
-        return MPI_SUCCESS; /* not started by gridrun: plain MPICH */
+    const struct gc_site *sites;
     int offset, site_size, local_size;
-    if (parse_sites(sites) != 0 ||
-        env_int("GRIDCOLL_SITE_INDEX", &gc_world.site_index) != 0 ||
-        env_int("GRIDCOLL_SITE_OFFSET", &offset) != 0 ||
-        env_int("GRIDCOLL_SITE_SIZE", &site_size) != 0 ||
-        env_int("GRIDCOLL_WORLD_SIZE", &gc_world.size) != 0 ||
-        parse_fattree() != 0)
+    if (gc_settings_load() != 0)
         goto fail;
+    gc_world.site_count = gc_settings_sites(&sites);
+    if (gc_world.site_count == 0)
+        return MPI_SUCCESS; /* not started by gridrun: plain MPICH */
+    memcpy(gc_world.sites, sites, (size_t)gc_world.site_count * sizeof *sites);
+    gc_world.site_index = gc_settings_site_index();
+    gc_world.size = gc_settings_world_size();
+    offset = gc_settings_site_offset();
+    site_size = gc_settings_site_size();
+    if (gc_settings_fattree() != NULL) {
+        gc_world.fattree = *gc_settings_fattree();
+        gc_world.has_fattree = 1;
+    }
     if (gc_world.site_index >= gc_world.site_count ||
         gc_world.sites[gc_world.site_index].offset != offset ||
         gc_world.sites[gc_world.site_index].size != site_size) {
@@ -374,9 +292,13 @@ int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
                      MPI_Session *session)
 {
     int rc = PMPI_Session_init(info, errhandler, session);
-    const char *sites = getenv("GRIDCOLL_SITES");
-    if (rc != MPI_SUCCESS || sites == NULL || parse_sites(sites) != 0 ||
-        gc_world.site_count < 2)
+    const struct gc_site *sites;
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* Only whether the job spans sites matters here; a malformed setting
+     * has been reported and stops MPI_Init, if the program calls it. */
+    gc_settings_load();
+    if (gc_settings_sites(&sites) < 2)
         return rc;
     fprintf(stderr, "gridcoll: MPI_Session_init is not supported in a job "
                     "that spans sites (MPI-4 sessions would see one site "

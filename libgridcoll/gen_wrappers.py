@@ -500,7 +500,11 @@ def read_grid_functions(path):
                                   % (path, lineno, sm.group(1)))
                 current = sm.group(1)
                 continue
-            if not re.fullmatch(r"MPIX?_\w+", line):
+            # A collective's three forms share a line; a PASSTHROUGH
+            # entry is one name with its reason.
+            names = line.split()
+            bad = [n for n in names if not re.fullmatch(r"MPIX?_\w+", n)]
+            if bad or (current == "PASSTHROUGH" and len(names) > 1):
                 errors.append("%s:%d: not a function name: %r"
                               % (path, lineno, line))
                 continue
@@ -512,11 +516,12 @@ def read_grid_functions(path):
                 errors.append("%s:%d: PASSTHROUGH entry %s needs a reason "
                               "(# comment on the same line)"
                               % (path, lineno, line))
-            for sec in sections.values():
-                if line in sec:
-                    errors.append("%s:%d: %s listed twice" % (path, lineno,
-                                                              line))
-            sections[current][line] = comment
+            for name in names:
+                for sec in sections.values():
+                    if name in sec:
+                        errors.append("%s:%d: %s listed twice"
+                                      % (path, lineno, name))
+                sections[current][name] = comment
     return sections["HANDWRITTEN"], sections["PASSTHROUGH"], errors
 
 

@@ -3,6 +3,9 @@
  * every collective's algorithms with description and restrictions, the
  * environment variables that force them, and the default rules;
  * `--algorithms --csv` the algorithms as CSV for scripts and tests;
+ * `--settings` every GRIDCOLL_* variable the library reads, with its
+ * default, its value here when set and its documentation (`--markdown`:
+ * the table of docs/gridcoll.md, "Settings");
  * `--model FILE --predict COLL ...` what model mode predicts and picks
  * (docs/model.md).  No MPI job is needed.
  */
@@ -13,6 +16,7 @@
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_model.h"
+#include "gc_settings.h"
 #include "gridcoll.h"
 
 #define MAX_BYTES 64
@@ -22,7 +26,9 @@ static void usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: gridcoll-info [--algorithms [--csv] | --version | --help]\n"
+        "usage: gridcoll-info [--algorithms [--csv] | --settings [--markdown] "
+        "|\n"
+        "                      --version | --help]\n"
         "       gridcoll-info --model FILE --predict COLL --site-sizes A,B,..\n"
         "                     --bytes B[,B...] [--csv]\n"
         "  --algorithms  every collective algorithm on grid communicators,\n"
@@ -30,6 +36,11 @@ static void usage(FILE *out)
         "                the default choice\n"
         "  --csv         with --algorithms: one CSV row per collective\n"
         "                and algorithm: coll,algo,description,restrictions\n"
+        "  --settings    every GRIDCOLL_* environment variable libgridcoll\n"
+        "                reads: form, default, who sets it, its value in\n"
+        "                this environment when set (checked as MPI_Init\n"
+        "                checks it) and what it does\n"
+        "  --markdown    with --settings: the same as a Markdown table\n"
         "  --predict     the predicted time of every algorithm of COLL with\n"
         "                a cost function, from the model FILE, on the\n"
         "                model's first sites with A, B, ... ranks (root 0),\n"
@@ -166,6 +177,15 @@ int main(int argc, char **argv)
     if (argc == 3 && strcmp(argv[1], "--algorithms") == 0 &&
         strcmp(argv[2], "--csv") == 0) {
         coll_print_algorithms_csv(stdout);
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "--settings") == 0) {
+        gc_settings_print(stdout, 0);
+        return 0;
+    }
+    if (argc == 3 && strcmp(argv[1], "--settings") == 0 &&
+        strcmp(argv[2], "--markdown") == 0) {
+        gc_settings_print(stdout, 1);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {

@@ -1321,29 +1321,6 @@ cleanup:
 }
 
 /* Print `text` wrapped at 76 columns, every line indented by `indent`. */
-static void print_wrapped(FILE *out, const char *text, int indent)
-{
-    const int width = 76;
-    int col = 0;
-    const char *p = text;
-    while (*p != '\0') {
-        p += strspn(p, " ");
-        size_t len = strcspn(p, " ");
-        if (len == 0)
-            break;
-        if (col > 0 && col + 1 + (int)len > width) {
-            fputc('\n', out);
-            col = 0;
-        }
-        if (col == 0)
-            col = fprintf(out, "%*s%.*s", indent, "", (int)len, p);
-        else
-            col += fprintf(out, " %.*s", (int)len, p);
-        p += len;
-    }
-    fputc('\n', out);
-}
-
 void relay_config_print_reference(FILE *out)
 {
     /* main.c prints the heading; this is only what every key shares. */
@@ -1359,10 +1336,10 @@ void relay_config_print_reference(FILE *out)
         if ((k->flags & KF_PEER) && !in_peers) {
             in_peers = true;
             fputs("\npeers (list of groups, default empty)\n", out);
-            print_wrapped(out,
-                          "One group per peer site: peers = ( { name = ...; "
-                          "}, ... ); with these keys:",
-                          4);
+            gc_print_wrapped(out,
+                             "One group per peer site: peers = ( { name = ...; "
+                             "}, ... ); with these keys:",
+                             4);
         }
         switch (k->type) {
         case KEY_STRING:
@@ -1393,6 +1370,6 @@ void relay_config_print_reference(FILE *out)
             fputs(", required)\n", out);
         else
             fprintf(out, ", default %s)\n", def);
-        print_wrapped(out, k->doc, 4);
+        gc_print_wrapped(out, k->doc, 4);
     }
 }

@@ -3,13 +3,13 @@
  * strategy table, the choice per site, and rounds of messages made of
  * block ranges.
  */
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "allgather_site.h"
 #include "gc_coll.h"
+#include "gc_settings.h"
 #include "node_shm.h"
 
 /* Every strategy message uses this tag on the private communicator:
@@ -25,7 +25,7 @@ enum { SITE_TAG = 1 };
  * kPrefix needs).
  */
 #define SHORT_BLOCK ((MPI_Aint)8192)
-#define DEFAULT_K   8
+#define DEFAULT_K   GC_SETTINGS_ALLGATHER_K_DEFAULT
 
 static const struct site_strategy {
     const char *name;
@@ -209,18 +209,8 @@ static int env_error(struct gc_comm *c, const char *fn, const char *var,
 static int choose(struct gc_comm *c, const char *fn, MPI_Aint bytes, int *index,
                   int *k)
 {
-    const char *env = getenv("GRIDCOLL_ALLGATHER_K");
-    *k = DEFAULT_K;
-    if (env != NULL && env[0] != '\0') {
-        char *end;
-        errno = 0;
-        long v = strtol(env, &end, 10);
-        if (errno != 0 || *end != '\0' || v < 1 || v > INT_MAX)
-            return env_error(c, fn, "GRIDCOLL_ALLGATHER_K", env,
-                             "is not a positive integer");
-        *k = (int)v;
-    }
-    env = getenv("GRIDCOLL_ALLGATHER_LOCAL");
+    *k = gc_settings_allgather_k();
+    const char *env = gc_settings_algorithm("GRIDCOLL_ALLGATHER_LOCAL");
     if (env == NULL || env[0] == '\0') {
         int shm;
         int status = coll_node_default(c, fn, &shm);

@@ -8,28 +8,25 @@
 #include <string.h>
 
 #include "coll/alltoall.h"
+#include "engine/coll_sched.h"
+#include "gc_settings.h"
 
 /* ---- the call ------------------------------------------------------------ */
 
-int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k)
+/* The call's sides and the packed sizes into slen[] and rlen[]. */
+static int call_fill(const struct coll_args *a, struct alltoall_call *k)
 {
     struct gc_comm *c = a->comm;
     const struct coll_alltoall_args *u = &a->u.alltoall;
     int in_place = u->sbuf == MPI_IN_PLACE;
-    *k = (struct alltoall_call){
-        .c = c,
-        .src = in_place ? u->rbuf : u->sbuf,
-        .out = in_place ? u->rcv : u->snd,
-        .rbuf = u->rbuf,
-        .rcv = u->rcv,
-        .block = a->bytes,
-        .my_site = c->site[c->rank],
-    };
-    k->slen = malloc((size_t)c->size * sizeof *k->slen);
-    k->rlen = malloc((size_t)c->size * sizeof *k->rlen);
-    if (k->slen == NULL || k->rlen == NULL)
-        return coll_no_mem(c);
-    int status = site_map_build(c, &k->map);
+    k->c = c;
+    k->src = in_place ? u->rbuf : u->sbuf;
+    k->out = in_place ? u->rcv : u->snd;
+    k->rbuf = u->rbuf;
+    k->rcv = u->rcv;
+    k->block = a->bytes;
+    k->my_site = c->site[c->rank];
+    int status = MPI_SUCCESS;
     for (int r = 0; r < c->size && status == MPI_SUCCESS; r++) {
         k->slen[r] = k->rlen[r] = 0;
         /* Count 0 first: the datatype of an empty block may be anything. */
@@ -41,6 +38,30 @@ int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k)
                                       &k->rlen[r]);
     }
     return status;
+}
+
+int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k)
+{
+    struct gc_comm *c = a->comm;
+    *k = (struct alltoall_call){0};
+    k->slen = malloc((size_t)c->size * sizeof *k->slen);
+    k->rlen = malloc((size_t)c->size * sizeof *k->rlen);
+    if (k->slen == NULL || k->rlen == NULL)
+        return coll_no_mem(c);
+    int status = site_map_build(c, &k->map);
+    return status == MPI_SUCCESS ? call_fill(a, k) : status;
+}
+
+int alltoall_call_sched(struct coll_sched *s, const struct coll_args *a,
+                        struct alltoall_call *k)
+{
+    struct gc_comm *c = a->comm;
+    *k = (struct alltoall_call){0};
+    k->slen = coll_sched_alloc(s, 2 * (size_t)c->size * sizeof *k->slen);
+    if (k->slen == NULL)
+        return coll_no_mem(c);
+    k->rlen = k->slen + c->size;
+    return call_fill(a, k);
 }
 
 void alltoall_call_free(struct alltoall_call *k)
@@ -184,7 +205,7 @@ static const struct local_algo *local_named(const char *name)
 static int local_select(struct gc_comm *c, const char *fn, size_t pair_bytes,
                         const struct local_algo **algo)
 {
-    const char *env = getenv(LOCAL_ENV);
+    const char *env = gc_settings_algorithm(LOCAL_ENV);
     if (env != NULL && env[0] != '\0') {
         *algo = local_named(env);
         if (*algo != NULL)

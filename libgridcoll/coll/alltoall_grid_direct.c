@@ -24,12 +24,65 @@
  * Fig. 6).  Wins only when few pairs have data (sparse Alltoallv): it is
  * the only algorithm that sends nothing for an empty pair.
  */
-#include <stdlib.h>
+#include <limits.h>
 
 #include "coll/alltoall.h"
+#include "engine/coll_sched.h"
 
 /* Offsets of the packed blocks to (from) ranks on other sites, back to
  * back: off[r] .. off[r + 1]. */
+/* One side of the call, copied into the schedule (the entry point's
+ * arrays are gone once a nonblocking call returns). */
+static const struct coll_side *side_copy(struct coll_sched *s,
+                                         const struct coll_side *from)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    size_t n = (size_t)c->size;
+    struct coll_side *to = coll_sched_alloc(s, sizeof *to);
+    int *counts = coll_sched_alloc(s, n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, n * sizeof *displs);
+    MPI_Datatype *types = coll_sched_alloc(s, n * sizeof *types);
+    if (to == NULL || counts == NULL || displs == NULL || types == NULL)
+        return NULL;
+    for (size_t r = 0; r < n; r++) {
+        counts[r] = from->counts[r];
+        displs[r] = from->displs[r];
+        /* Count 0: the datatype of an empty block may be anything. */
+        types[r] =
+            counts[r] > 0 ? coll_sched_type(s, from->types[r]) : MPI_BYTE;
+    }
+    *to = (struct coll_side){counts, displs, types};
+    return to;
+}
+
+/*
+ * The blocks for (or from) other sites, packed back to back in comm-rank
+ * order: bytes[off[r], off[r + 1]) is rank r's.
+ */
+struct remote_blocks {
+    struct alltoall_call *k;
+    unsigned char *sbytes, *rbytes;
+    size_t *soff, *roff;
+    int rank; /* unpack: whose block */
+};
+
+static int pack_remote(struct coll_sched *s, void *arg)
+{
+    struct remote_blocks *b = arg;
+    int status = MPI_SUCCESS;
+    for (int r = 0; r < coll_sched_comm(s)->size && status == MPI_SUCCESS; r++)
+        if (b->soff[r + 1] > b->soff[r])
+            status = alltoall_pack(b->k, r, b->sbytes + b->soff[r]);
+    return status;
+}
+
+static int unpack_remote(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    struct remote_blocks *b = arg;
+    return alltoall_unpack(b->k, b->rank, b->rbytes + b->roff[b->rank]);
+}
+
 static void remote_offsets(const struct alltoall_call *k, const size_t *len,
                            size_t *off)
 {
@@ -39,115 +92,136 @@ static void remote_offsets(const struct alltoall_call *k, const size_t *len,
         off[r + 1] = off[r] + (c->site[r] != k->my_site ? len[r] : 0);
 }
 
-/* The blocks between members of this site, re-indexed by local rank. */
-static int local_phase(const struct coll_args *a)
+/*
+ * In place, this rank's blocks for the members of its site, packed away
+ * before any block lands in rbuf, so the exchange is not an in-place
+ * one: with MPI_IN_PLACE handed to MPICH 4.0.2's Ialltoallw, coll_check's
+ * in-place Alltoallv cases with irregular counts got wrong blocks (2+1
+ * and 1+2 sites), which this order fixed.
+ */
+struct local_out {
+    const struct alltoall_call *k;
+    unsigned char *bytes;
+    const MPI_Aint *displs; /* byte offsets, by site rank */
+};
+
+static int pack_local(struct coll_sched *s, void *arg)
+{
+    struct local_out *o = arg;
+    struct gc_comm *c = coll_sched_comm(s);
+    int status = MPI_SUCCESS;
+    for (int x = 0; x < c->local_size && status == MPI_SUCCESS; x++)
+        status =
+            alltoall_pack(o->k, c->local_to_comm[x], o->bytes + o->displs[x]);
+    return status;
+}
+
+/* The exchange among this site's members: one MPICH Ialltoallw, after
+ * step `after`; its step index in *step. */
+static int local_phase(struct coll_sched *s, const struct alltoall_call *k,
+                       int in_place, int after, int *step)
+{
+    struct gc_comm *c = k->c;
+    size_t n = (size_t)c->local_size;
+    MPI_Count *counts = coll_sched_alloc(s, 2 * n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, 2 * n * sizeof *displs);
+    MPI_Datatype *types = coll_sched_alloc(s, 2 * n * sizeof *types);
+    struct local_out *o = coll_sched_alloc(s, sizeof *o);
+    if (counts == NULL || displs == NULL || types == NULL || o == NULL)
+        return coll_no_mem(c);
+    MPI_Aint packed = 0;
+    for (size_t x = 0; x < n; x++) {
+        int r = c->local_to_comm[x];
+        counts[n + x] = k->rcv->counts[r];
+        displs[n + x] = k->rcv->displs[r];
+        types[n + x] = k->rcv->types[r];
+        counts[x] = in_place ? (MPI_Count)k->slen[r] : k->out->counts[r];
+        displs[x] = in_place ? packed : k->out->displs[r];
+        types[x] = in_place ? MPI_BYTE : k->out->types[r];
+        packed += (MPI_Aint)k->slen[r];
+    }
+    const void *sbuf = k->src;
+    if (in_place) {
+        *o = (struct local_out){k, coll_sched_alloc(s, (size_t)packed), displs};
+        if (o->bytes == NULL)
+            return coll_no_mem(c);
+        after = coll_sched_call(s, pack_local, o, after);
+        sbuf = o->bytes;
+    }
+    struct sched_local l = {.op = LOCAL_ALLTOALLW,
+                            .sbuf = sbuf,
+                            .rbuf = k->rbuf,
+                            .scounts = counts,
+                            .sdispls = displs,
+                            .stypes = types,
+                            .rcounts = counts + n,
+                            .rdispls = displs + n,
+                            .rtypes = types + n};
+    *step = coll_sched_local(s, &l, after);
+    return MPI_SUCCESS;
+}
+
+int alltoall_grid_direct(struct coll_sched *s, const struct coll_args *a)
 {
     struct gc_comm *c = a->comm;
     const struct coll_alltoall_args *u = &a->u.alltoall;
     int in_place = u->sbuf == MPI_IN_PLACE;
-    int status = MPI_SUCCESS;
-    size_t n = (size_t)c->local_size;
-    MPI_Count *sc = malloc(n * sizeof *sc), *rc = malloc(n * sizeof *rc);
-    MPI_Aint *sd = malloc(n * sizeof *sd), *rd = malloc(n * sizeof *rd);
-    MPI_Datatype *st = malloc(n * sizeof *st), *rt = malloc(n * sizeof *rt);
-    if (sc == NULL || rc == NULL || sd == NULL || rd == NULL || st == NULL ||
-        rt == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    for (size_t x = 0; x < n; x++) {
-        int r = c->local_to_comm[x];
-        rc[x] = u->rcv->counts[r];
-        rd[x] = u->rcv->displs[r];
-        rt[x] = u->rcv->types[r];
-        /* In place MPI ignores the send side; it may be unset. */
-        sc[x] = in_place ? 0 : u->snd->counts[r];
-        sd[x] = in_place ? 0 : u->snd->displs[r];
-        st[x] = in_place ? MPI_BYTE : u->snd->types[r];
-    }
-    struct alltoall_exchange x = {.sbuf = u->sbuf,
-                                  .scounts = sc,
-                                  .sdispls = sd,
-                                  .stypes = st,
-                                  .rbuf = u->rbuf,
-                                  .rcounts = rc,
-                                  .rdispls = rd,
-                                  .rtypes = rt};
-    status = alltoall_local(c, a->fn, a->bytes, &x);
-cleanup:
-    free(sc);
-    free(rc);
-    free(sd);
-    free(rd);
-    free(st);
-    free(rt);
-    return status;
-}
-
-int alltoall_grid_direct(const struct coll_args *a)
-{
-    struct gc_comm *c = a->comm;
-    struct alltoall_call k;
     size_t n = (size_t)c->size + 1;
-    size_t *soff = malloc(n * sizeof *soff), *roff = malloc(n * sizeof *roff);
-    struct gc_xfer **reqs = malloc(2 * n * sizeof *reqs);
-    unsigned char *sbytes = NULL, *rbytes = NULL;
-    int posted = 0, local_status = MPI_SUCCESS;
-    int status = alltoall_call_init(a, &k);
+    struct coll_args kept = *a;
+    kept.u.alltoall.rcv = side_copy(s, u->rcv);
+    kept.u.alltoall.snd = in_place ? NULL : side_copy(s, u->snd);
+    struct alltoall_call *k = coll_sched_alloc(s, sizeof *k);
+    struct remote_blocks *b = coll_sched_alloc(s, sizeof *b);
+    size_t *soff = coll_sched_alloc(s, 2 * n * sizeof *soff);
+    if (kept.u.alltoall.rcv == NULL ||
+        (!in_place && kept.u.alltoall.snd == NULL) || k == NULL || b == NULL ||
+        soff == NULL)
+        return coll_no_mem(c);
+    int status = alltoall_call_sched(s, &kept, k);
     if (status != MPI_SUCCESS)
-        goto cleanup;
-    if (soff == NULL || roff == NULL || reqs == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    remote_offsets(&k, k.slen, soff);
-    remote_offsets(&k, k.rlen, roff);
-    sbytes = coll_alloc(soff[c->size]);
-    rbytes = coll_alloc(roff[c->size]);
-    if (sbytes == NULL || rbytes == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++)
-        if (soff[r + 1] > soff[r])
-            status = alltoall_pack(&k, r, sbytes + soff[r]);
+        return status;
+    *b = (struct remote_blocks){.k = k, .soff = soff, .roff = soff + n};
+    remote_offsets(k, k->slen, b->soff);
+    remote_offsets(k, k->rlen, b->roff);
+    b->sbytes = coll_sched_alloc(s, b->soff[c->size]);
+    b->rbytes = coll_sched_alloc(s, b->roff[c->size]);
+    if (b->sbytes == NULL || b->rbytes == NULL)
+        return coll_no_mem(c);
+    for (int r = 0; r < c->size; r++)
+        if (b->soff[r + 1] - b->soff[r] > INT_MAX ||
+            b->roff[r + 1] - b->roff[r] > INT_MAX)
+            return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
+                                  "a block to another site is over 2 GiB");
+    int packed = coll_sched_call(s, pack_remote, b, -1), local = -1;
+    /* In place, blocks received go where outgoing ones were: every
+     * outgoing block is packed before anything is unpacked. */
+    status = local_phase(s, k, in_place, -1, &local);
     if (status != MPI_SUCCESS)
-        goto cleanup;
+        return status;
     /* Both ends compute the same size from matching type signatures, so
      * empty messages are skipped on both. */
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++)
-        if (roff[r + 1] > roff[r])
-            status = coll_irecv(c, r, TAG_ALLTOALL, rbytes + roff[r],
-                                roff[r + 1] - roff[r], reqs, &posted);
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++)
-        if (soff[r + 1] > soff[r])
-            status = coll_isend(c, r, TAG_ALLTOALL, sbytes + soff[r],
-                                soff[r + 1] - soff[r], reqs, &posted);
-    if (status == MPI_SUCCESS)
-        local_status = local_phase(a);
-    status = coll_wait(c, posted, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    for (int r = 0; r < c->size && status == MPI_SUCCESS; r++)
-        if (roff[r + 1] > roff[r])
-            status = alltoall_unpack(&k, r, rbytes + roff[r]);
-cleanup:
-    alltoall_call_free(&k);
-    free(soff);
-    free(roff);
-    free(reqs);
-    free(sbytes);
-    free(rbytes);
-    return status;
+    for (int r = 0; r < c->size; r++) {
+        if (b->roff[r + 1] == b->roff[r])
+            continue;
+        struct remote_blocks *one = coll_sched_alloc(s, sizeof *one);
+        if (one == NULL)
+            return coll_no_mem(c);
+        *one = *b;
+        one->rank = r;
+        int in[2] = {in_place ? local : -1,
+                     coll_sched_recv(s, r, TAG_ALLTOALL, b->rbytes + b->roff[r],
+                                     (int)(b->roff[r + 1] - b->roff[r]),
+                                     MPI_BYTE, -1)};
+        coll_sched_call(s, unpack_remote, one, coll_sched_join(s, in, 2));
+    }
+    for (int r = 0; r < c->size; r++)
+        if (b->soff[r + 1] > b->soff[r])
+            coll_sched_send(s, r, TAG_ALLTOALL, b->sbytes + b->soff[r],
+                            (int)(b->soff[r + 1] - b->soff[r]), MPI_BYTE,
+                            packed);
+    return MPI_SUCCESS;
 }
 
-/*
- * Steffenel eq. 6 for any number of sites: the local all-to-all (eq. 5),
- * then each rank of site s sends its N - n_s WAN messages one after the
- * other (1-port view); all in flight, a pair of sites also takes at
- * least α_w plus its bytes at the bulk rate and its messages' gaps, and
- * at least the link's measured exchange of those bytes each way.
- */
 double alltoall_grid_direct_cost(const struct coll_cost_args *c)
 {
     double m = (double)c->bytes, local = 0, wan = 0;

@@ -9,14 +9,15 @@
  *   when the datatype packs to its memory image);
  * - plans: the steps one member takes (sends, receives and local bcasts
  *   of byte ranges, each possibly waiting for the receive that brings its
- *   bytes), run by one loop that drives MPICH and the relay together, so
- *   a member forwards a segment while the next ones still arrive.
+ *   bytes) on a schedule, so a member forwards a segment while the next
+ *   ones still arrive.
  */
 #ifndef BCAST_COMMON_H
 #define BCAST_COMMON_H
 
 #include <stddef.h>
 
+#include "engine/coll_sched.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
 #include "node_shm.h"
@@ -43,65 +44,22 @@ struct bcast_order {
 int bcast_order_make(const struct gc_comm *c, int root, struct bcast_order *o);
 void bcast_order_free(struct bcast_order *o);
 
-/*
- * The message as packed bytes: the root packs the user's buffer, others
- * get room to receive it.  When the datatype is a named type without
- * holes, `bytes` is the user's buffer and nothing is copied.
- */
-struct bcast_msg {
-    unsigned char *bytes;
-    size_t len;
-    void *owned; /* allocated room, NULL when bytes is the user's buffer */
-};
-int bcast_msg_open(struct gc_comm *c, const struct coll_bcast_args *b,
-                   struct bcast_msg *m);
-/* Non-roots unpack when `status` is MPI_SUCCESS; frees; returns status. */
-int bcast_msg_close(struct gc_comm *c, const struct coll_bcast_args *b,
-                    struct bcast_msg *m, int status);
-
 /* Segment size from GRIDCOLL_BCAST_SEGSIZE or the default, capped. */
 size_t bcast_segsize(const struct coll_args *a);
 
-enum bcast_step_kind {
-    BCAST_SEND,
-    BCAST_RECV,
-    BCAST_LOCAL_BCAST, /* PMPI_Ibcast among this site's members */
-    BCAST_NODE_BCAST,  /* one chunk through the node layer (node_shm.h) */
-};
-
-struct bcast_step {
-    enum bcast_step_kind kind;
-    int peer; /* comm rank; for local and node bcasts the root's rank on
-                 this site */
-    int tag;
-    void *buf;
-    int count;
-    MPI_Datatype type;
-    int after; /* step (a receive) that must finish first, or -1 */
-};
-
 /*
- * Steps of one member.  Sends and receives between members of one site
- * go through PMPI on the communicator's private local communicator
- * (coll_local_p2p), others over the relays (counted as WAN traffic).
- * Steps with the same kind, peer and tag form a stream: they are posted
- * in the order they were added, at most a window of them at a time, so
- * both ends match them in the same order.
+ * A member's bcast steps, on a schedule (engine/coll_sched.h): byte
+ * steps address the packed message `bytes`.  Sends and receives between
+ * members of one site go through PMPI, others over the relays.
  */
 struct bcast_plan {
-    struct gc_comm *comm;
-    unsigned char *bytes; /* the packed message byte steps address */
-    struct bcast_step *steps;
-    int count;
-    int cap;
-    int no_mem;
+    struct coll_sched *sched;
+    unsigned char *bytes;
+    int ready; /* what every step waits for: the root's packing, or -1 */
 };
-void bcast_plan_init(struct bcast_plan *p, struct gc_comm *c,
-                     unsigned char *bytes);
-void bcast_plan_free(struct bcast_plan *p);
-/* Append a step; its index, or -1 (out of memory, reported by run). */
-int bcast_plan_add(struct bcast_plan *p, const struct bcast_step *s);
-/* Byte steps on [off, off + len) of the message (len <= max message). */
+/* Byte steps on [off, off + len) of the message (len <= max message);
+ * their step index or -1 (out of memory, reported when the run starts).
+ * A step with no `after` waits for p->ready. */
 int bcast_plan_send(struct bcast_plan *p, int peer, int tag, size_t off,
                     size_t len, int after);
 int bcast_plan_recv(struct bcast_plan *p, int peer, int tag, size_t off,
@@ -121,11 +79,20 @@ void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
  */
 void bcast_plan_relay(struct bcast_plan *p, int from, const int *to, int n,
                       int tag, size_t off, size_t len, size_t seg);
+
 /*
- * Run every step; errors go through the communicator's handler, with
- * `fn` ("MPI_Bcast") in the message.
+ * The packed message: the user's buffer itself when count x type packs
+ * to its memory image, else room in the schedule that the root packs
+ * into first (a step: a persistent bcast packs at every start) and the
+ * others unpack from last (bcast_msg_finish).  *len 0: nothing moves.
+ * *ready: what this member's first steps wait for, the packing or
+ * `after`.
  */
-int bcast_plan_run(struct bcast_plan *p, const char *fn);
+int bcast_msg_open(struct coll_sched *s, const struct coll_bcast_args *b,
+                   int after, unsigned char **bytes, size_t *len, int *ready);
+/* Non-roots unpack once every step so far finished. */
+int bcast_msg_finish(struct coll_sched *s, const struct coll_bcast_args *b,
+                     unsigned char *bytes, size_t len);
 
 /*
  * Multilane's trees (bcast_grid_multilane.c) over the positions of `o`
@@ -139,16 +106,17 @@ int bcast_multilane_trees(const struct bcast_order *o, int p, int *from,
                           int *scratch);
 
 /*
- * What an algorithm adds to run on bcast_run's skeleton: this member's
- * steps for a message of `len` (> 0) bytes, given the order.  An error is
+ * What an algorithm adds on bcast_build's skeleton: this member's steps
+ * for a message of `len` (> 0) bytes, given the order.  An error is
  * reported through the communicator's handler and returned.
  */
 typedef int bcast_build_fn(struct bcast_plan *p, const struct coll_args *a,
                            const struct bcast_order *o, size_t len);
 /*
- * The root packs, everyone builds its steps and runs them, non-roots
- * unpack; a message of 0 bytes moves nothing.
+ * The root packs, everyone adds its steps, non-roots unpack; a message of
+ * 0 bytes moves nothing.
  */
-int bcast_run(const struct coll_args *a, bcast_build_fn *build);
+int bcast_build(struct coll_sched *s, const struct coll_args *a,
+                bcast_build_fn *build);
 
 #endif

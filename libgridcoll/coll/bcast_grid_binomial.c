@@ -56,9 +56,9 @@ static int binomial_steps(struct bcast_plan *p, const struct coll_args *a,
     return MPI_SUCCESS;
 }
 
-int bcast_grid_binomial(const struct coll_args *a)
+int bcast_grid_binomial(struct coll_sched *s, const struct coll_args *a)
 {
-    return bcast_run(a, binomial_steps);
+    return bcast_build(s, a, binomial_steps);
 }
 
 /*

@@ -42,9 +42,9 @@ static int chain_steps(struct bcast_plan *p, const struct coll_args *a,
     return MPI_SUCCESS;
 }
 
-int bcast_grid_chain(const struct coll_args *a)
+int bcast_grid_chain(struct coll_sched *s, const struct coll_args *a)
 {
-    return bcast_run(a, chain_steps);
+    return bcast_build(s, a, chain_steps);
 }
 
 /*

@@ -5,7 +5,7 @@
  * operations for clustered wide area systems", PPoPP 1999, §3 (flat tree
  * between sites, one WAN latency); the segmentation over the WAN follows
  * the pipelining of "multi-lane broadcast" (multilane-bcast-grid.txt) §2.2.
- * Also coll_bcast, the fixed bcast other collectives call (gc_coll.h).
+ * Also phase_bcast, the bcast other collectives' schedules use (gc_coll.h).
  *
  * Phases:
  *  1. The root packs the message and sends it to the leader (first
@@ -39,73 +39,66 @@
 #include "bcast_common.h"
 #include "gc_coll.h"
 
-static int hier(struct gc_comm *c, const struct coll_bcast_args *b, size_t seg,
-                const char *fn)
+/* `after`: the step every step of this bcast waits for (-1: none). */
+static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
+                size_t seg, const char *fn, int blocking, int after)
 {
+    struct gc_comm *c = coll_sched_comm(s);
     int root_site = c->site[b->root];
-    struct bcast_msg m = {0};
-    struct bcast_plan p;
-    bcast_plan_init(&p, c, NULL);
+    struct bcast_plan p = {.sched = s};
     struct coll_node *node = NULL;
     size_t len;
-    int shm;
-    int status = coll_packed_size(c, b->count, b->type, &len);
+    int shm = 0;
+    int status = bcast_msg_open(s, b, after, &p.bytes, &len, &p.ready);
     /* Nothing to move: no message at all (a bcast does not synchronize). */
     if (status != MPI_SUCCESS || len == 0)
-        goto cleanup;
-    status = site_local_shm(c, fn, SITE_LOCAL_BCAST, len, &shm);
+        return status;
+    /* The node layer serves one collective at a time: blocking only. */
+    if (blocking)
+        status = site_local_shm(c, fn, SITE_LOCAL_BCAST, len, &shm);
     if (status == MPI_SUCCESS && shm &&
         (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
         status = coll_arg_error(c, status, fn, "node layer failed");
     if (status != MPI_SUCCESS)
-        goto cleanup;
+        return status;
     if (c->site[c->rank] == root_site) {
-        if (c->rank == b->root) {
-            status = bcast_msg_open(c, b, &m);
-            if (status != MPI_SUCCESS)
-                goto cleanup;
-            p.bytes = m.bytes;
-            for (int s = 0; s < GC_MAX_SITES; s++)
-                if (c->leader[s] >= 0 && s != root_site)
-                    bcast_plan_relay(&p, -1, &c->leader[s], 1, TAG_BCAST, 0,
+        if (c->rank == b->root)
+            for (int t = 0; t < GC_MAX_SITES; t++)
+                if (c->leader[t] >= 0 && t != root_site)
+                    bcast_plan_relay(&p, -1, &c->leader[t], 1, TAG_BCAST, 0,
                                      len, seg);
-        }
+        /* In the user's datatype: nothing to unpack on the root's site. */
         bcast_plan_local(&p, node, c->site_rank[b->root], b->buf, b->count,
-                         b->type, -1);
-    } else {
-        status = bcast_msg_open(c, b, &m);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-        p.bytes = m.bytes;
-        for (size_t off = 0; off < len; off += seg) {
-            size_t piece = len - off < seg ? len - off : seg;
-            int after =
-                c->local_rank == 0
-                    ? bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece)
-                    : -1;
-            bcast_plan_local(&p, node, 0, m.bytes + off, (int)piece, MPI_BYTE,
-                             after);
-        }
+                         b->type, p.ready);
+        return MPI_SUCCESS;
     }
-    status = bcast_plan_run(&p, fn);
-cleanup:
-    status = bcast_msg_close(c, b, &m, status);
-    bcast_plan_free(&p);
-    return status;
+    for (size_t off = 0; off < len; off += seg) {
+        size_t piece = len - off < seg ? len - off : seg;
+        int got = c->local_rank == 0
+                      ? bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece)
+                      : p.ready;
+        bcast_plan_local(&p, node, 0, p.bytes + off, (int)piece, MPI_BYTE, got);
+    }
+    return bcast_msg_finish(s, b, p.bytes, len);
 }
 
-int bcast_grid_hier(const struct coll_args *a)
+int bcast_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
-    return hier(a->comm, &a->u.bcast, bcast_segsize(a), a->fn);
+    return hier(s, &a->u.bcast, bcast_segsize(a), a->fn, a->request == NULL,
+                -1);
 }
 
-int coll_bcast(struct gc_comm *c, void *buf, int count, MPI_Datatype type,
-               int root)
+int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
+                int root, int after, int *done)
 {
     struct coll_bcast_args b = {buf, count, type, root};
     size_t seg = coll_table_of(GC_COLL_BCAST)->default_segsize;
-    return hier(c, &b, seg < BCAST_MAX_MESSAGE ? seg : BCAST_MAX_MESSAGE,
-                "collective on a grid communicator");
+    /* Inside another collective: no node layer, which serves one
+     * collective at a time. */
+    int status = hier(s, &b, seg < BCAST_MAX_MESSAGE ? seg : BCAST_MAX_MESSAGE,
+                      "collective on a grid communicator", 0, after);
+    *done = coll_sched_fence(s);
+    return status;
 }
 
 /*

@@ -208,9 +208,9 @@ cleanup:
     return status;
 }
 
-int bcast_grid_multilane(const struct coll_args *a)
+int bcast_grid_multilane(struct coll_sched *s, const struct coll_args *a)
 {
-    return bcast_run(a, multilane_steps);
+    return bcast_build(s, a, multilane_steps);
 }
 
 /* Levels of a binary heap of n members. */

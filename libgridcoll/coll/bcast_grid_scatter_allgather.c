@@ -122,9 +122,10 @@ static int scatter_allgather_steps(struct bcast_plan *p,
     return MPI_SUCCESS;
 }
 
-int bcast_grid_scatter_allgather(const struct coll_args *a)
+int bcast_grid_scatter_allgather(struct coll_sched *s,
+                                 const struct coll_args *a)
 {
-    return bcast_run(a, scatter_allgather_steps);
+    return bcast_build(s, a, scatter_allgather_steps);
 }
 
 int bcast_grid_scatter_allgather_usable(const struct coll_args *a)

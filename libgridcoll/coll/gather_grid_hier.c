@@ -5,8 +5,8 @@
  * operations for clustered wide area systems", PPoPP 1999, §3: a flat
  * tree between sites (the root talks to one coordinator per site), so
  * each datum crosses one WAN link once and the call costs one WAN
- * latency.  Also coll_gatherv, the fixed Gatherv other collectives call
- * (gc_coll.h).
+ * latency.  Also phase_gatherv, the Gatherv phase other collectives'
+ * schedules are built of (gc_coll.h).
  *
  * Phases, S sites with members, n_s members on site s, m_r the packed
  * bytes of member r's block:
@@ -30,58 +30,56 @@
  * the root's incoming link bounds every algorithm and this one adds a
  * single WAN latency to it.
  */
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "rooted_common.h"
 
-/* The root's part of Gatherv; see coll_gatherv. */
-static int gather_root(struct gc_comm *c, const void *sbuf, int scount,
-                       MPI_Datatype stype, void *rbuf, const int *rcounts,
-                       const int *rdispls, MPI_Datatype rtype)
+int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
+                  MPI_Datatype stype, void *rbuf, const int *rcounts,
+                  const int *rdispls, MPI_Datatype rtype, int root, int uniform,
+                  int after, int *done)
 {
-    struct coll_rooted x = {0};
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, local_status = MPI_SUCCESS;
-    int status = coll_rooted_make(c, rcounts, rdispls, rtype, &x);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    /* Receives first, so leaders' blocks land during the local phase. */
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = coll_irecv(c, c->leader[s], TAG_GATHER, x.blocks[s],
-                                x.bytes[s], reqs, &n);
-    if (status == MPI_SUCCESS)
-        local_status = PMPI_Gatherv(sbuf, scount, stype, rbuf, x.lcounts,
-                                    x.ldispls, rtype, c->local_rank, c->local);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status =
-                coll_rooted_copy(c, &x, s, rcounts, rdispls, rtype, rbuf, 1);
-cleanup:
-    coll_rooted_free(&x);
-    return status;
-}
-
-int coll_gatherv(struct gc_comm *c, const void *sbuf, int scount,
-                 MPI_Datatype stype, void *rbuf, const int *rcounts,
-                 const int *rdispls, MPI_Datatype rtype, int root, int uniform)
-{
+    struct gc_comm *c = coll_sched_comm(s);
+    stype = coll_sched_type(s, stype);
     if (c->site[c->rank] != c->site[root])
-        return coll_rooted_remote(c, (void *)sbuf, scount, stype, root, uniform,
-                                  1);
-    if (c->rank == root)
-        return gather_root(c, sbuf, scount, stype, rbuf, rcounts, rdispls,
-                           rtype);
-    return PMPI_Gatherv(sbuf, scount, stype, rbuf, NULL, NULL, rtype,
-                        c->site_rank[root], c->local);
+        return rooted_remote(s, (void *)sbuf, scount, stype, root, uniform, 1,
+                             after, done);
+    struct sched_local l = {.op = LOCAL_GATHERV,
+                            .sbuf = sbuf,
+                            .count = scount,
+                            .type = stype,
+                            .rbuf = rbuf,
+                            .rtype = coll_sched_type(s, rtype),
+                            .root = c->site_rank[root]};
+    if (c->rank != root) {
+        coll_sched_local(s, &l, after);
+        *done = coll_sched_fence(s);
+        return MPI_SUCCESS;
+    }
+    struct rooted_layout *x;
+    int status = rooted_layout_make(s, rcounts, rdispls, rtype, &x);
+    if (status != MPI_SUCCESS)
+        return status;
+    /* Receives first, so leaders' blocks land during the local phase. */
+    for (int t = 0; t < GC_MAX_SITES; t++)
+        if (x->block[t] != NULL)
+            rooted_copy_step(s, x, t, rbuf, 1,
+                             coll_sched_recv(s, c->leader[t], TAG_GATHER,
+                                             x->block[t], (int)x->bytes[t],
+                                             MPI_BYTE, after));
+    l.counts = x->lcounts;
+    l.displs = x->ldispls;
+    coll_sched_local(s, &l, after);
+    *done = coll_sched_fence(s);
+    return MPI_SUCCESS;
 }
 
-int gather_grid_hier(const struct coll_args *a)
+int gather_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_rooted_args *r = &a->u.rooted;
-    return coll_gatherv(a->comm, r->sbuf, r->block_count, r->block_type,
-                        r->rbuf, r->counts, r->displs, r->many_type, r->root,
-                        r->uniform);
+    int done;
+    return phase_gatherv(s, r->sbuf, r->block_count, r->block_type, r->rbuf,
+                         r->counts, r->displs, r->many_type, r->root,
+                         r->uniform, -1, &done);
 }

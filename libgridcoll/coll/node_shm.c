@@ -5,7 +5,6 @@
  */
 #include "node_shm.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -13,9 +12,9 @@
 #include <string.h>
 
 #include "gc_coll.h"
+#include "gc_settings.h"
 
-#define DEFAULT_SHM_BYTES ((size_t)4 << 20)
-#define MIN_SHM_BYTES     ((size_t)4096)
+#define DEFAULT_SHM_BYTES GC_SETTINGS_SHM_BYTES_DEFAULT
 #define LINE              64
 
 /* Flag words are shared between processes, which is only defined for
@@ -29,57 +28,13 @@ struct node_flag {
 
 /* ---- configuration ------------------------------------------------------- */
 
-static int env_bytes(size_t *bytes)
-{
-    const char *env = getenv("GRIDCOLL_SHM_BYTES");
-    *bytes = DEFAULT_SHM_BYTES;
-    if (env == NULL || env[0] == '\0')
-        return 0;
-    if (coll_parse_size(env, bytes) != 0 || *bytes < MIN_SHM_BYTES ||
-        *bytes > (size_t)1 << 40)
-        return -1;
-    return 0;
-}
-
-/* GRIDCOLL_NODE_SIZE=K[,cyclic]; *k = 0: no virtual nodes. */
-static int env_node_size(int *k, int *cyclic)
-{
-    const char *env = getenv("GRIDCOLL_NODE_SIZE");
-    *k = 0;
-    *cyclic = 0;
-    if (env == NULL || env[0] == '\0')
-        return 0;
-    char *end;
-    errno = 0;
-    long v = strtol(env, &end, 10);
-    if (errno != 0 || v < 1 || v > INT_MAX)
-        return -1;
-    if (strcmp(end, ",cyclic") == 0)
-        *cyclic = 1;
-    else if (*end != '\0')
-        return -1;
-    *k = (int)v;
-    return 0;
-}
-
 int coll_node_env(struct gc_comm *c, const char *fn)
 {
-    size_t bytes;
-    int k, cyclic;
-    const char *var = NULL, *what = NULL;
-    if (env_bytes(&bytes) != 0) {
-        var = "GRIDCOLL_SHM_BYTES";
-        what = "is not a size from 4096 bytes to 1 TiB (optionally with "
-               "K, M or G)";
-    } else if (env_node_size(&k, &cyclic) != 0) {
-        var = "GRIDCOLL_NODE_SIZE";
-        what = "is not a positive integer, optionally followed by \",cyclic\"";
-    }
-    if (var == NULL)
-        return MPI_SUCCESS;
-    char text[256];
-    snprintf(text, sizeof text, "%s: %s=%s %s", fn, var, getenv(var), what);
-    return gc_error(c->handle, MPI_ERR_ARG, text);
+    /* GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE were checked at MPI_Init
+     * (gc_settings.c): a malformed value stopped the job there. */
+    (void)c;
+    (void)fn;
+    return MPI_SUCCESS;
 }
 
 /* ---- making and freeing -------------------------------------------------- */
@@ -112,7 +67,7 @@ static int make_comms(struct gc_comm *c, struct coll_node *n)
 {
     MPI_Comm shared;
     int k, cyclic;
-    env_node_size(&k, &cyclic);
+    gc_settings_node_size(&k, &cyclic);
     int status = PMPI_Comm_split_type(c->local, MPI_COMM_TYPE_SHARED,
                                       c->local_rank, MPI_INFO_NULL, &shared);
     if (status != MPI_SUCCESS)
@@ -247,9 +202,7 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node)
     struct coll_node *n;
     int status = coll_node_get(c, &n);
     if (status == MPI_SUCCESS && n->win == MPI_WIN_NULL) {
-        size_t bytes;
-        env_bytes(&bytes);
-        status = make_window(n, bytes);
+        status = make_window(n, gc_settings_shm_bytes());
     }
     if (status != MPI_SUCCESS)
         return status;
@@ -451,7 +404,7 @@ int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
                    size_t bytes, int *shm)
 {
     const struct site_local *l = &site_locals[k];
-    const char *env = getenv(l->var);
+    const char *env = gc_settings_algorithm(l->var);
     if (env == NULL || env[0] == '\0') {
         *shm = 0;
         return bytes >= l->default_from ? coll_node_default(c, fn, shm)

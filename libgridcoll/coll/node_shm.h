@@ -94,8 +94,8 @@ struct coll_node {
 };
 
 /*
- * GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE are valid; otherwise an
- * error naming the variable through c's handler (`fn` names the call).
+ * GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE are valid: always, now that
+ * MPI_Init checks them (gc_settings.c); MPI_SUCCESS.
  */
 int coll_node_env(struct gc_comm *c, const char *fn);
 

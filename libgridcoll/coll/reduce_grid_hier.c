@@ -10,7 +10,8 @@
  * segmentation follows the pipelining of "multi-lane broadcast"
  * (multilane-bcast-grid.txt) §2.2 run backwards: the relay streams stay
  * busy and the root folds one segment while the next ones arrive.  Also
- * coll_reduce, the fixed Reduce other collectives call (gc_coll.h).
+ * phase_reduce, the Reduce phase other collectives' schedules are built
+ * of (gc_coll.h).
  *
  * Phases, S sites with members, M bytes of vector, σ =
  * GRIDCOLL_REDUCE_SEGSIZE (default 256 KiB) rounded down to whole
@@ -46,186 +47,223 @@
  * the root's incoming link bounds every algorithm, and this one adds one
  * WAN latency and the fold of the last segment to it.
  */
-#include <stdlib.h>
-
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "reduce_common.h"
 
-/*
- * Reduce of a non-commutative op over sites that interleave in rank
- * order: no site's partial result is a contiguous piece of the answer,
- * so every contribution goes to the root (Gather), which combines them.
- */
-static int reduce_gathered(struct gc_comm *c, const void *sbuf, void *rbuf,
-                           int count, MPI_Datatype type, MPI_Op op, int root,
-                           size_t len)
+/* Fold elements [lo, hi) of the sites' packed partial results into rbuf. */
+struct fold {
+    const unsigned char *partials;
+    int sites;
+    size_t len, esize;
+    void *rbuf;
+    MPI_Aint extent;
+    int lo, hi;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+
+static int fold(struct coll_sched *s, void *arg)
 {
-    unsigned char *mine = NULL, *all = NULL;
+    struct fold *f = arg;
+    return coll_combine(coll_sched_comm(s), f->partials + f->lo * f->esize,
+                        f->sites, f->len, (size_t)(f->hi - f->lo) * f->esize,
+                        (char *)f->rbuf + f->lo * f->extent, f->hi - f->lo,
+                        f->type, f->op);
+}
+
+/*
+ * Non-commutative op over sites that interleave in rank order: no
+ * site's partial result is a contiguous piece of the answer, so every
+ * contribution goes to the root (the hier Gatherv), which folds them.
+ */
+static int reduce_gathered(struct coll_sched *s, const void *sbuf, void *rbuf,
+                           int count, MPI_Datatype type, MPI_Op op, int root,
+                           size_t len, int after, int *done)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    int is_root = c->rank == root;
     struct coll_blocks b = COLL_BLOCKS_INIT;
-    int status = coll_pack_input(c, sbuf, rbuf, count, type, len,
-                                 c->rank == root, &mine, &b);
+    unsigned char *mine = coll_sched_alloc(s, len);
+    unsigned char *all =
+        is_root ? coll_sched_alloc(s, len * (size_t)c->size) : NULL;
+    if (mine == NULL || (is_root && all == NULL))
+        return coll_no_mem(c);
+    int status = coll_blocks_make(c, (MPI_Count)len, MPI_BYTE, is_root, &b);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    if (c->rank == root && (all = coll_alloc(len * (size_t)c->size)) == NULL) {
+    int packed = coll_sched_pack(s, sbuf == MPI_IN_PLACE ? rbuf : sbuf, count,
+                                 type, mine, len, after);
+    status = phase_gatherv(s, mine, b.count, b.type, all, b.counts, b.displs,
+                           b.type, root, 1, packed, done);
+    if (status != MPI_SUCCESS || !is_root)
+        goto cleanup;
+    struct fold *f = coll_sched_alloc(s, sizeof *f);
+    if (f == NULL) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    status = coll_gatherv(c, mine, b.count, b.type, all, b.counts, b.displs,
-                          b.type, root, 1);
-    if (status == MPI_SUCCESS && c->rank == root)
-        status = coll_combine(c, all, c->size, len, len, rbuf, count, type, op);
+    *f = (struct fold){.partials = all,
+                       .sites = c->size,
+                       .len = len,
+                       .esize = len / (size_t)count,
+                       .rbuf = rbuf,
+                       .lo = 0,
+                       .hi = count,
+                       .type = coll_sched_type(s, type),
+                       .op = op};
+    *done = coll_sched_call(s, fold, f, *done);
 cleanup:
-    free(mine);
-    free(all);
     coll_blocks_free(&b);
     return status;
 }
 
-/* The root: its site's partial and the leaders' segments, folded. */
-static int reduce_root(struct gc_comm *c, const void *sbuf, void *rbuf,
+/*
+ * The root: its site's partial result (local reduce into rbuf, packed),
+ * the leaders' segments, and one fold per segment once every site's
+ * piece of it is in.
+ */
+static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
                        int count, MPI_Datatype type, MPI_Op op, size_t esize,
-                       int seg)
+                       int seg, int after, int *done)
 {
-    struct reduce_pieces pieces = {0};
-    struct gc_xfer **reqs = NULL;
-    int n = 0, sites = 0, slot = 0, xfer_status = MPI_SUCCESS;
+    struct gc_comm *c = coll_sched_comm(s);
     size_t len = (size_t)count * esize;
+    int segments = (count - 1) / seg + 1;
+    unsigned char *partials = coll_sched_alloc(s, len * (size_t)c->site_count);
+    int *pieces = coll_sched_alloc(
+        s, (size_t)segments * (size_t)(c->site_count + 1) * sizeof *pieces);
+    if (partials == NULL || pieces == NULL)
+        return coll_no_mem(c);
     MPI_Aint lb, extent;
-    unsigned char *partials = coll_alloc(len * (size_t)c->site_count);
     int status = PMPI_Type_get_extent(type, &lb, &extent);
     if (status != MPI_SUCCESS)
-        goto cleanup;
-    /* Partials in the order of the sites' rank ranges (first members). */
+        return status;
+    type = coll_sched_type(s, type);
+    /* Partials in the order of the sites' rank ranges (first members);
+     * segment k's pieces at pieces[k * (sites + 1) ...]. */
+    int sites = 0, slot = 0, width = c->site_count + 1;
     for (int r = 0; r < c->size; r++) {
         if (c->leader[c->site[r]] != r)
             continue;
         if (c->site[r] == c->site[c->rank])
             slot = sites;
-        else
-            reduce_pieces_add(&pieces, sites, r, 0, count, seg);
+        for (int k = 0; k < segments && c->site[r] != c->site[c->rank]; k++) {
+            int lo = k * seg, hi = count - lo > seg ? lo + seg : count;
+            pieces[k * width + sites] = coll_sched_recv(
+                s, r, TAG_REDUCE, partials + (size_t)sites * len + lo * esize,
+                (int)((size_t)(hi - lo) * esize), MPI_BYTE, after);
+        }
         sites++;
     }
-    if (partials == NULL || pieces.no_mem ||
-        (reqs = malloc((size_t)(pieces.count + 1) * sizeof *reqs)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
+    struct sched_local l = {.op = LOCAL_REDUCE,
+                            .sbuf = sbuf,
+                            .rbuf = rbuf,
+                            .count = count,
+                            .type = type,
+                            .mop = op,
+                            .root = c->local_rank};
+    int own =
+        coll_sched_pack(s, rbuf, count, type, partials + (size_t)slot * len,
+                        len, coll_sched_local(s, &l, after));
+    for (int k = 0; k < segments; k++) {
+        struct fold *f = coll_sched_alloc(s, sizeof *f);
+        if (f == NULL)
+            return coll_no_mem(c);
+        *f = (struct fold){.partials = partials,
+                           .sites = sites,
+                           .len = len,
+                           .esize = esize,
+                           .rbuf = rbuf,
+                           .extent = extent,
+                           .lo = k * seg,
+                           .hi = count - k * seg > seg ? (k + 1) * seg : count,
+                           .type = type,
+                           .op = op};
+        pieces[k * width + slot] = own;
+        coll_sched_call(s, fold, f,
+                        coll_sched_join(s, pieces + k * width, sites));
     }
-    for (int k = 0; k < pieces.count && xfer_status == MPI_SUCCESS; k++) {
-        const struct reduce_piece *x = &pieces.at[k];
-        xfer_status = coll_irecv(c, x->peer, TAG_REDUCE,
-                                 partials + (size_t)x->source * len +
-                                     (size_t)x->lo * esize,
-                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
-    }
-    status =
-        coll_local_reduce(sbuf, rbuf, count, type, op, c->local_rank, c->local);
-    if (status == MPI_SUCCESS)
-        status =
-            coll_pack(c, rbuf, count, type, partials + (size_t)slot * len, len);
-    /* Receives were posted first, one per piece: reqs[k] is piece k's,
-     * unless posting stopped early (then nothing is folded). */
-    struct reduce_fold f = {
-        .partials = partials,
-        .stride = len,
-        .esize = esize,
-        .sources = sites,
-        .lo = 0,
-        .hi = count,
-        .rbuf = rbuf,
-        .extent = extent,
-        .type = type,
-        .op = op,
-    };
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status =
-            reduce_fold_run(c, &f, pieces.at, pieces.count, reqs, &xfer_status);
-    xfer_status = coll_wait(c, n, reqs, xfer_status);
-    if (status == MPI_SUCCESS)
-        status = xfer_status;
-cleanup:
-    reduce_pieces_free(&pieces);
-    free(reqs);
-    free(partials);
-    return status;
+    *done = coll_sched_fence(s);
+    return MPI_SUCCESS;
 }
 
 /* The leader of a site without the root: its site's partial result, in
  * segments. */
-static int reduce_leader(struct gc_comm *c, const void *sbuf, int count,
+static int reduce_leader(struct coll_sched *s, const void *sbuf, int count,
                          MPI_Datatype type, MPI_Op op, int root, size_t esize,
-                         int seg)
+                         int seg, int after, int *done)
 {
-    struct coll_temp t = {0};
-    struct gc_xfer **reqs = NULL;
-    unsigned char *bytes = NULL;
+    struct gc_comm *c = coll_sched_comm(s);
     size_t len = (size_t)count * esize;
-    int n = 0;
-    int status = coll_temp_alloc(c, count, type, 1, &t);
+    void *partial;
+    unsigned char *bytes = coll_sched_alloc(s, len);
+    int status = coll_sched_temp(s, count, type, &partial);
     if (status != MPI_SUCCESS)
-        goto cleanup;
-    status = coll_local_reduce(sbuf, t.base, count, type, op, 0, c->local);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    int segments = (count - 1) / seg + 1;
-    bytes = coll_alloc(len);
-    reqs = malloc((size_t)segments * sizeof *reqs);
-    if (bytes == NULL || reqs == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    status = coll_pack(c, t.base, count, type, bytes, len);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    for (int lo = 0; lo < count && status == MPI_SUCCESS; lo += seg) {
+        return status;
+    if (bytes == NULL)
+        return coll_no_mem(c);
+    type = coll_sched_type(s, type);
+    struct sched_local l = {.op = LOCAL_REDUCE,
+                            .sbuf = sbuf,
+                            .rbuf = partial,
+                            .count = count,
+                            .type = type,
+                            .mop = op};
+    int packed = coll_sched_pack(s, partial, count, type, bytes, len,
+                                 coll_sched_local(s, &l, after));
+    for (int lo = 0; lo < count; lo += seg) {
         int hi = count - lo > seg ? lo + seg : count;
-        status = coll_isend(c, root, TAG_REDUCE, bytes + (size_t)lo * esize,
-                            (size_t)(hi - lo) * esize, reqs, &n);
+        coll_sched_send(s, root, TAG_REDUCE, bytes + (size_t)lo * esize,
+                        (int)((size_t)(hi - lo) * esize), MPI_BYTE, packed);
     }
-    status = coll_wait(c, n, reqs, status);
-cleanup:
-    free(reqs);
-    free(bytes);
-    free(t.mem);
-    return status;
+    *done = coll_sched_fence(s);
+    return MPI_SUCCESS;
 }
 
-static int reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                  MPI_Datatype type, MPI_Op op, int root, size_t segsize)
+int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf, int count,
+                 MPI_Datatype type, MPI_Op op, int root, size_t segsize,
+                 int after, int *done)
 {
+    struct gc_comm *c = coll_sched_comm(s);
     int in_order;
     size_t esize;
+    *done = after;
     int status = coll_site_partials_ok(c, op, &in_order);
     if (status == MPI_SUCCESS)
         status = coll_packed_size(c, 1, type, &esize);
     if (status != MPI_SUCCESS || count == 0 || esize == 0)
         return status;
     if (!in_order)
-        return reduce_gathered(c, sbuf, rbuf, count, type, op, root,
-                               (size_t)count * esize);
+        return reduce_gathered(s, sbuf, rbuf, count, type, op, root,
+                               (size_t)count * esize, after, done);
     int seg = reduce_segment(segsize, esize);
     if (c->rank == root)
-        return reduce_root(c, sbuf, rbuf, count, type, op, esize, seg);
-    if (c->site[c->rank] == c->site[root])
-        return coll_local_reduce(sbuf, NULL, count, type, op,
-                                 c->site_rank[root], c->local);
-    if (c->local_rank != 0)
-        return coll_local_reduce(sbuf, NULL, count, type, op, 0, c->local);
-    return reduce_leader(c, sbuf, count, type, op, root, esize, seg);
+        return reduce_root(s, sbuf, rbuf, count, type, op, esize, seg, after,
+                           done);
+    if (c->site[c->rank] != c->site[root] && c->local_rank == 0)
+        return reduce_leader(s, sbuf, count, type, op, root, esize, seg, after,
+                             done);
+    /* Another member: the local reduce to the root or its leader. */
+    struct sched_local l = {
+        .op = LOCAL_REDUCE,
+        .sbuf = sbuf,
+        .count = count,
+        .type = coll_sched_type(s, type),
+        .mop = op,
+        .root = c->site[c->rank] == c->site[root] ? c->site_rank[root] : 0};
+    coll_sched_local(s, &l, after);
+    *done = coll_sched_fence(s);
+    return MPI_SUCCESS;
 }
 
-int reduce_grid_hier(const struct coll_args *a)
+int reduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
-    return reduce(a->comm, r->sbuf, r->rbuf, r->count, r->type, r->op, r->root,
-                  a->segsize);
-}
-
-int coll_reduce(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                MPI_Datatype type, MPI_Op op, int root)
-{
-    return reduce(c, sbuf, rbuf, count, type, op, root,
-                  coll_table_of(GC_COLL_REDUCE)->default_segsize);
+    int done;
+    return phase_reduce(s, r->sbuf, r->rbuf, r->count, r->type, r->op, r->root,
+                        a->segsize, -1, &done);
 }
 
 /*

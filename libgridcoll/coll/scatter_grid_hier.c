@@ -6,8 +6,8 @@
  * operations for clustered wide area systems", PPoPP 1999, §3: a flat
  * tree between sites (the root talks to one coordinator per site), so
  * each datum crosses one WAN link once and the call costs one WAN
- * latency.  Also coll_scatterv, the fixed Scatterv other collectives
- * call (gc_coll.h).
+ * latency.  Also phase_scatterv, the Scatterv phase other collectives'
+ * schedules are built of (gc_coll.h).
  *
  * Phases, S sites with members, n_s members on site s, m_r the packed
  * bytes of member r's block:
@@ -31,56 +31,54 @@
  * root's outgoing link bounds every algorithm and this one adds a single
  * WAN latency to it.
  */
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "rooted_common.h"
 
-/* The root's part of Scatterv; see coll_scatterv. */
-static int scatter_root(struct gc_comm *c, const void *sbuf, const int *scounts,
-                        const int *sdispls, MPI_Datatype stype, void *rbuf,
-                        int rcount, MPI_Datatype rtype)
+int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
+                   const int *sdispls, MPI_Datatype stype, void *rbuf,
+                   int rcount, MPI_Datatype rtype, int root, int uniform,
+                   int after, int *done)
 {
-    struct coll_rooted x = {0};
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int n = 0, local_status = MPI_SUCCESS;
-    int status = coll_rooted_make(c, scounts, sdispls, stype, &x);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = coll_rooted_copy(c, &x, s, scounts, sdispls, stype,
-                                      (void *)sbuf, 0);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (x.blocks[s] != NULL)
-            status = coll_isend(c, c->leader[s], TAG_SCATTER, x.blocks[s],
-                                x.bytes[s], reqs, &n);
-    if (status == MPI_SUCCESS)
-        local_status = PMPI_Scatterv(sbuf, x.lcounts, x.ldispls, stype, rbuf,
-                                     rcount, rtype, c->local_rank, c->local);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-cleanup:
-    coll_rooted_free(&x);
-    return status;
-}
-
-int coll_scatterv(struct gc_comm *c, const void *sbuf, const int *scounts,
-                  const int *sdispls, MPI_Datatype stype, void *rbuf,
-                  int rcount, MPI_Datatype rtype, int root, int uniform)
-{
+    struct gc_comm *c = coll_sched_comm(s);
+    rtype = coll_sched_type(s, rtype);
     if (c->site[c->rank] != c->site[root])
-        return coll_rooted_remote(c, rbuf, rcount, rtype, root, uniform, 0);
-    if (c->rank == root)
-        return scatter_root(c, sbuf, scounts, sdispls, stype, rbuf, rcount,
-                            rtype);
-    return PMPI_Scatterv(sbuf, NULL, NULL, stype, rbuf, rcount, rtype,
-                         c->site_rank[root], c->local);
+        return rooted_remote(s, rbuf, rcount, rtype, root, uniform, 0, after,
+                             done);
+    struct sched_local l = {.op = LOCAL_SCATTERV,
+                            .sbuf = sbuf,
+                            .type = coll_sched_type(s, stype),
+                            .rbuf = rbuf,
+                            .rcount = rcount,
+                            .rtype = rtype,
+                            .root = c->site_rank[root]};
+    if (c->rank != root) {
+        coll_sched_local(s, &l, after);
+        *done = coll_sched_fence(s);
+        return MPI_SUCCESS;
+    }
+    struct rooted_layout *x;
+    int status = rooted_layout_make(s, scounts, sdispls, stype, &x);
+    if (status != MPI_SUCCESS)
+        return status;
+    for (int t = 0; t < GC_MAX_SITES; t++)
+        if (x->block[t] != NULL)
+            coll_sched_send(s, c->leader[t], TAG_SCATTER, x->block[t],
+                            (int)x->bytes[t], MPI_BYTE,
+                            rooted_copy_step(s, x, t, (void *)sbuf, 0, after));
+    l.counts = x->lcounts;
+    l.displs = x->ldispls;
+    coll_sched_local(s, &l, after);
+    *done = coll_sched_fence(s);
+    return MPI_SUCCESS;
 }
 
-int scatter_grid_hier(const struct coll_args *a)
+int scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_rooted_args *r = &a->u.rooted;
-    return coll_scatterv(a->comm, r->sbuf, r->counts, r->displs, r->many_type,
-                         r->rbuf, r->block_count, r->block_type, r->root,
-                         r->uniform);
+    int done;
+    return phase_scatterv(s, r->sbuf, r->counts, r->displs, r->many_type,
+                          r->rbuf, r->block_count, r->block_type, r->root,
+                          r->uniform, -1, &done);
 }
