@@ -33,7 +33,7 @@ LAYOUT = ["--site-sizes", "2,1"]  # sites alpha (ranks 0, 1) and beta (2)
 # Every table of libgridcoll (gc_coll_algo.h, enum gc_coll_kind).
 TABLES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan",
           "gather", "gatherv", "scatter", "scatterv", "allgather",
-          "allgatherv", "alltoall", "alltoallv", "alltoallw"]
+          "allgatherv", "alltoall", "alltoallv", "alltoallw", "neighbor"]
 
 def info_csv():
     r = subprocess.run([INFO, "--algorithms", "--csv"],
