@@ -220,5 +220,16 @@ int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order);
 int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
                  size_t stride, size_t len, void *rbuf, int count,
                  MPI_Datatype type, MPI_Op op);
+/* coll_combine as a schedule's CALL step (arg: struct coll_fold). */
+struct coll_fold {
+    const unsigned char *partials;
+    int sources;
+    size_t stride, len;
+    void *rbuf;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+int coll_fold_step(struct coll_sched *s, void *arg);
 
 #endif

@@ -93,6 +93,13 @@ static int prefixes(struct coll_sched *s, void *arg)
     return status;
 }
 
+int coll_fold_step(struct coll_sched *s, void *arg)
+{
+    const struct coll_fold *f = arg;
+    return coll_combine(coll_sched_comm(s), f->partials, f->sources, f->stride,
+                        f->len, f->rbuf, f->count, f->type, f->op);
+}
+
 int scan_grid_gather_scatter(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;

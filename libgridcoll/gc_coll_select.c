@@ -111,8 +111,8 @@ static const struct coll_algo allreduce_algos[] = {
     {"hier",
      "local reduce, every leader sends its site's partial result to every "
      "other leader (one WAN latency), fold in site order, local bcast",
-     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_hier,
-     allreduce_grid_hier_cost, 0, NULL},
+     SITE_ORDER_RESTRICTION, partials_in_order, NULL, allreduce_grid_hier_cost,
+     0, allreduce_grid_hier},
     {"multileader",
      "local reduce-scatter, every member exchanges its slice with the "
      "members of the other sites whose slices overlap it (segmented), "
@@ -161,7 +161,7 @@ static const struct coll_algo scan_algos[] = {
      "leaders of the sites after it (one WAN latency), leaders fold the "
      "prefix and broadcast it locally, members apply it",
      "every site's members one contiguous range of ranks, for any op",
-     sites_contiguous, scan_grid_hier, NULL, 0, NULL},
+     sites_contiguous, NULL, NULL, 0, scan_grid_hier},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule scan_rules[] = {

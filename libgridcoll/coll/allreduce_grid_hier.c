@@ -39,87 +39,120 @@
  * long ones every byte funnels through one leader per site, which
  * multileader (allreduce_grid_multileader.c) spreads over all members.
  */
-#include <stdlib.h>
-
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "node_shm.h"
 
-/* The site's reduce to local rank 0 (GRIDCOLL_ALLREDUCE_LOCAL). */
-static int site_reduce(struct gc_comm *c, int shm, const void *sbuf, void *rbuf,
-                       const struct coll_reduce_args *r)
+/* The node layer's site phases, written as blocking code (blocking
+ * calls only, GRIDCOLL_ALLREDUCE_LOCAL=shm). */
+struct shm_phase {
+    const void *sbuf;
+    void *rbuf;
+    const struct coll_reduce_args *r;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+
+static int shm_reduce(struct coll_sched *s, void *arg)
 {
-    return shm ? reduce_site_shm(c, sbuf, rbuf, r->count, r->type, r->op)
-               : coll_local_reduce(sbuf, rbuf, r->count, r->type, r->op, 0,
-                                   c->local);
+    struct shm_phase *x = arg;
+    return reduce_site_shm(coll_sched_comm(s), x->sbuf, x->rbuf, x->count,
+                           x->type, x->op);
 }
 
-/* The leader: local reduce into rbuf, exchange, fold into rbuf. */
-static int leader_part(struct gc_comm *c, const struct coll_reduce_args *r,
-                       size_t len, int shm)
+static int shm_bcast(struct coll_sched *s, void *arg)
 {
-    struct gc_xfer *reqs[2 * GC_MAX_SITES];
-    int n = 0, slot = 0, sites = 0;
-    int status = MPI_SUCCESS, local_status = MPI_SUCCESS;
-    unsigned char *partials = coll_alloc(len * (size_t)c->site_count);
-    if (partials == NULL)
+    struct shm_phase *x = arg;
+    return bcast_site_shm(coll_sched_comm(s), x->rbuf, x->count, x->type);
+}
+
+/* The site's reduce to local rank 0 and, with `bcast`, its bcast from
+ * it: MPICH's nonblocking collectives, or the node layer's. */
+static int site_phase(struct coll_sched *s, int shm, int bcast,
+                      const void *sbuf, void *rbuf,
+                      const struct coll_reduce_args *r, int after)
+{
+    MPI_Datatype type = coll_sched_type(s, r->type);
+    if (shm) {
+        struct shm_phase *x = coll_sched_alloc(s, sizeof *x);
+        if (x == NULL)
+            return -1;
+        *x = (struct shm_phase){sbuf, rbuf, r, r->count, type, r->op};
+        return coll_sched_call_blocking(s, bcast ? shm_bcast : shm_reduce, x,
+                                        after);
+    }
+    struct sched_local l = {.op = bcast ? LOCAL_BCAST : LOCAL_REDUCE,
+                            .sbuf = sbuf,
+                            .rbuf = rbuf,
+                            .count = r->count,
+                            .type = type,
+                            .mop = r->op};
+    return coll_sched_local(s, &l, after);
+}
+
+int allreduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    struct gc_comm *c = a->comm;
+    size_t len;
+    int shm = 0;
+    if (r->count == 0)
+        return MPI_SUCCESS;
+    int status = coll_packed_size(c, r->count, r->type, &len);
+    /* The node layer serves one collective at a time: blocking only. */
+    if (status == MPI_SUCCESS && a->request == NULL)
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, len, &shm);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (c->local_rank != 0) {
+        int reduced =
+            site_phase(s, shm, 0, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
+                       NULL, r, -1);
+        site_phase(s, shm, 1, NULL, r->rbuf, r, reduced);
+        return MPI_SUCCESS;
+    }
+    /* The leader: partials in the order of the sites' first members,
+     * receives first so early partials land in place. */
+    unsigned char *partials = coll_sched_alloc(s, len * (size_t)c->site_count);
+    int *in = coll_sched_alloc(s, (size_t)(c->site_count + 1) * sizeof *in);
+    struct coll_fold *f = coll_sched_alloc(s, sizeof *f);
+    if (partials == NULL || in == NULL || f == NULL)
         return coll_no_mem(c);
-    /* Partials in the order of the sites' first members; receives posted
-     * first so early partials land in place. */
-    for (int q = 0; q < c->size && status == MPI_SUCCESS; q++) {
+    int slot = 0, sites = 0;
+    for (int q = 0; q < c->size; q++) {
         if (c->leader[c->site[q]] != q)
             continue;
         if (q == c->rank)
             slot = sites;
         else
-            status = coll_irecv(c, q, TAG_ALLREDUCE,
-                                partials + (size_t)sites * len, len, reqs, &n);
+            in[sites] = coll_sched_recv(s, q, TAG_ALLREDUCE,
+                                        partials + (size_t)sites * len,
+                                        (int)len, MPI_BYTE, -1);
         sites++;
     }
     unsigned char *mine = partials + (size_t)slot * len;
-    if (status == MPI_SUCCESS)
-        local_status = site_reduce(c, shm, r->sbuf, r->rbuf, r);
-    if (status == MPI_SUCCESS && local_status == MPI_SUCCESS)
-        local_status = coll_pack(c, r->rbuf, r->count, r->type, mine, len);
-    for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS &&
-                    local_status == MPI_SUCCESS;
-         s++)
-        if (c->leader[s] >= 0 && c->leader[s] != c->rank)
-            status =
-                coll_isend(c, c->leader[s], TAG_ALLREDUCE, mine, len, reqs, &n);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    if (status == MPI_SUCCESS)
-        status = coll_combine(c, partials, sites, len, len, r->rbuf, r->count,
-                              r->type, r->op);
-    free(partials);
-    return status;
-}
-
-int allreduce_grid_hier(const struct coll_args *a)
-{
-    const struct coll_reduce_args *r = &a->u.reduce;
-    struct gc_comm *c = a->comm;
-    size_t len;
-    int shm;
-    if (r->count == 0)
-        return MPI_SUCCESS;
-    int status = coll_packed_size(c, r->count, r->type, &len);
-    if (status == MPI_SUCCESS)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, len, &shm);
-    if (status != MPI_SUCCESS)
-        return status;
-    if (c->local_rank == 0)
-        status = leader_part(c, r, len, shm);
-    else
-        status = site_reduce(
-            c, shm, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf, NULL, r);
-    if (status == MPI_SUCCESS)
-        status =
-            shm ? bcast_site_shm(c, r->rbuf, r->count, r->type)
-                : coll_local_bcast(r->rbuf, r->count, r->type, 0, c->local);
-    return status;
+    in[slot] = coll_sched_pack(s, r->rbuf, r->count, r->type, mine, len,
+                               site_phase(s, shm, 0, r->sbuf, r->rbuf, r, -1));
+    for (int t = 0; t < GC_MAX_SITES; t++)
+        if (c->leader[t] >= 0 && c->leader[t] != c->rank)
+            coll_sched_send(s, c->leader[t], TAG_ALLREDUCE, mine, (int)len,
+                            MPI_BYTE, in[slot]);
+    /* Every site folds the same bytes in the same order: bit-identical
+     * results everywhere, also for floating-point sums. */
+    *f = (struct coll_fold){.partials = partials,
+                            .sources = sites,
+                            .stride = len,
+                            .len = len,
+                            .rbuf = r->rbuf,
+                            .count = r->count,
+                            .type = coll_sched_type(s, r->type),
+                            .op = r->op};
+    int folded =
+        coll_sched_call(s, coll_fold_step, f, coll_sched_join(s, in, sites));
+    site_phase(s, shm, 1, NULL, r->rbuf, r, folded);
+    return MPI_SUCCESS;
 }
 
 /*

@@ -52,27 +52,6 @@
 #include "gc_coll_algo.h"
 #include "reduce_common.h"
 
-/* Fold elements [lo, hi) of the sites' packed partial results into rbuf. */
-struct fold {
-    const unsigned char *partials;
-    int sites;
-    size_t len, esize;
-    void *rbuf;
-    MPI_Aint extent;
-    int lo, hi;
-    MPI_Datatype type;
-    MPI_Op op;
-};
-
-static int fold(struct coll_sched *s, void *arg)
-{
-    struct fold *f = arg;
-    return coll_combine(coll_sched_comm(s), f->partials + f->lo * f->esize,
-                        f->sites, f->len, (size_t)(f->hi - f->lo) * f->esize,
-                        (char *)f->rbuf + f->lo * f->extent, f->hi - f->lo,
-                        f->type, f->op);
-}
-
 /*
  * Non-commutative op over sites that interleave in rank order: no
  * site's partial result is a contiguous piece of the answer, so every
@@ -99,21 +78,20 @@ static int reduce_gathered(struct coll_sched *s, const void *sbuf, void *rbuf,
                            b.type, root, 1, packed, done);
     if (status != MPI_SUCCESS || !is_root)
         goto cleanup;
-    struct fold *f = coll_sched_alloc(s, sizeof *f);
+    struct coll_fold *f = coll_sched_alloc(s, sizeof *f);
     if (f == NULL) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    *f = (struct fold){.partials = all,
-                       .sites = c->size,
-                       .len = len,
-                       .esize = len / (size_t)count,
-                       .rbuf = rbuf,
-                       .lo = 0,
-                       .hi = count,
-                       .type = coll_sched_type(s, type),
-                       .op = op};
-    *done = coll_sched_call(s, fold, f, *done);
+    *f = (struct coll_fold){.partials = all,
+                            .sources = c->size,
+                            .stride = len,
+                            .len = len,
+                            .rbuf = rbuf,
+                            .count = count,
+                            .type = coll_sched_type(s, type),
+                            .op = op};
+    *done = coll_sched_call(s, coll_fold_step, f, *done);
 cleanup:
     coll_blocks_free(&b);
     return status;
@@ -168,21 +146,21 @@ static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
         coll_sched_pack(s, rbuf, count, type, partials + (size_t)slot * len,
                         len, coll_sched_local(s, &l, after));
     for (int k = 0; k < segments; k++) {
-        struct fold *f = coll_sched_alloc(s, sizeof *f);
+        int lo = k * seg, hi = count - lo > seg ? lo + seg : count;
+        struct coll_fold *f = coll_sched_alloc(s, sizeof *f);
         if (f == NULL)
             return coll_no_mem(c);
-        *f = (struct fold){.partials = partials,
-                           .sites = sites,
-                           .len = len,
-                           .esize = esize,
-                           .rbuf = rbuf,
-                           .extent = extent,
-                           .lo = k * seg,
-                           .hi = count - k * seg > seg ? (k + 1) * seg : count,
-                           .type = type,
-                           .op = op};
+        /* Segment k of every site's partial result, into rbuf. */
+        *f = (struct coll_fold){.partials = partials + (size_t)lo * esize,
+                                .sources = sites,
+                                .stride = len,
+                                .len = (size_t)(hi - lo) * esize,
+                                .rbuf = (char *)rbuf + lo * extent,
+                                .count = hi - lo,
+                                .type = type,
+                                .op = op};
         pieces[k * width + slot] = own;
-        coll_sched_call(s, fold, f,
+        coll_sched_call(s, coll_fold_step, f,
                         coll_sched_join(s, pieces + k * width, sites));
     }
     *done = coll_sched_fence(s);

@@ -57,18 +57,41 @@
  */
 #include <stdlib.h>
 
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
-int scan_grid_hier(const struct coll_args *a)
+/* Exscan: the site total T_u = (the inputs before mine) op mine, from
+ * this member's exscan result and its input packed before the exscan. */
+struct site_total {
+    unsigned char *total; /* in: the input; out: T_u */
+    size_t len;
+    void *input; /* typed room */
+    const void *before;
+    int count;
+    MPI_Datatype type;
+    MPI_Op op;
+};
+
+static int exclusive_total(struct coll_sched *s, void *arg)
+{
+    struct site_total *t = arg;
+    struct gc_comm *c = coll_sched_comm(s);
+    int status = coll_unpack(c, t->total, t->len, t->input, t->count, t->type);
+    if (status == MPI_SUCCESS)
+        status =
+            PMPI_Reduce_local(t->before, t->input, t->count, t->type, t->op);
+    if (status == MPI_SUCCESS)
+        status = coll_pack(c, t->input, t->count, t->type, t->total, t->len);
+    return status;
+}
+
+int scan_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
     struct gc_comm *c = a->comm;
-    struct gc_xfer *reqs[GC_MAX_SITES];
-    int leader_at[GC_MAX_SITES], last_of[GC_MAX_SITES];
-    int n = 0, sites = 0, me = 0, xfer_status = MPI_SUCCESS;
-    unsigned char *totals = NULL, *total = NULL;
-    struct coll_temp input = {0}, prefix = {0};
+    int leader_at[GC_MAX_SITES], last_of[GC_MAX_SITES], in[GC_MAX_SITES];
+    int sites = 0, me = 0;
     size_t len;
     int status = coll_packed_size(c, r->count, r->type, &len);
     if (status != MPI_SUCCESS || len == 0)
@@ -83,65 +106,81 @@ int scan_grid_hier(const struct coll_args *a)
     }
     int leader = c->local_rank == 0, last = c->local_rank == c->local_size - 1;
     int sends = last && me < sites - 1, receives = leader && me > 0;
+    MPI_Datatype type = coll_sched_type(s, r->type);
     const void *own = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf;
-    if ((sends && (total = coll_alloc(len)) == NULL) ||
-        (receives && (totals = coll_alloc(len * (size_t)me)) == NULL)) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    for (int u = 0; receives && u < me && xfer_status == MPI_SUCCESS; u++)
-        xfer_status = coll_irecv(c, last_of[c->site[leader_at[u]]], TAG_SCAN,
-                                 totals + (size_t)u * len, len, reqs, &n);
+    unsigned char *total = sends ? coll_sched_alloc(s, len) : NULL;
+    unsigned char *totals =
+        receives ? coll_sched_alloc(s, len * (size_t)me) : NULL;
+    if ((sends && total == NULL) || (receives && totals == NULL))
+        return coll_no_mem(c);
+    for (int u = 0; receives && u < me; u++)
+        in[u] =
+            coll_sched_recv(s, last_of[c->site[leader_at[u]]], TAG_SCAN,
+                            totals + (size_t)u * len, (int)len, MPI_BYTE, -1);
     /* Exscan overwrites an in-place input, which the site total needs. */
-    if (status == MPI_SUCCESS && sends && r->exclusive)
-        status = coll_pack(c, own, r->count, r->type, total, len);
-    if (status == MPI_SUCCESS)
-        status = r->exclusive ? PMPI_Exscan(r->sbuf, r->rbuf, r->count, r->type,
-                                            r->op, c->local)
-                              : PMPI_Scan(r->sbuf, r->rbuf, r->count, r->type,
-                                          r->op, c->local);
-    if (status == MPI_SUCCESS && sends && !r->exclusive)
-        status = coll_pack(c, r->rbuf, r->count, r->type, total, len);
-    if (status == MPI_SUCCESS && sends && r->exclusive && c->local_size > 1) {
-        /* T_u = (the inputs before mine) op mine. */
-        status = coll_temp_alloc(c, r->count, r->type, 1, &input);
-        if (status == MPI_SUCCESS)
-            status = coll_unpack(c, total, len, input.base, r->count, r->type);
-        if (status == MPI_SUCCESS)
-            status = PMPI_Reduce_local(r->rbuf, input.base, r->count, r->type,
-                                       r->op);
-        if (status == MPI_SUCCESS)
-            status = coll_pack(c, input.base, r->count, r->type, total, len);
+    int ready = sends && r->exclusive
+                    ? coll_sched_pack(s, own, r->count, type, total, len, -1)
+                    : -1;
+    struct sched_local l = {.op = r->exclusive ? LOCAL_EXSCAN : LOCAL_SCAN,
+                            .sbuf = r->sbuf,
+                            .rbuf = r->rbuf,
+                            .count = r->count,
+                            .type = type,
+                            .mop = r->op};
+    int scanned = coll_sched_local(s, &l, ready);
+    int counted = scanned;
+    if (sends && !r->exclusive)
+        counted =
+            coll_sched_pack(s, r->rbuf, r->count, type, total, len, scanned);
+    if (sends && r->exclusive && c->local_size > 1) {
+        struct site_total *t = coll_sched_alloc(s, sizeof *t);
+        if (t == NULL)
+            return coll_no_mem(c);
+        *t = (struct site_total){.total = total,
+                                 .len = len,
+                                 .before = r->rbuf,
+                                 .count = r->count,
+                                 .type = type,
+                                 .op = r->op};
+        status = coll_sched_temp(s, r->count, r->type, &t->input);
+        if (status != MPI_SUCCESS)
+            return status;
+        counted = coll_sched_call(s, exclusive_total, t, scanned);
     }
-    for (int u = me + 1; sends && u < sites && status == MPI_SUCCESS &&
-                         xfer_status == MPI_SUCCESS;
-         u++)
-        xfer_status =
-            coll_isend(c, leader_at[u], TAG_SCAN, total, len, reqs, &n);
-    /* Sends finish before the local bcast below, where the sites after
-     * this one would otherwise wait for this site's prefix too. */
-    if (sends || receives)
-        xfer_status = coll_wait(c, n, reqs, xfer_status);
-    if (status == MPI_SUCCESS)
-        status = xfer_status;
-    if (status != MPI_SUCCESS || me == 0)
-        goto cleanup;
+    for (int u = me + 1; sends && u < sites; u++)
+        coll_sched_send(s, leader_at[u], TAG_SCAN, total, (int)len, MPI_BYTE,
+                        counted);
+    if (me == 0)
+        return MPI_SUCCESS;
+    /* P_u, the prefix of the sites before this one: folded by the
+     * leader, broadcast on the site, applied in front of each result. */
     void *p = r->exclusive && leader ? r->rbuf : NULL;
-    if (p == NULL) {
-        status = coll_temp_alloc(c, r->count, r->type, 1, &prefix);
-        p = prefix.base;
+    if (p == NULL &&
+        (status = coll_sched_temp(s, r->count, r->type, &p)) != MPI_SUCCESS)
+        return status;
+    int prefix = -1;
+    if (leader) {
+        struct coll_fold *f = coll_sched_alloc(s, sizeof *f);
+        if (f == NULL)
+            return coll_no_mem(c);
+        *f = (struct coll_fold){.partials = totals,
+                                .sources = me,
+                                .stride = len,
+                                .len = len,
+                                .rbuf = p,
+                                .count = r->count,
+                                .type = type,
+                                .op = r->op};
+        prefix =
+            coll_sched_call(s, coll_fold_step, f, coll_sched_join(s, in, me));
     }
-    if (status == MPI_SUCCESS && leader)
-        status =
-            coll_combine(c, totals, me, len, len, p, r->count, r->type, r->op);
-    if (status == MPI_SUCCESS)
-        status = coll_local_bcast(p, r->count, r->type, 0, c->local);
-    if (status == MPI_SUCCESS && p != r->rbuf)
-        status = PMPI_Reduce_local(p, r->rbuf, r->count, r->type, r->op);
-cleanup:
-    free(totals);
-    free(total);
-    free(input.mem);
-    free(prefix.mem);
-    return status;
+    struct sched_local b = {
+        .op = LOCAL_BCAST, .rbuf = p, .count = r->count, .type = type};
+    int known = coll_sched_local(s, &b, prefix);
+    if (p != r->rbuf) {
+        int both[2] = {known, counted};
+        coll_sched_reduce(s, p, r->rbuf, r->count, type, r->op,
+                          coll_sched_join(s, both, 2));
+    }
+    return MPI_SUCCESS;
 }

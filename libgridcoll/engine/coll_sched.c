@@ -69,6 +69,7 @@ struct coll_sched {
     MPI_Datatype *types;
     int ntypes, types_cap;
     int no_mem;
+    int blocking; /* has coll_sched_call_blocking steps */
 
     /* Fixed once the first run starts. */
     int prepared;
@@ -282,6 +283,13 @@ int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
 {
     struct step st = {.kind = CALL, .fn = fn, .arg = arg, .after = after};
     return add(s, &st);
+}
+
+int coll_sched_call_blocking(struct coll_sched *s, sched_call_fn *fn, void *arg,
+                             int after)
+{
+    s->blocking = 1;
+    return coll_sched_call(s, fn, arg, after);
 }
 
 int coll_sched_join(struct coll_sched *s, const int *steps, int n)
@@ -589,6 +597,10 @@ static int post_local(struct coll_sched *s, int i)
         status =
             PMPI_Iscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm, req);
         break;
+    case LOCAL_EXSCAN:
+        status = PMPI_Iexscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm,
+                              req);
+        break;
     case LOCAL_GATHERV:
         status = PMPI_Igatherv(l->sbuf, l->count, l->type, l->rbuf, l->counts,
                                l->displs, l->rtype, l->root, comm, req);
@@ -797,6 +809,9 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
 {
     if (s->no_mem)
         return MPI_ERR_NO_MEM;
+    /* Blocking steps only run from coll_sched_run (done == NULL). */
+    if (s->blocking && done != NULL)
+        return MPI_ERR_INTERN;
     if (!s->prepared) {
         int status = prepare(s);
         if (status != MPI_SUCCESS)
@@ -924,6 +939,8 @@ int coll_sched_error(struct coll_sched *s, int status)
 
 int coll_sched_run(struct coll_sched *s)
 {
+    if (s->blocking)
+        coll_sched_drain(s->comm);
     int status = coll_sched_start(s, NULL, NULL);
     if (status != MPI_SUCCESS)
         return coll_sched_error(s, status);

@@ -68,6 +68,7 @@ enum sched_local_op {
     LOCAL_REDUCE,     /* sbuf -> rbuf at root */
     LOCAL_ALLREDUCE,  /* sbuf -> rbuf */
     LOCAL_SCAN,       /* sbuf -> rbuf, inclusive */
+    LOCAL_EXSCAN,     /* sbuf -> rbuf, exclusive */
     LOCAL_GATHERV,    /* sbuf count x type -> rbuf counts/displs x rtype */
     LOCAL_SCATTERV,   /* sbuf counts/displs x type -> rbuf rcount x rtype */
     LOCAL_ALLGATHERV, /* sbuf count x type -> rbuf counts/displs x rtype */
@@ -148,6 +149,15 @@ int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
 /* fn(s, arg) once `after` finished; arg lives as long as the schedule. */
 int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
                     int after);
+/*
+ * A CALL that may wait for other members (a node-layer phase written as
+ * blocking code): allowed in blocking runs only, which then first wait
+ * for the communicator's earlier schedules (coll_sched_drain), so no
+ * member blocks in it while its peers still owe another collective a
+ * step.  A schedule with one cannot be started behind a request.
+ */
+int coll_sched_call_blocking(struct coll_sched *s, sched_call_fn *fn, void *arg,
+                             int after);
 /* A step that finishes when every listed step has (-1 entries skipped). */
 int coll_sched_join(struct coll_sched *s, const int *steps, int n);
 /* A JOIN of every step added so far: "after all of the above". */
