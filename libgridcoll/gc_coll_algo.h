@@ -267,7 +267,7 @@ coll_build_fn scan_grid_hier;
 coll_build_fn gather_grid_hier;
 coll_build_fn scatter_grid_hier;
 coll_build_fn allgatherv_grid_gather_bcast;
-coll_algo_fn allgather_grid_hier;
+coll_build_fn allgather_grid_hier;
 coll_build_fn alltoall_grid_direct;
 coll_build_fn neighbor_grid_direct;
 coll_algo_fn alltoall_grid_lg;

@@ -193,7 +193,7 @@ static const struct coll_algo allgather_algos[] = {
     {"hier",
      "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
      "their sites' packed blocks (one WAN latency), local bcast",
-     "", NULL, allgather_grid_hier, NULL, 0, NULL},
+     "", NULL, NULL, NULL, 0, allgather_grid_hier},
 };
 static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
 

@@ -41,145 +41,205 @@
  * number of sites and members per site; sites need not be contiguous
  * rank ranges.
  */
-#include <stdlib.h>
+#include <limits.h>
+#include <string.h>
 
 #include "allgather_site.h"
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
-/* Where every member's packed block lives in the buffer. */
+/* Where every member's packed block lives in the buffer (schedule
+ * memory, like the arguments it keeps). */
 struct layout {
+    struct gc_comm *c;
+    const char *fn;
+    const struct coll_rooted_args *r; /* the copy in the schedule */
+    unsigned char *all;
     size_t *len;        /* [size] packed bytes by comm rank */
     MPI_Aint *pos;      /* [size] offset by comm rank */
     MPI_Aint *site_off; /* [local_size + 1] offset by local rank */
     MPI_Aint start[GC_MAX_SITES];
     MPI_Aint bytes[GC_MAX_SITES];
     MPI_Aint total;
+    MPI_Aint extent;
 };
 
-static void layout_free(struct layout *l)
+static int layout_make(struct coll_sched *s, const struct coll_args *a,
+                       struct layout **out)
 {
-    free(l->len);
-    free(l->pos);
-    free(l->site_off);
-}
-
-static int layout_make(const struct gc_comm *c, const struct site_map *map,
-                       const struct coll_rooted_args *r, struct layout *l)
-{
+    struct gc_comm *c = a->comm;
+    const struct coll_rooted_args *r = &a->u.rooted;
+    size_t n = (size_t)c->size;
     int my_site = c->site[c->rank];
-    l->len = malloc((size_t)c->size * sizeof *l->len);
-    l->pos = malloc((size_t)c->size * sizeof *l->pos);
-    l->site_off = malloc((size_t)(c->local_size + 1) * sizeof *l->site_off);
-    if (l->len == NULL || l->pos == NULL || l->site_off == NULL)
-        return coll_no_mem(c);
-    for (int q = 0; q < c->size; q++) {
-        int status =
-            coll_packed_size(c, r->counts[q], r->many_type, &l->len[q]);
-        if (status != MPI_SUCCESS)
-            return status;
+    struct layout *l = coll_sched_alloc(s, sizeof *l);
+    struct coll_rooted_args *kept = coll_sched_alloc(s, sizeof *kept);
+    int *arrays = coll_sched_alloc(s, 2 * n * sizeof *arrays);
+    if (l != NULL) {
+        l->len = coll_sched_alloc(s, n * sizeof *l->len);
+        l->pos = coll_sched_alloc(s, n * sizeof *l->pos);
+        l->site_off = coll_sched_alloc(s, ((size_t)c->local_size + 1) *
+                                              sizeof *l->site_off);
     }
-    l->total = 0;
+    if (l == NULL || kept == NULL || arrays == NULL || l->len == NULL ||
+        l->pos == NULL || l->site_off == NULL)
+        return coll_no_mem(c);
+    /* The counts and displacements may be the entry point's own. */
+    *kept = *r;
+    memcpy(arrays, r->counts, n * sizeof *arrays);
+    memcpy(arrays + n, r->displs, n * sizeof *arrays);
+    kept->counts = arrays;
+    kept->displs = arrays + n;
+    kept->many_type = coll_sched_type(s, r->many_type);
+    kept->block_type = coll_sched_type(s, r->block_type);
+    l->c = c;
+    l->fn = a->fn;
+    l->r = kept;
+    MPI_Aint lb;
+    int status = PMPI_Type_get_extent(r->many_type, &lb, &l->extent);
+    for (size_t q = 0; q < n && status == MPI_SUCCESS; q++)
+        status = coll_packed_size(c, r->counts[q], r->many_type, &l->len[q]);
+    if (status != MPI_SUCCESS)
+        return status;
     /* This site first, then the others in site order. */
     for (int i = -1; i < GC_MAX_SITES; i++) {
-        int s = i < 0 ? my_site : i;
+        int t = i < 0 ? my_site : i;
         if (i == my_site)
             continue;
-        l->start[s] = l->total;
-        for (int j = map->first[s]; j < map->first[s] + map->count[s]; j++) {
-            l->pos[map->member[j]] = l->total;
-            l->total += (MPI_Aint)l->len[map->member[j]];
-        }
-        l->bytes[s] = l->total - l->start[s];
+        l->start[t] = l->total;
+        for (int q = 0; q < c->size; q++)
+            if (c->site[q] == t) {
+                l->pos[q] = l->total;
+                l->total += (MPI_Aint)l->len[q];
+            }
+        l->bytes[t] = l->total - l->start[t];
     }
     for (int k = 0; k < c->local_size; k++)
         l->site_off[k] = l->pos[c->local_to_comm[k]];
     l->site_off[c->local_size] = l->bytes[my_site];
+    if ((l->all = coll_sched_alloc(s, (size_t)l->total)) == NULL)
+        return coll_no_mem(c);
+    *out = l;
     return MPI_SUCCESS;
 }
 
 /* Pack this member's block into its place. */
-static int pack_own(const struct gc_comm *c, const char *fn,
-                    const struct coll_rooted_args *r, const struct layout *l,
-                    MPI_Aint extent, unsigned char *all)
+static int pack_own(struct coll_sched *s, void *arg)
 {
+    (void)s;
+    const struct layout *l = arg;
+    const struct gc_comm *c = l->c;
+    const struct coll_rooted_args *r = l->r;
     int me = c->rank;
     if (r->sbuf == MPI_IN_PLACE) {
         if (r->counts[me] == 0)
             return MPI_SUCCESS;
-        const char *slot = (const char *)r->rbuf + r->displs[me] * extent;
-        return coll_pack(c, slot, r->counts[me], r->many_type, all + l->pos[me],
-                         l->len[me]);
+        const char *slot = (const char *)r->rbuf + r->displs[me] * l->extent;
+        return coll_pack(c, slot, r->counts[me], r->many_type,
+                         l->all + l->pos[me], l->len[me]);
     }
     size_t len;
     int status = coll_packed_size(c, r->block_count, r->block_type, &len);
     if (status != MPI_SUCCESS)
         return status;
     if (len != l->len[me])
-        return coll_arg_error(c, MPI_ERR_TRUNCATE, fn,
+        return coll_arg_error(c, MPI_ERR_TRUNCATE, l->fn,
                               "the send block and this rank's receive "
                               "block differ in size");
     return coll_pack(c, r->sbuf, r->block_count, r->block_type,
-                     all + l->pos[me], len);
+                     l->all + l->pos[me], len);
 }
 
-int allgather_grid_hier(const struct coll_args *a)
+/* Every block into its place in recvbuf (the own one too, unless
+ * MPI_IN_PLACE left it there). */
+static int unpack_all(struct coll_sched *s, void *arg)
 {
-    const struct coll_rooted_args *r = &a->u.rooted;
+    (void)s;
+    const struct layout *l = arg;
+    const struct coll_rooted_args *r = l->r;
+    int status = MPI_SUCCESS;
+    for (int q = 0; q < l->c->size && status == MPI_SUCCESS; q++)
+        if (r->counts[q] > 0 && !(q == l->c->rank && r->sbuf == MPI_IN_PLACE))
+            status = coll_unpack(l->c, l->all + l->pos[q], l->len[q],
+                                 (char *)r->rbuf + r->displs[q] * l->extent,
+                                 r->counts[q], r->many_type);
+    return status;
+}
+
+/* Blocking calls: the site's strategy and its bcast, written as
+ * blocking code (allgather_site.c). */
+static int site_run(struct coll_sched *s, void *arg)
+{
+    struct layout *l = arg;
+    return allgather_site_run(coll_sched_comm(s), l->fn, l->all, l->site_off);
+}
+
+static int site_bcast(struct coll_sched *s, void *arg)
+{
+    struct layout *l = arg;
+    MPI_Aint own = l->bytes[l->c->site[l->c->rank]];
+    return allgather_site_bcast(coll_sched_comm(s), l->fn, l->site_off,
+                                l->all + own, l->total - own);
+}
+
+int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
+{
     struct gc_comm *c = a->comm;
     int my_site = c->site[c->rank], leader = c->local_rank == 0;
-    struct site_map map = {0};
-    struct layout l = {0};
-    struct gc_xfer *reqs[2 * GC_MAX_SITES];
-    unsigned char *all = NULL;
-    MPI_Aint lb, extent;
-    int n = 0, local_status = MPI_SUCCESS;
-    int status = PMPI_Type_get_extent(r->many_type, &lb, &extent);
-    if (status == MPI_SUCCESS)
-        status = site_map_build(c, &map);
-    if (status == MPI_SUCCESS)
-        status = layout_make(c, &map, r, &l);
+    int blocking = a->request == NULL;
+    struct layout *l = NULL;
+    int status = layout_make(s, a, &l);
     if (status != MPI_SUCCESS)
-        goto cleanup;
-    if ((all = coll_alloc((size_t)l.total)) == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    status = pack_own(c, a->fn, r, &l, extent, all);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-
+        return status;
+    /* Nonblocking: MPICH's Iallgatherv and Ibcast, whose counts are int. */
+    if (!blocking && l->total > INT_MAX)
+        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
+                              "more than INT_MAX packed bytes in all");
+    int in[GC_MAX_SITES + 1], n = 0;
     /* Receives first: data arriving early lands in place. */
-    for (int s = 0; leader && s < GC_MAX_SITES && status == MPI_SUCCESS; s++)
-        if (s != my_site && map.count[s] > 0 && l.bytes[s] > 0)
-            status = coll_irecv(c, c->leader[s], TAG_ALLGATHER,
-                                all + l.start[s], (size_t)l.bytes[s], reqs, &n);
-    /* Reported by itself: coll_wait reports only transfer failures. */
-    if (status == MPI_SUCCESS)
-        local_status = allgather_site_run(c, a->fn, all, l.site_off);
-    for (int s = 0; leader && s < GC_MAX_SITES && status == MPI_SUCCESS &&
-                    local_status == MPI_SUCCESS;
-         s++)
-        if (s != my_site && map.count[s] > 0 && l.bytes[my_site] > 0)
-            status = coll_isend(c, c->leader[s], TAG_ALLGATHER, all,
-                                (size_t)l.bytes[my_site], reqs, &n);
-    status = coll_wait(c, n, reqs, status);
-    if (status == MPI_SUCCESS)
-        status = local_status;
-    if (status == MPI_SUCCESS && c->local_size > 1 &&
-        l.total > l.bytes[my_site])
-        status =
-            allgather_site_bcast(c, a->fn, l.site_off, all + l.bytes[my_site],
-                                 l.total - l.bytes[my_site]);
-
-    for (int q = 0; q < c->size && status == MPI_SUCCESS; q++)
-        if (r->counts[q] > 0 && !(q == c->rank && r->sbuf == MPI_IN_PLACE))
-            status = coll_unpack(c, all + l.pos[q], l.len[q],
-                                 (char *)r->rbuf + r->displs[q] * extent,
-                                 r->counts[q], r->many_type);
-cleanup:
-    free(all);
-    layout_free(&l);
-    site_map_free(&map);
-    return status;
+    for (int t = 0; leader && t < GC_MAX_SITES; t++)
+        if (t != my_site && c->leader[t] >= 0 && l->bytes[t] > 0)
+            in[n++] = coll_sched_recv(s, c->leader[t], TAG_ALLGATHER,
+                                      l->all + l->start[t], (int)l->bytes[t],
+                                      MPI_BYTE, -1);
+    int packed = coll_sched_call(s, pack_own, l, -1), gathered;
+    if (blocking) {
+        gathered = coll_sched_call_blocking(s, site_run, l, packed);
+    } else {
+        int *counts =
+            coll_sched_alloc(s, 2 * (size_t)c->local_size * sizeof *counts);
+        if (counts == NULL)
+            return coll_no_mem(c);
+        for (int k = 0; k < c->local_size; k++) {
+            counts[k] = (int)(l->site_off[k + 1] - l->site_off[k]);
+            counts[c->local_size + k] = (int)l->site_off[k];
+        }
+        struct sched_local g = {.op = LOCAL_ALLGATHERV,
+                                .sbuf = MPI_IN_PLACE,
+                                .rbuf = l->all,
+                                .counts = counts,
+                                .displs = counts + c->local_size,
+                                .rtype = MPI_BYTE};
+        gathered = coll_sched_local(s, &g, packed);
+    }
+    for (int t = 0; leader && t < GC_MAX_SITES; t++)
+        if (t != my_site && c->leader[t] >= 0 && l->bytes[my_site] > 0)
+            coll_sched_send(s, c->leader[t], TAG_ALLGATHER, l->all,
+                            (int)l->bytes[my_site], MPI_BYTE, gathered);
+    in[n++] = gathered;
+    int known = coll_sched_join(s, in, n);
+    MPI_Aint own = l->bytes[my_site];
+    if (c->local_size > 1 && l->total > own) {
+        if (blocking) {
+            known = coll_sched_call_blocking(s, site_bcast, l, known);
+        } else {
+            struct sched_local b = {.op = LOCAL_BCAST,
+                                    .rbuf = l->all + own,
+                                    .count = (int)(l->total - own),
+                                    .type = MPI_BYTE};
+            known = coll_sched_local(s, &b, known);
+        }
+    }
+    coll_sched_call(s, unpack_all, l, known);
+    return MPI_SUCCESS;
 }
