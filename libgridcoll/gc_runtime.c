@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/coll_request.h"
 #include "gc_model.h"
 #include "gc_mpi.h"
 #include "gc_proto.h"
@@ -235,6 +236,7 @@ int MPI_Finalize(void)
                     "close cleanly\n",
                     gc_world.grid_rank);
         gc_world.rc = NULL;
+        coll_request_shutdown();
         gc_p2p_shutdown();
         gc_comm_release_all();
         gc_world.active = 0;

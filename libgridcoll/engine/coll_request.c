@@ -323,6 +323,13 @@ int coll_request_error(MPI_Request handle, MPI_Comm *comm)
     return error;
 }
 
+void coll_request_shutdown(void)
+{
+    coll_request_free_released();
+    if (self_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&self_comm);
+}
+
 int coll_request_unreported(void)
 {
     return unreported;

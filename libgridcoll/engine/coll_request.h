@@ -30,5 +30,11 @@ int coll_request_error(MPI_Request handle, MPI_Comm *comm);
 int coll_request_unreported(void);
 /* Free the requests released since the engine's last turn. */
 void coll_request_free_released(void);
+/*
+ * MPI_Finalize: free what the persistent requests share (their copy of
+ * MPI_COMM_SELF) and those released while running; requests the program
+ * never freed stay its own.
+ */
+void coll_request_shutdown(void);
 
 #endif
