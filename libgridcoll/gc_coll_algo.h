@@ -270,7 +270,7 @@ coll_build_fn allgatherv_grid_gather_bcast;
 coll_build_fn allgather_grid_hier;
 coll_build_fn alltoall_grid_direct;
 coll_build_fn neighbor_grid_direct;
-coll_algo_fn alltoall_grid_lg;
+coll_build_fn alltoall_grid_lg;
 coll_algo_fn alltoall_grid_hier;
 
 /* Their cost functions (model mode), next to each algorithm. */

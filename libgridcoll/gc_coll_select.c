@@ -204,7 +204,7 @@ static const struct coll_algo alltoall_algos[] = {
      "Steffenel's Local Group: blocks regrouped inside each site, then "
      "every block crosses the WAN once, max(n_s, n_t) messages from "
      "site s to site t, straight to the destination ranks",
-     "", NULL, alltoall_grid_lg, alltoall_grid_lg_cost, 0, NULL},
+     "", NULL, NULL, alltoall_grid_lg_cost, 0, alltoall_grid_lg},
     {"hier",
      "MagPIe: each site's blocks for other sites gathered at one "
      "coordinator, one WAN message per ordered pair of sites, local "

@@ -58,10 +58,57 @@ int alltoall_call_sched(struct coll_sched *s, const struct coll_args *a,
     struct gc_comm *c = a->comm;
     *k = (struct alltoall_call){0};
     k->slen = coll_sched_alloc(s, 2 * (size_t)c->size * sizeof *k->slen);
-    if (k->slen == NULL)
+    k->map.member = coll_sched_alloc(s, (size_t)c->size * sizeof(int));
+    if (k->slen == NULL || k->map.member == NULL)
         return coll_no_mem(c);
     k->rlen = k->slen + c->size;
+    /* The site map of site_map_build, in schedule memory. */
+    int at = 0;
+    for (int t = 0; t < GC_MAX_SITES; t++) {
+        k->map.first[t] = at;
+        for (int r = 0; r < c->size; r++)
+            if (c->site[r] == t)
+                k->map.member[at++] = r;
+        k->map.count[t] = at - k->map.first[t];
+    }
     return call_fill(a, k);
+}
+
+/* One side of the call, copied into the schedule. */
+static const struct coll_side *side_copy(struct coll_sched *s,
+                                         const struct coll_side *from)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    size_t n = (size_t)c->size;
+    struct coll_side *to = coll_sched_alloc(s, sizeof *to);
+    int *counts = coll_sched_alloc(s, n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, n * sizeof *displs);
+    MPI_Datatype *types = coll_sched_alloc(s, n * sizeof *types);
+    if (to == NULL || counts == NULL || displs == NULL || types == NULL)
+        return NULL;
+    for (size_t r = 0; r < n; r++) {
+        counts[r] = from->counts[r];
+        displs[r] = from->displs[r];
+        /* Count 0: the datatype of an empty block may be anything. */
+        types[r] =
+            counts[r] > 0 ? coll_sched_type(s, from->types[r]) : MPI_BYTE;
+    }
+    *to = (struct coll_side){counts, displs, types};
+    return to;
+}
+
+int alltoall_keep_sides(struct coll_sched *s, const struct coll_args *a,
+                        struct coll_args *kept)
+{
+    const struct coll_alltoall_args *u = &a->u.alltoall;
+    *kept = *a;
+    kept->u.alltoall.rcv = side_copy(s, u->rcv);
+    kept->u.alltoall.snd =
+        u->sbuf == MPI_IN_PLACE ? NULL : side_copy(s, u->snd);
+    if (kept->u.alltoall.rcv == NULL ||
+        (u->sbuf != MPI_IN_PLACE && kept->u.alltoall.snd == NULL))
+        return coll_no_mem(a->comm);
+    return MPI_SUCCESS;
 }
 
 void alltoall_call_free(struct alltoall_call *k)

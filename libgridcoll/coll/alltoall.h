@@ -36,10 +36,16 @@ struct alltoall_call {
 /* Free with alltoall_call_free, also after a failure. */
 int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k);
 void alltoall_call_free(struct alltoall_call *k);
-/* The same in schedule memory, without `map` (nothing to free). */
+/* The same in schedule memory (nothing to free). */
 struct coll_sched;
 int alltoall_call_sched(struct coll_sched *s, const struct coll_args *a,
                         struct alltoall_call *k);
+/*
+ * *kept = *a with both sides (counts, displacements, datatypes) copied
+ * into s: a nonblocking call's entry point frees its own once it returns.
+ */
+int alltoall_keep_sides(struct coll_sched *s, const struct coll_args *a,
+                        struct coll_args *kept);
 
 /* Comm rank of member `index` (site rank) of site `s`. */
 static inline int alltoall_member(const struct alltoall_call *k, int s,

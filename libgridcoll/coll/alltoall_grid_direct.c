@@ -31,30 +31,6 @@
 
 /* Offsets of the packed blocks to (from) ranks on other sites, back to
  * back: off[r] .. off[r + 1]. */
-/* One side of the call, copied into the schedule (the entry point's
- * arrays are gone once a nonblocking call returns). */
-static const struct coll_side *side_copy(struct coll_sched *s,
-                                         const struct coll_side *from)
-{
-    struct gc_comm *c = coll_sched_comm(s);
-    size_t n = (size_t)c->size;
-    struct coll_side *to = coll_sched_alloc(s, sizeof *to);
-    int *counts = coll_sched_alloc(s, n * sizeof *counts);
-    MPI_Aint *displs = coll_sched_alloc(s, n * sizeof *displs);
-    MPI_Datatype *types = coll_sched_alloc(s, n * sizeof *types);
-    if (to == NULL || counts == NULL || displs == NULL || types == NULL)
-        return NULL;
-    for (size_t r = 0; r < n; r++) {
-        counts[r] = from->counts[r];
-        displs[r] = from->displs[r];
-        /* Count 0: the datatype of an empty block may be anything. */
-        types[r] =
-            counts[r] > 0 ? coll_sched_type(s, from->types[r]) : MPI_BYTE;
-    }
-    *to = (struct coll_side){counts, displs, types};
-    return to;
-}
-
 /*
  * The blocks for (or from) other sites, packed back to back in comm-rank
  * order: bytes[off[r], off[r + 1]) is rank r's.
@@ -168,16 +144,15 @@ int alltoall_grid_direct(struct coll_sched *s, const struct coll_args *a)
     int in_place = u->sbuf == MPI_IN_PLACE;
     size_t n = (size_t)c->size + 1;
     struct coll_args kept = *a;
-    kept.u.alltoall.rcv = side_copy(s, u->rcv);
-    kept.u.alltoall.snd = in_place ? NULL : side_copy(s, u->snd);
     struct alltoall_call *k = coll_sched_alloc(s, sizeof *k);
     struct remote_blocks *b = coll_sched_alloc(s, sizeof *b);
     size_t *soff = coll_sched_alloc(s, 2 * n * sizeof *soff);
-    if (kept.u.alltoall.rcv == NULL ||
-        (!in_place && kept.u.alltoall.snd == NULL) || k == NULL || b == NULL ||
-        soff == NULL)
+    if (k == NULL || b == NULL || soff == NULL)
         return coll_no_mem(c);
-    int status = alltoall_call_sched(s, &kept, k);
+    int status = alltoall_keep_sides(s, a, &kept);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = alltoall_call_sched(s, &kept, k);
     if (status != MPI_SUCCESS)
         return status;
     *b = (struct remote_blocks){.k = k, .soff = soff, .roff = soff + n};

@@ -56,10 +56,11 @@
  * their destinations, and each rank has at most ceil(max/min) WAN
  * messages out and in per remote site.
  */
-#include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 #include "coll/alltoall.h"
+#include "engine/coll_sched.h"
 
 /*
  * The rank of a site of n_send members (site rank) that carries across
@@ -83,6 +84,7 @@ struct lg_site {
 struct lg {
     struct alltoall_call k;
     struct gc_comm *c;
+    const char *fn;
     int n, me; /* this site's members, this rank's site rank */
     struct lg_site remote[GC_MAX_SITES];
     int remote_count;
@@ -96,10 +98,13 @@ struct lg {
     uint64_t *len_to, *len_from;  /* their sizes, bundles back to back */
     int *bundle;                  /* scratch: one bundle's destinations */
     unsigned char *sbund, *rbund;
+    size_t sbund_cap, rbund_cap, wsend_cap;
     /* WAN messages, by partner: offsets [msgs + 1] and cursors */
     size_t *soff, *roff, *cursor;
     unsigned char *wsend, *wrecv;
-    struct gc_xfer **reqs;
+    int *send_step;  /* [msgs] this rank's WAN sends, retargeted by lay_out */
+    int bundle_step; /* the local exchange, when it is MPICH's */
+    struct coll_sched *sched;
 };
 
 static int lg_partners(const struct lg_site *e, int me)
@@ -135,84 +140,63 @@ static int lg_bundle(const struct lg *g, int k, int x, int *dst)
     return count;
 }
 
-static void lg_free(struct lg *g)
+/* The message index of this rank's partner j (a comm rank). */
+static int lg_msg_of_rank(const struct lg *g, int j)
 {
-    alltoall_call_free(&g->k);
-    free(g->scount);
-    free(g->rcount);
-    free(g->sdispl);
-    free(g->rdispl);
-    free(g->types);
-    free(g->blocks_to);
-    free(g->blocks_from);
-    free(g->len_to);
-    free(g->len_from);
-    free(g->bundle);
-    free(g->sbund);
-    free(g->rbund);
-    free(g->soff);
-    free(g->roff);
-    free(g->cursor);
-    free(g->wsend);
-    free(g->wrecv);
-    free(g->reqs);
+    const struct lg_site *e = &g->remote[g->entry_of_site[g->c->site[j]]];
+    return lg_msg(g, e, g->c->site_rank[j]);
 }
 
-static int lg_init(const struct coll_args *a, struct lg *g)
+/* Everything in schedule memory: a persistent alltoall reuses it. */
+static int lg_init(struct coll_sched *s, const struct coll_args *a,
+                   struct lg *g)
 {
     struct gc_comm *c = a->comm;
     g->c = c;
+    g->fn = a->fn;
+    g->sched = s;
     g->n = c->local_size;
     g->me = c->local_rank;
-    int status = alltoall_call_init(a, &g->k);
+    int status = alltoall_call_sched(s, a, &g->k);
     if (status != MPI_SUCCESS)
         return status;
-    for (int s = 0; s < GC_MAX_SITES; s++) {
-        g->entry_of_site[s] = -1;
-        if (g->k.map.count[s] == 0 || s == g->k.my_site)
+    for (int t = 0; t < GC_MAX_SITES; t++) {
+        g->entry_of_site[t] = -1;
+        if (g->k.map.count[t] == 0 || t == g->k.my_site)
             continue;
         struct lg_site *e = &g->remote[g->remote_count];
-        e->site = s;
-        e->n = g->k.map.count[s];
+        e->site = t;
+        e->n = g->k.map.count[t];
         e->step = e->n < g->n ? e->n : g->n;
         e->msg_base = g->msgs;
         g->msgs += lg_partners(e, g->me);
-        g->entry_of_site[s] = g->remote_count++;
+        g->entry_of_site[t] = g->remote_count++;
     }
     size_t n = (size_t)g->n, m = (size_t)g->msgs + 1;
     size_t remote = (size_t)(c->size - g->n);
-    g->scount = malloc(n * sizeof *g->scount);
-    g->rcount = malloc(n * sizeof *g->rcount);
-    g->sdispl = malloc(n * sizeof *g->sdispl);
-    g->rdispl = malloc(n * sizeof *g->rdispl);
-    g->types = malloc(n * sizeof *g->types);
-    g->blocks_to = malloc(n * sizeof *g->blocks_to);
-    g->blocks_from = malloc(n * sizeof *g->blocks_from);
-    g->len_to = coll_alloc(remote * sizeof *g->len_to);
-    g->bundle = coll_alloc(remote * sizeof *g->bundle);
-    g->soff = calloc(m, sizeof *g->soff);
-    g->roff = calloc(m, sizeof *g->roff);
-    g->cursor = malloc(m * sizeof *g->cursor);
-    g->reqs = malloc(2 * m * sizeof *g->reqs);
+    g->scount = coll_sched_alloc(s, n * sizeof *g->scount);
+    g->rcount = coll_sched_alloc(s, n * sizeof *g->rcount);
+    g->sdispl = coll_sched_alloc(s, n * sizeof *g->sdispl);
+    g->rdispl = coll_sched_alloc(s, n * sizeof *g->rdispl);
+    g->types = coll_sched_alloc(s, n * sizeof *g->types);
+    g->blocks_to = coll_sched_alloc(s, n * sizeof *g->blocks_to);
+    g->blocks_from = coll_sched_alloc(s, n * sizeof *g->blocks_from);
+    g->len_to = coll_sched_alloc(s, remote * sizeof *g->len_to);
+    g->bundle = coll_sched_alloc(s, remote * sizeof *g->bundle);
+    g->soff = coll_sched_alloc(s, m * sizeof *g->soff);
+    g->roff = coll_sched_alloc(s, m * sizeof *g->roff);
+    g->cursor = coll_sched_alloc(s, m * sizeof *g->cursor);
+    g->send_step = coll_sched_alloc(s, m * sizeof *g->send_step);
     if (g->scount == NULL || g->rcount == NULL || g->sdispl == NULL ||
         g->rdispl == NULL || g->types == NULL || g->blocks_to == NULL ||
         g->blocks_from == NULL || g->len_to == NULL || g->bundle == NULL ||
         g->soff == NULL || g->roff == NULL || g->cursor == NULL ||
-        g->reqs == NULL)
+        g->send_step == NULL)
         return coll_no_mem(c);
     for (size_t x = 0; x < n; x++)
         g->types[x] = MPI_BYTE;
-    return MPI_SUCCESS;
-}
-
-/*
- * The sizes of every bundled block, both ways: what this rank sends comes
- * from its own slen; what it collects is the block size (Alltoall) or
- * comes from the senders (v-forms).
- */
-static int lg_sizes(struct lg *g)
-{
-    struct gc_comm *c = g->c;
+    /* The sizes of the blocks this rank bundles, from its own slen; how
+     * many it collects from each member. */
     size_t to = 0, from = 0;
     for (int x = 0; x < g->n; x++) {
         g->blocks_to[x] = lg_bundle(g, g->me, x, g->bundle);
@@ -221,20 +205,69 @@ static int lg_sizes(struct lg *g)
         g->blocks_from[x] = lg_bundle(g, x, g->me, g->bundle);
         from += (size_t)g->blocks_from[x];
     }
-    g->len_from = coll_alloc(from * sizeof *g->len_from);
+    g->len_from = coll_sched_alloc(s, from * sizeof *g->len_from);
     if (g->len_from == NULL)
         return coll_no_mem(c);
-    if (g->k.block == 0)
-        return alltoall_local_sizes(&g->k, g->blocks_to, g->len_to,
-                                    g->blocks_from, g->len_from);
-    for (size_t i = 0; i < from; i++)
+    /* Alltoall: every block has the one size every member knows. */
+    for (size_t i = 0; g->k.block > 0 && i < from; i++)
         g->len_from[i] = g->k.block;
     return MPI_SUCCESS;
 }
 
-/* Lay out both sides of the local phase and pack the outgoing bundles. */
-static int lg_pack_bundles(struct lg *g)
+/*
+ * The v-forms: the sizes of the collected blocks come from their
+ * senders, one MPICH alltoallw of uint64_t among the site's members.
+ */
+static int lg_sizes_step(struct coll_sched *s, struct lg *g)
 {
+    size_t n = (size_t)g->n;
+    MPI_Count *counts = coll_sched_alloc(s, 2 * n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, 2 * n * sizeof *displs);
+    MPI_Datatype *types = coll_sched_alloc(s, n * sizeof *types);
+    if (counts == NULL || displs == NULL || types == NULL)
+        return -1;
+    MPI_Aint to = 0, from = 0;
+    for (size_t x = 0; x < n; x++) {
+        counts[x] = g->blocks_to[x];
+        counts[n + x] = g->blocks_from[x];
+        displs[x] = to;
+        displs[n + x] = from;
+        types[x] = MPI_UINT64_T;
+        to += g->blocks_to[x] * (MPI_Aint)sizeof(uint64_t);
+        from += g->blocks_from[x] * (MPI_Aint)sizeof(uint64_t);
+    }
+    struct sched_local l = {.op = LOCAL_ALLTOALLW,
+                            .sbuf = g->len_to,
+                            .rbuf = g->len_from,
+                            .scounts = counts,
+                            .sdispls = displs,
+                            .stypes = types,
+                            .rcounts = counts + n,
+                            .rdispls = displs + n,
+                            .rtypes = types};
+    return coll_sched_local(s, &l, -1);
+}
+
+/* *buf with room for `bytes`, from the schedule when it has too little. */
+static int room(struct coll_sched *s, unsigned char **buf, size_t *cap,
+                size_t bytes)
+{
+    if (*buf != NULL && bytes <= *cap)
+        return 0;
+    *buf = coll_sched_alloc(s, bytes);
+    *cap = bytes;
+    return *buf != NULL ? 0 : -1;
+}
+
+/*
+ * Once every size is known: the bundles' layout (both sides of the
+ * local exchange) and the WAN messages' (soff), with the buffers and the
+ * steps that use them pointed at the right bytes.  At build time for
+ * Alltoall, as a step after the sizes for the v-forms.
+ */
+static int lay_out(struct coll_sched *s, void *arg)
+{
+    struct lg *g = arg;
     struct gc_comm *c = g->c;
     const uint64_t *to = g->len_to, *from = g->len_from;
     MPI_Aint stotal = 0, rtotal = 0;
@@ -251,13 +284,48 @@ static int lg_pack_bundles(struct lg *g)
         stotal += (MPI_Aint)g->scount[x];
         rtotal += (MPI_Aint)g->rcount[x];
     }
-    g->sbund = coll_alloc((size_t)stotal);
-    g->rbund = coll_alloc((size_t)rtotal);
-    if (g->sbund == NULL || g->rbund == NULL)
-        return coll_no_mem(c);
+    /* Regrouped by partner: walking the received bundles by k keeps
+     * every message in k order. */
+    for (int m = 0; m <= g->msgs; m++)
+        g->soff[m] = 0;
+    const uint64_t *len = g->len_from;
+    for (int k = 0; k < g->n; k++) {
+        int blocks = lg_bundle(g, k, g->me, g->bundle);
+        for (int b = 0; b < blocks; b++)
+            g->soff[lg_msg_of_rank(g, g->bundle[b]) + 1] += *len++;
+    }
+    for (int m = 0; m < g->msgs; m++)
+        g->soff[m + 1] += g->soff[m];
+    /* A later run of a persistent alltoallv may need more room. */
+    if (room(s, &g->sbund, &g->sbund_cap, (size_t)stotal) != 0 ||
+        room(s, &g->rbund, &g->rbund_cap, (size_t)rtotal) != 0 ||
+        room(s, &g->wsend, &g->wsend_cap, g->soff[g->msgs]) != 0)
+        return MPI_ERR_NO_MEM;
+    if (g->bundle_step >= 0) {
+        struct sched_local *l = coll_sched_local_args(s, g->bundle_step);
+        l->sbuf = g->sbund;
+        l->rbuf = g->rbund;
+    }
+    for (int m = 0; m < g->msgs; m++) {
+        size_t bytes = g->soff[m + 1] - g->soff[m];
+        if (bytes > INT_MAX)
+            return MPI_ERR_COUNT;
+        /* Empty: skipped, as the receiver skips it (same signatures). */
+        coll_sched_retarget(s, g->send_step[m], g->wsend + g->soff[m],
+                            bytes > 0 ? (int)bytes : -1);
+    }
+    return MPI_SUCCESS;
+}
+
+/* Pack the outgoing bundles: own block for x, then the remote blocks x
+ * collects. */
+static int pack_bundles(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    struct lg *g = arg;
     int status = MPI_SUCCESS;
     for (int x = 0; x < g->n && status == MPI_SUCCESS; x++) {
-        int r = c->local_to_comm[x];
+        int r = g->c->local_to_comm[x];
         unsigned char *at = g->sbund + g->sdispl[x];
         status = alltoall_pack(&g->k, r, at);
         at += g->k.slen[r];
@@ -270,52 +338,33 @@ static int lg_pack_bundles(struct lg *g)
     return status;
 }
 
-/*
- * The message from each partner carries, by k, the blocks of every member
- * k of its site that the partner collects for this rank: sized from rlen.
- */
-static int lg_receive_layout(struct lg *g)
+/* Blocking calls: the local exchange by the site's schedule table
+ * (GRIDCOLL_ALLTOALL_LOCAL), written as blocking code. */
+static int local_table(struct coll_sched *s, void *arg)
 {
-    for (int i = 0; i < g->remote_count; i++) {
-        const struct lg_site *e = &g->remote[i];
-        for (int k = 0; k < e->n; k++) {
-            int x = lg_collector(e->n, g->n, k, g->me);
-            g->roff[lg_msg(g, e, x) + 1] +=
-                g->k.rlen[alltoall_member(&g->k, e->site, k)];
-        }
-    }
-    for (int m = 0; m < g->msgs; m++)
-        g->roff[m + 1] += g->roff[m];
-    g->wrecv = coll_alloc(g->roff[g->msgs]);
-    return g->wrecv != NULL ? MPI_SUCCESS : coll_no_mem(g->c);
+    (void)s;
+    struct lg *g = arg;
+    struct alltoall_exchange x = {.sbuf = g->sbund,
+                                  .scounts = g->scount,
+                                  .sdispls = g->sdispl,
+                                  .stypes = g->types,
+                                  .rbuf = g->rbund,
+                                  .rcounts = g->rcount,
+                                  .rdispls = g->rdispl,
+                                  .rtypes = g->types};
+    /* Alltoall: a rank's N blocks spread over its site's n members. */
+    size_t pair_bytes = g->k.block * (size_t)g->c->size / (size_t)g->n;
+    return alltoall_local(g->c, g->fn, pair_bytes, &x);
 }
 
-/* The message index of this rank's partner j (a comm rank). */
-static int lg_msg_of_rank(const struct lg *g, int j)
+/* The collected blocks, regrouped by WAN partner; then this site's own
+ * blocks unpacked, while the WAN messages travel. */
+static int regroup(struct coll_sched *s, void *arg)
 {
-    const struct lg_site *e = &g->remote[g->entry_of_site[g->c->site[j]]];
-    return lg_msg(g, e, g->c->site_rank[j]);
-}
-
-/*
- * Regroup the collected blocks by partner (walking the received bundles
- * by k keeps every message in k order).
- */
-static int lg_send_layout(struct lg *g)
-{
-    const uint64_t *len = g->len_from;
-    for (int k = 0; k < g->n; k++) {
-        int blocks = lg_bundle(g, k, g->me, g->bundle);
-        for (int b = 0; b < blocks; b++)
-            g->soff[lg_msg_of_rank(g, g->bundle[b]) + 1] += *len++;
-    }
-    for (int m = 0; m < g->msgs; m++)
-        g->soff[m + 1] += g->soff[m];
-    g->wsend = coll_alloc(g->soff[g->msgs]);
-    if (g->wsend == NULL)
-        return coll_no_mem(g->c);
+    (void)s;
+    struct lg *g = arg;
     memcpy(g->cursor, g->soff, (size_t)g->msgs * sizeof *g->cursor);
-    len = g->len_from;
+    const uint64_t *len = g->len_from;
     for (int k = 0; k < g->n; k++) {
         const unsigned char *at =
             g->rbund + g->rdispl[k] + g->k.rlen[g->c->local_to_comm[k]];
@@ -327,96 +376,104 @@ static int lg_send_layout(struct lg *g)
             at += *len;
         }
     }
-    return MPI_SUCCESS;
-}
-
-/* Post every non-empty WAN message of one direction (both ends skip the
- * same ones: their sizes come from matching type signatures). */
-static int lg_post(struct lg *g, int send, int *posted)
-{
-    const size_t *off = send ? g->soff : g->roff;
-    unsigned char *buf = send ? g->wsend : g->wrecv;
     int status = MPI_SUCCESS;
-    for (int i = 0; i < g->remote_count && status == MPI_SUCCESS; i++) {
-        const struct lg_site *e = &g->remote[i];
-        int end = e->msg_base + lg_partners(e, g->me);
-        for (int m = e->msg_base; m < end && status == MPI_SUCCESS; m++) {
-            size_t len = off[m + 1] - off[m];
-            if (len == 0)
-                continue;
-            int peer = lg_peer(g, e, m);
-            status = send ? coll_isend(g->c, peer, TAG_ALLTOALL, buf + off[m],
-                                       len, g->reqs, posted)
-                          : coll_irecv(g->c, peer, TAG_ALLTOALL, buf + off[m],
-                                       len, g->reqs, posted);
-        }
-    }
+    for (int x = 0; x < g->n && status == MPI_SUCCESS; x++)
+        status = alltoall_unpack(&g->k, g->c->local_to_comm[x],
+                                 g->rbund + g->rdispl[x]);
     return status;
 }
 
-static int lg_local_phase(struct lg *g, const struct coll_args *a)
-{
-    struct alltoall_exchange x = {.sbuf = g->sbund,
-                                  .scounts = g->scount,
-                                  .sdispls = g->sdispl,
-                                  .stypes = g->types,
-                                  .rbuf = g->rbund,
-                                  .rcounts = g->rcount,
-                                  .rdispls = g->rdispl,
-                                  .rtypes = g->types};
-    /* Alltoall: a rank's N blocks spread over its site's n members. */
-    size_t pair_bytes = g->k.block * (size_t)g->c->size / (size_t)g->n;
-    return alltoall_local(g->c, a->fn, pair_bytes, &x);
-}
-
 /* Unpack the WAN messages, walking each remote site's members by k. */
-static int lg_unpack_remote(struct lg *g)
+static int unpack_remote(struct coll_sched *s, void *arg)
 {
+    (void)s;
+    struct lg *g = arg;
     int status = MPI_SUCCESS;
-    memcpy(g->cursor, g->roff, (size_t)g->msgs * sizeof *g->cursor);
+    size_t *cursor = g->cursor; /* regroup is done with it */
+    memcpy(cursor, g->roff, (size_t)g->msgs * sizeof *cursor);
     for (int i = 0; i < g->remote_count && status == MPI_SUCCESS; i++) {
         const struct lg_site *e = &g->remote[i];
         for (int k = 0; k < e->n && status == MPI_SUCCESS; k++) {
             int r = alltoall_member(&g->k, e->site, k);
             int m = lg_msg(g, e, lg_collector(e->n, g->n, k, g->me));
-            status = alltoall_unpack(&g->k, r, g->wrecv + g->cursor[m]);
-            g->cursor[m] += g->k.rlen[r];
+            status = alltoall_unpack(&g->k, r, g->wrecv + cursor[m]);
+            cursor[m] += g->k.rlen[r];
         }
     }
     return status;
 }
 
-int alltoall_grid_lg(const struct coll_args *a)
+int alltoall_grid_lg(struct coll_sched *s, const struct coll_args *a)
 {
-    struct lg g = {0};
-    int posted = 0, xfer_status = MPI_SUCCESS;
-    int status = lg_init(a, &g);
+    struct gc_comm *c = a->comm;
+    struct lg *g = coll_sched_alloc(s, sizeof *g);
+    struct coll_args kept = *a;
+    int in_place = a->u.alltoall.sbuf == MPI_IN_PLACE;
+    if (g == NULL)
+        return coll_no_mem(c);
+    int status = alltoall_keep_sides(s, a, &kept);
     if (status == MPI_SUCCESS)
-        status = lg_sizes(&g);
-    if (status == MPI_SUCCESS)
-        status = lg_pack_bundles(&g);
-    if (status == MPI_SUCCESS)
-        status = lg_receive_layout(&g);
-    if (status == MPI_SUCCESS)
-        xfer_status = lg_post(&g, 0, &posted);
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status = lg_local_phase(&g, a);
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status = lg_send_layout(&g);
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        xfer_status = lg_post(&g, 1, &posted);
-    /* This site's blocks, while the WAN messages travel. */
-    for (int x = 0;
-         x < g.n && status == MPI_SUCCESS && xfer_status == MPI_SUCCESS; x++)
-        status =
-            alltoall_unpack(&g.k, g.c->local_to_comm[x], g.rbund + g.rdispl[x]);
-    int wait_status = coll_wait(g.c, posted, g.reqs, xfer_status);
-    if (status == MPI_SUCCESS)
-        status = wait_status;
-    if (status == MPI_SUCCESS)
-        status = lg_unpack_remote(&g);
-    lg_free(&g);
-    return status;
+        status = lg_init(s, &kept, g);
+    if (status != MPI_SUCCESS)
+        return status;
+    g->bundle_step = -1;
+    /* The messages from each partner, sized from rlen: posted first. */
+    for (int i = 0; i < g->remote_count; i++) {
+        const struct lg_site *e = &g->remote[i];
+        for (int k = 0; k < e->n; k++) {
+            int x = lg_collector(e->n, g->n, k, g->me);
+            g->roff[lg_msg(g, e, x) + 1] +=
+                g->k.rlen[alltoall_member(&g->k, e->site, k)];
+        }
+    }
+    for (int m = 0; m < g->msgs; m++)
+        g->roff[m + 1] += g->roff[m];
+    if ((g->wrecv = coll_sched_alloc(s, g->roff[g->msgs])) == NULL)
+        return coll_no_mem(c);
+    int *in = coll_sched_alloc(s, ((size_t)g->msgs + 1) * sizeof *in), n = 0;
+    if (in == NULL)
+        return coll_no_mem(c);
+    for (int i = 0; i < g->remote_count; i++) {
+        const struct lg_site *e = &g->remote[i];
+        int end = e->msg_base + lg_partners(e, g->me);
+        for (int m = e->msg_base; m < end; m++)
+            if (g->roff[m + 1] > g->roff[m])
+                in[n++] = coll_sched_recv(
+                    s, lg_peer(g, e, m), TAG_ALLTOALL, g->wrecv + g->roff[m],
+                    (int)(g->roff[m + 1] - g->roff[m]), MPI_BYTE, -1);
+    }
+    /* Alltoall knows every size now; the v-forms after the sizes step. */
+    int laid = -1;
+    if (g->k.block == 0)
+        laid = coll_sched_call(s, lay_out, g, lg_sizes_step(s, g));
+    int packed = coll_sched_call(s, pack_bundles, g, laid), exchanged;
+    if (a->request == NULL) {
+        exchanged = coll_sched_call_blocking(s, local_table, g, packed);
+    } else {
+        struct sched_local l = {.op = LOCAL_ALLTOALLW,
+                                .scounts = g->scount,
+                                .sdispls = g->sdispl,
+                                .stypes = g->types,
+                                .rcounts = g->rcount,
+                                .rdispls = g->rdispl,
+                                .rtypes = g->types};
+        exchanged = g->bundle_step = coll_sched_local(s, &l, packed);
+    }
+    int grouped = coll_sched_call(s, regroup, g, exchanged);
+    for (int i = 0; i < g->remote_count; i++) {
+        const struct lg_site *e = &g->remote[i];
+        int end = e->msg_base + lg_partners(e, g->me);
+        for (int m = e->msg_base; m < end; m++)
+            g->send_step[m] = coll_sched_send(s, lg_peer(g, e, m), TAG_ALLTOALL,
+                                              NULL, -1, MPI_BYTE, grouped);
+    }
+    if (g->k.block > 0 && (status = lay_out(s, g)) != MPI_SUCCESS)
+        return status == MPI_ERR_NO_MEM ? coll_no_mem(c) : status;
+    /* In place, blocks from other sites go where outgoing ones were,
+     * packed away by then. */
+    in[n++] = in_place ? packed : -1;
+    coll_sched_call(s, unpack_remote, g, coll_sched_join(s, in, n));
+    return MPI_SUCCESS;
 }
 
 /*

@@ -548,6 +548,10 @@ static int post_transfer(struct coll_sched *s, int i)
     struct gc_comm *c = s->comm;
     const struct step *st = &s->steps[i];
     int tag = wire_tag(s, st->tag), status;
+    if (st->count < 0) {
+        finished(s, i); /* retargeted away: nothing to move this run */
+        return MPI_SUCCESS;
+    }
     if (remote(s, st)) {
         /* Only bytes cross sites: the algorithms pack. */
         struct gc_xfer **req = &s->xreq[s->nx];

@@ -166,8 +166,9 @@ int coll_sched_fence(struct coll_sched *s);
 /*
  * Sizes some members learn only while the schedule runs (Gatherv's
  * members tell their leader their lengths): a CALL step that runs first
- * may point a later SEND or RECV at another buffer and count, or change
- * a later LOCAL step's arguments.  Steps are named by index.
+ * may point a later SEND or RECV at another buffer and count (a count
+ * below 0: the step moves nothing this run), or change a later LOCAL
+ * step's arguments.  Steps are named by index.
  */
 void coll_sched_retarget(struct coll_sched *s, int step, void *buf, int count);
 struct sched_local *coll_sched_local_args(struct coll_sched *s, int step);
