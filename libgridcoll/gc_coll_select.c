@@ -117,8 +117,8 @@ static const struct coll_algo allreduce_algos[] = {
      "local reduce-scatter, every member exchanges its slice with the "
      "members of the other sites whose slices overlap it (segmented), "
      "fold, local allgather",
-     SITE_ORDER_RESTRICTION, partials_in_order, allreduce_grid_multileader,
-     allreduce_grid_multileader_cost, 1, NULL},
+     SITE_ORDER_RESTRICTION, partials_in_order, NULL,
+     allreduce_grid_multileader_cost, 1, allreduce_grid_multileader},
 };
 /* hier while the WAN round decides: over the emulated WAN (20 ms, 1
  * Gbit/s) it was ahead up to 1 MiB on 2+2, 4+4 and 3+5 ranks (1 MiB: 45-74
@@ -142,8 +142,8 @@ static const struct coll_algo reduce_scatter_algos[] = {
      "local reduce-scatter over every member of a site, each member sends "
      "the pieces of its slice straight to their owners on other sites "
      "(segmented, one WAN latency), owners fold in site order",
-     SITE_ORDER_RESTRICTION, scatter_partials_in_order,
-     reduce_scatter_grid_hier, NULL, 0, NULL},
+     SITE_ORDER_RESTRICTION, scatter_partials_in_order, NULL, NULL, 0,
+     reduce_scatter_grid_hier},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule reduce_scatter_rules[] = {

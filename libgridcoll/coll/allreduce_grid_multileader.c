@@ -62,6 +62,7 @@
 #include <stdlib.h>
 
 #include "allgather_site.h"
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "node_shm.h"
@@ -118,98 +119,153 @@ static int plan_make(const struct gc_comm *c, int count, int seg,
 }
 
 /*
- * Every member's folded slice to every member of the site: packed, through
- * the site's intra-site allgather strategy (allgather_site.h), unpacked.
+ * Every member's folded slice to every member of the site: packed into
+ * its place, through the site's intra-site allgather, unpacked.
  */
-static int site_allgather(struct gc_comm *c, const char *fn,
-                          const struct coll_reduce_args *r,
-                          const struct plan *p, size_t esize, MPI_Aint extent)
+struct slices {
+    struct gc_comm *c;
+    const char *fn;
+    const struct coll_reduce_args *r; /* a copy in the schedule */
+    const struct plan *p;
+    unsigned char *all;
+    MPI_Aint *off; /* [local_size + 1] each member's slice, in bytes */
+    size_t esize;
+    MPI_Aint extent;
+    /* blocking calls: the node layer's reduce-scatter */
+    const void *input;
+    void *slice;
+    int *counts;
+};
+
+static int pack_slice(struct coll_sched *s, void *arg)
 {
-    int status = MPI_SUCCESS;
-    size_t total = (size_t)r->count * esize;
-    MPI_Aint *off = malloc((size_t)(c->local_size + 1) * sizeof *off);
-    unsigned char *all = coll_alloc(total);
-    if (off == NULL || all == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    for (int j = 0; j <= c->local_size; j++)
-        off[j] =
-            (MPI_Aint)slice_start(r->count, c->local_size, j) * (MPI_Aint)esize;
-    status = coll_pack(c, (char *)r->rbuf + (MPI_Aint)p->lo * extent,
-                       p->hi - p->lo, r->type, all + off[c->local_rank],
-                       (size_t)(p->hi - p->lo) * esize);
-    if (status == MPI_SUCCESS)
-        status = allgather_site_run(c, fn, all, off);
-    if (status == MPI_SUCCESS)
-        status = coll_unpack(c, all, total, r->rbuf, r->count, r->type);
-cleanup:
-    free(off);
-    free(all);
-    return status;
+    (void)s;
+    const struct slices *x = arg;
+    const struct plan *p = x->p;
+    return coll_pack(x->c, (char *)x->r->rbuf + (MPI_Aint)p->lo * x->extent,
+                     p->hi - p->lo, x->r->type,
+                     x->all + x->off[x->c->local_rank],
+                     (size_t)(p->hi - p->lo) * x->esize);
 }
 
-int allreduce_grid_multileader(const struct coll_args *a)
+static int unpack_all(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    const struct slices *x = arg;
+    return coll_unpack(x->c, x->all, (size_t)x->r->count * x->esize, x->r->rbuf,
+                       x->r->count, x->r->type);
+}
+
+/* Blocking calls: the site strategies and node layer, blocking code. */
+static int site_allgather(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    const struct slices *x = arg;
+    return allgather_site_run(x->c, x->fn, x->all, x->off);
+}
+
+static int shm_reduce_scatter(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    const struct slices *x = arg;
+    return reduce_scatter_site_shm(x->c, x->input, x->slice, x->counts,
+                                   x->r->type, x->r->op);
+}
+
+int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
     struct gc_comm *c = a->comm;
     struct plan p = {0};
-    struct coll_temp slice = {0};
-    struct gc_xfer **reqs = NULL;
-    unsigned char *partials = NULL;
-    int *counts = NULL;
-    int n = 0, xfer_status = MPI_SUCCESS, shm = 0;
+    int shm = 0, blocking = a->request == NULL;
     size_t esize;
     MPI_Aint lb, extent;
     int status = coll_packed_size(c, 1, r->type, &esize);
     if (status != MPI_SUCCESS || r->count == 0 || esize == 0)
         return status;
     status = PMPI_Type_get_extent(r->type, &lb, &extent);
-    if (status != MPI_SUCCESS)
-        return status;
-    status = plan_make(c, r->count, reduce_segment(a->segsize, esize), &p);
+    if (status == MPI_SUCCESS)
+        status = plan_make(c, r->count, reduce_segment(a->segsize, esize), &p);
+    /* The node layer serves one collective at a time: blocking only. */
+    if (status == MPI_SUCCESS && blocking)
+        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, a->bytes, &shm);
     if (status != MPI_SUCCESS)
         goto cleanup;
+    size_t n = (size_t)c->local_size;
     size_t stride = (size_t)(p.hi - p.lo) * esize;
-    counts = malloc((size_t)c->local_size * sizeof *counts);
-    reqs = malloc((size_t)(2 * p.pieces.count + 1) * sizeof *reqs);
-    partials = coll_alloc(stride * (size_t)p.sites);
-    if (counts == NULL || reqs == NULL || partials == NULL) {
+    struct slices *x = coll_sched_alloc(s, sizeof *x);
+    struct coll_reduce_args *kept = coll_sched_alloc(s, sizeof *kept);
+    struct plan *kept_plan = coll_sched_alloc(s, sizeof *kept_plan);
+    unsigned char *partials = coll_sched_alloc(s, stride * (size_t)p.sites);
+    int *counts = coll_sched_alloc(s, n * sizeof *counts);
+    int *steps = coll_sched_alloc(
+        s, (size_t)(p.pieces.count > 0 ? p.pieces.count : 1) * sizeof *steps);
+    if (x == NULL || kept == NULL || kept_plan == NULL || partials == NULL ||
+        counts == NULL || steps == NULL) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    for (int j = 0; j < c->local_size; j++)
-        counts[j] = slice_start(r->count, c->local_size, j + 1) -
-                    slice_start(r->count, c->local_size, j);
-    for (int k = 0; k < p.pieces.count && xfer_status == MPI_SUCCESS; k++) {
-        const struct reduce_piece *x = &p.pieces.at[k];
-        xfer_status = coll_irecv(c, x->peer, TAG_ALLREDUCE_SLICE,
-                                 partials + (size_t)x->source * stride +
-                                     (size_t)(x->lo - p.lo) * esize,
-                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+    *kept = *r;
+    kept->type = coll_sched_type(s, r->type);
+    /* The steps need only the slice bounds of the plan. */
+    *kept_plan = (struct plan){.lo = p.lo, .hi = p.hi};
+    *x = (struct slices){.c = c,
+                         .fn = a->fn,
+                         .r = kept,
+                         .p = kept_plan,
+                         .all = coll_sched_alloc(s, (size_t)r->count * esize),
+                         .off = coll_sched_alloc(s, (n + 1) * sizeof *x->off),
+                         .esize = esize,
+                         .extent = extent,
+                         .input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
+                         .counts = counts};
+    if (x->all == NULL || x->off == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
-    status = coll_temp_alloc(c, p.hi - p.lo, r->type, 1, &slice);
-    if (status == MPI_SUCCESS)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, a->bytes, &shm);
-    const void *input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf;
-    if (status == MPI_SUCCESS)
-        status = shm ? reduce_scatter_site_shm(c, input, slice.base, counts,
-                                               r->type, r->op)
-                     : PMPI_Reduce_scatter(input, slice.base, counts, r->type,
-                                           r->op, c->local);
+    for (size_t j = 0; j <= n; j++)
+        x->off[j] =
+            (MPI_Aint)slice_start(r->count, (int)n, (int)j) * (MPI_Aint)esize;
+    for (size_t j = 0; j < n; j++)
+        counts[j] = slice_start(r->count, (int)n, (int)j + 1) -
+                    slice_start(r->count, (int)n, (int)j);
+    status = coll_sched_temp(s, p.hi - p.lo, r->type, &x->slice);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    /* 1. Receives first, one per piece. */
+    for (int k = 0; k < p.pieces.count; k++) {
+        const struct reduce_piece *y = &p.pieces.at[k];
+        steps[k] = coll_sched_recv(s, y->peer, TAG_ALLREDUCE_SLICE,
+                                   partials + (size_t)y->source * stride +
+                                       (size_t)(y->lo - p.lo) * esize,
+                                   (int)((size_t)(y->hi - y->lo) * esize),
+                                   MPI_BYTE, -1);
+    }
+    /* 2. The site's reduce-scatter: this member's slice of its site's
+     * partial result. */
+    int reduced;
+    if (shm) {
+        reduced = coll_sched_call_blocking(s, shm_reduce_scatter, x, -1);
+    } else {
+        struct sched_local l = {.op = LOCAL_REDUCE_SCATTER,
+                                .sbuf = x->input,
+                                .rbuf = x->slice,
+                                .counts = counts,
+                                .type = kept->type,
+                                .mop = r->op};
+        reduced = coll_sched_local(s, &l, -1);
+    }
     unsigned char *mine = partials + (size_t)p.me * stride;
-    if (status == MPI_SUCCESS)
-        status = coll_pack(c, slice.base, p.hi - p.lo, r->type, mine, stride);
-    for (int k = 0; k < p.pieces.count && status == MPI_SUCCESS &&
-                    xfer_status == MPI_SUCCESS;
-         k++) {
-        const struct reduce_piece *x = &p.pieces.at[k];
-        xfer_status = coll_isend(c, x->peer, TAG_ALLREDUCE_SLICE,
-                                 mine + (size_t)(x->lo - p.lo) * esize,
-                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+    int own = coll_sched_pack(s, x->slice, p.hi - p.lo, kept->type, mine,
+                              stride, reduced);
+    /* 3. The slice's pieces to their counterparts on the other sites. */
+    for (int k = 0; k < p.pieces.count; k++) {
+        const struct reduce_piece *y = &p.pieces.at[k];
+        coll_sched_send(s, y->peer, TAG_ALLREDUCE_SLICE,
+                        mine + (size_t)(y->lo - p.lo) * esize,
+                        (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, own);
     }
-    /* Receives were posted first, one per piece: reqs[k] is piece k's,
-     * unless posting stopped early (then nothing is folded). */
+    /* 4. The fold into this member's slice of rbuf, stretch by stretch. */
     struct reduce_fold f = {
         .partials = partials,
         .stride = stride,
@@ -219,23 +275,37 @@ int allreduce_grid_multileader(const struct coll_args *a)
         .hi = p.hi,
         .rbuf = (char *)r->rbuf + (MPI_Aint)p.lo * extent,
         .extent = extent,
-        .type = r->type,
+        .type = kept->type,
         .op = r->op,
     };
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status = reduce_fold_run(c, &f, p.pieces.at, p.pieces.count, reqs,
-                                 &xfer_status);
-    xfer_status = coll_wait(c, n, reqs, xfer_status);
-    if (status == MPI_SUCCESS)
-        status = xfer_status;
-    if (status == MPI_SUCCESS)
-        status = site_allgather(c, a->fn, r, &p, esize, extent);
+    int folded =
+        reduce_fold_steps(s, &f, p.pieces.at, steps, p.pieces.count, own);
+    /* 5. Every slice to every member of the site. */
+    int gathered, packed = coll_sched_call(s, pack_slice, x, folded);
+    if (blocking) {
+        gathered = coll_sched_call_blocking(s, site_allgather, x, packed);
+    } else {
+        /* The packed slices, in bytes (MPICH's int counts). */
+        int *bytes = coll_sched_alloc(s, 2 * n * sizeof *bytes);
+        if (bytes == NULL) {
+            status = coll_no_mem(c);
+            goto cleanup;
+        }
+        for (size_t j = 0; j < n; j++) {
+            bytes[j] = (int)(x->off[j + 1] - x->off[j]);
+            bytes[n + j] = (int)x->off[j];
+        }
+        struct sched_local g = {.op = LOCAL_ALLGATHERV,
+                                .sbuf = MPI_IN_PLACE,
+                                .rbuf = x->all,
+                                .counts = bytes,
+                                .displs = bytes + n,
+                                .rtype = MPI_BYTE};
+        gathered = coll_sched_local(s, &g, packed);
+    }
+    coll_sched_call(s, unpack_all, x, gathered);
 cleanup:
     plan_free(&p);
-    free(slice.mem);
-    free(reqs);
-    free(partials);
-    free(counts);
     return status;
 }
 

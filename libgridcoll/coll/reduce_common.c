@@ -4,6 +4,8 @@
  */
 #include "reduce_common.h"
 
+#include "engine/coll_sched.h"
+
 #include <limits.h>
 #include <stdlib.h>
 
@@ -49,6 +51,47 @@ int reduce_segment(size_t segsize, size_t esize)
     if (seg == 0)
         seg = 1;
     return seg < (size_t)INT_MAX ? (int)seg : INT_MAX;
+}
+
+int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
+                      const struct reduce_piece *pieces, const int *steps,
+                      int npieces, int own)
+{
+    int next[GC_MAX_SITES];
+    for (int u = 0; u < f->sources; u++)
+        next[u] = -1;
+    for (int k = npieces - 1; k >= 0; k--)
+        next[pieces[k].source] = k;
+    for (int at = f->lo; at < f->hi;) {
+        /* The stretch ends where the first current piece ends. */
+        int end = f->hi, deps[GC_MAX_SITES + 1], n = 0;
+        deps[n++] = own;
+        for (int u = 0; u < f->sources; u++) {
+            if (next[u] < 0)
+                continue;
+            deps[n++] = steps[next[u]];
+            if (pieces[next[u]].hi < end)
+                end = pieces[next[u]].hi;
+        }
+        struct coll_fold *x = coll_sched_alloc(s, sizeof *x);
+        if (x == NULL)
+            return -1;
+        *x = (struct coll_fold){
+            .partials = f->partials + (size_t)(at - f->lo) * f->esize,
+            .sources = f->sources,
+            .stride = f->stride,
+            .len = (size_t)(end - at) * f->esize,
+            .rbuf = (char *)f->rbuf + (MPI_Aint)(at - f->lo) * f->extent,
+            .count = end - at,
+            .type = f->type,
+            .op = f->op};
+        coll_sched_call(s, coll_fold_step, x, coll_sched_join(s, deps, n));
+        for (int u = 0; u < f->sources; u++)
+            if (next[u] >= 0 && pieces[next[u]].hi == end)
+                next[u]++;
+        at = end;
+    }
+    return coll_sched_fence(s);
 }
 
 int reduce_fold_run(struct gc_comm *c, const struct reduce_fold *f,

@@ -71,5 +71,15 @@ struct reduce_fold {
 int reduce_fold_run(struct gc_comm *c, const struct reduce_fold *f,
                     const struct reduce_piece *pieces, int npieces,
                     struct gc_xfer **recvs, int *xfer_status);
+/*
+ * The same fold as schedule steps: stretch by stretch, each once the
+ * receive steps of its pieces (steps[k] brings pieces[k]) and step `own`
+ * (the source already in `partials`) have finished.  f's buffers live as
+ * long as the schedule.  Returns a step after every fold.
+ */
+struct coll_sched;
+int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
+                      const struct reduce_piece *pieces, const int *steps,
+                      int npieces, int own);
 
 #endif

@@ -65,7 +65,9 @@
  */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "reduce_common.h"
@@ -214,38 +216,44 @@ static int plan_make(const struct gc_comm *c, const int *rcounts, int seg,
     return p->sends.no_mem || p->recvs.no_mem ? coll_no_mem(c) : MPI_SUCCESS;
 }
 
-/* The input in the plan's order, as `total` typed elements in t. */
-static int permute_input(struct gc_comm *c, const struct plan *p,
-                         const void *input, MPI_Datatype type, size_t esize,
-                         MPI_Aint extent, struct coll_temp *t)
+/* The input in the plan's order, as typed elements at `in` (a step). */
+struct permute {
+    struct gc_comm *c;
+    const void *input;
+    struct span *copy; /* the plan's, in schedule memory */
+    int ncopy, total;
+    unsigned char *bytes;
+    void *in;
+    MPI_Datatype type;
+    size_t esize;
+    MPI_Aint extent;
+};
+
+static int permute_input(struct coll_sched *s, void *arg)
 {
-    int total = p->displ[c->size];
-    size_t len = (size_t)total * esize, at = 0;
-    unsigned char *bytes = coll_alloc(len);
-    int status =
-        bytes != NULL ? coll_temp_alloc(c, total, type, 1, t) : coll_no_mem(c);
-    for (int k = 0; k < p->ncopy && status == MPI_SUCCESS; k++) {
-        const struct span *x = &p->copy[k];
-        size_t piece = (size_t)(x->hi - x->lo) * esize;
-        status = coll_pack(c, (const char *)input + (MPI_Aint)x->lo * extent,
-                           x->hi - x->lo, type, bytes + at, piece);
+    (void)s;
+    const struct permute *x = arg;
+    size_t at = 0;
+    int status = MPI_SUCCESS;
+    for (int k = 0; k < x->ncopy && status == MPI_SUCCESS; k++) {
+        const struct span *y = &x->copy[k];
+        size_t piece = (size_t)(y->hi - y->lo) * x->esize;
+        status = coll_pack(x->c,
+                           (const char *)x->input + (MPI_Aint)y->lo * x->extent,
+                           y->hi - y->lo, x->type, x->bytes + at, piece);
         at += piece;
     }
     if (status == MPI_SUCCESS)
-        status = coll_unpack(c, bytes, len, t->base, total, type);
-    free(bytes);
+        status = coll_unpack(x->c, x->bytes, (size_t)x->total * x->esize, x->in,
+                             x->total, x->type);
     return status;
 }
 
-int reduce_scatter_grid_hier(const struct coll_args *a)
+int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_scatter_args *r = &a->u.reduce_scatter;
     struct gc_comm *c = a->comm;
     struct plan p = {0};
-    struct coll_temp in = {0}, out = {0};
-    struct gc_xfer **reqs = NULL;
-    unsigned char *partials = NULL, *share = NULL;
-    int n = 0, xfer_status = MPI_SUCCESS;
     long long total = 0;
     size_t esize;
     MPI_Aint lb, extent;
@@ -263,46 +271,73 @@ int reduce_scatter_grid_hier(const struct coll_args *a)
             plan_make(c, r->rcounts, reduce_segment(a->segsize, esize), &p);
     if (status != MPI_SUCCESS)
         goto cleanup;
-    int mine = r->rcounts[c->rank];
+    MPI_Datatype type = coll_sched_type(s, r->type);
+    int mine = r->rcounts[c->rank], share = p.share_hi - p.share_lo;
     size_t stride = (size_t)mine * esize;
-    reqs = malloc((size_t)(p.recvs.count + p.sends.count + 1) * sizeof *reqs);
-    partials = coll_alloc(stride * (size_t)p.sites);
-    share = coll_alloc((size_t)(p.share_hi - p.share_lo) * esize);
-    if (reqs == NULL || partials == NULL || share == NULL) {
+    struct permute *x = coll_sched_alloc(s, sizeof *x);
+    unsigned char *partials = coll_sched_alloc(s, stride * (size_t)p.sites);
+    unsigned char *shared = coll_sched_alloc(s, (size_t)share * esize);
+    int *counts = coll_sched_alloc(s, (size_t)c->local_size * sizeof *counts);
+    int *steps = coll_sched_alloc(
+        s, (size_t)(p.recvs.count > 0 ? p.recvs.count : 1) * sizeof *steps);
+    void *out = NULL;
+    if (x == NULL || partials == NULL || shared == NULL || counts == NULL ||
+        steps == NULL) {
         status = coll_no_mem(c);
         goto cleanup;
     }
-    for (int k = 0; k < p.recvs.count && xfer_status == MPI_SUCCESS; k++) {
-        const struct reduce_piece *x = &p.recvs.at[k];
-        xfer_status = coll_irecv(c, x->peer, TAG_REDUCE_SCATTER,
-                                 partials + (size_t)x->source * stride +
-                                     (size_t)(x->lo - p.displ[c->rank]) * esize,
-                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+    *x = (struct permute){
+        .c = c,
+        .input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
+        .copy = coll_sched_alloc(s, (size_t)(p.ncopy + 1) * sizeof *x->copy),
+        .ncopy = p.ncopy,
+        .total = (int)total,
+        .bytes = coll_sched_alloc(s, (size_t)total * esize),
+        .type = type,
+        .esize = esize,
+        .extent = extent};
+    if (x->copy == NULL || x->bytes == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
-    status = permute_input(c, &p, r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
-                           r->type, esize, extent, &in);
+    memcpy(x->copy, p.copy, (size_t)p.ncopy * sizeof *x->copy);
+    memcpy(counts, p.counts, (size_t)c->local_size * sizeof *counts);
+    status = coll_sched_temp(s, (int)total, r->type, &x->in);
     if (status == MPI_SUCCESS)
-        status = coll_temp_alloc(c, p.counts[c->local_rank], r->type, 1, &out);
-    if (status == MPI_SUCCESS)
-        status = PMPI_Reduce_scatter(in.base, out.base, p.counts, r->type,
-                                     r->op, c->local);
-    if (status == MPI_SUCCESS)
-        status = coll_pack(c, out.base, mine, r->type,
-                           partials + (size_t)p.me * stride, stride);
-    if (status == MPI_SUCCESS)
-        status = coll_pack(c, out.base + (MPI_Aint)mine * extent,
-                           p.share_hi - p.share_lo, r->type, share,
-                           (size_t)(p.share_hi - p.share_lo) * esize);
-    for (int k = 0; k < p.sends.count && status == MPI_SUCCESS &&
-                    xfer_status == MPI_SUCCESS;
-         k++) {
-        const struct reduce_piece *x = &p.sends.at[k];
-        xfer_status = coll_isend(c, x->peer, TAG_REDUCE_SCATTER,
-                                 share + (size_t)x->lo * esize,
-                                 (size_t)(x->hi - x->lo) * esize, reqs, &n);
+        status = coll_sched_temp(s, counts[c->local_rank], r->type, &out);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    /* 1. Receives first, one per piece. */
+    for (int k = 0; k < p.recvs.count; k++) {
+        const struct reduce_piece *y = &p.recvs.at[k];
+        steps[k] = coll_sched_recv(
+            s, y->peer, TAG_REDUCE_SCATTER,
+            partials + (size_t)y->source * stride +
+                (size_t)(y->lo - p.displ[c->rank]) * esize,
+            (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, -1);
     }
-    /* Receives were posted first, one per piece: reqs[k] is piece k's,
-     * unless posting stopped early (then nothing is folded). */
+    /* 2. The permuted input, reduced over the site. */
+    struct sched_local l = {.op = LOCAL_REDUCE_SCATTER,
+                            .sbuf = x->in,
+                            .rbuf = out,
+                            .counts = counts,
+                            .type = type,
+                            .mop = r->op};
+    int reduced =
+        coll_sched_local(s, &l, coll_sched_call(s, permute_input, x, -1));
+    int own = coll_sched_pack(
+        s, out, mine, type, partials + (size_t)p.me * stride, stride, reduced);
+    /* 3. The share's pieces to their owners. */
+    int packed =
+        coll_sched_pack(s, (char *)out + (MPI_Aint)mine * extent, share, type,
+                        shared, (size_t)share * esize, reduced);
+    for (int k = 0; k < p.sends.count; k++) {
+        const struct reduce_piece *y = &p.sends.at[k];
+        coll_sched_send(
+            s, y->peer, TAG_REDUCE_SCATTER, shared + (size_t)y->lo * esize,
+            (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, packed);
+    }
+    /* 4. The fold, stretch by stretch as the pieces arrive. */
     struct reduce_fold f = {
         .partials = partials,
         .stride = stride,
@@ -312,21 +347,11 @@ int reduce_scatter_grid_hier(const struct coll_args *a)
         .hi = p.displ[c->rank + 1],
         .rbuf = r->rbuf,
         .extent = extent,
-        .type = r->type,
+        .type = type,
         .op = r->op,
     };
-    if (status == MPI_SUCCESS && xfer_status == MPI_SUCCESS)
-        status = reduce_fold_run(c, &f, p.recvs.at, p.recvs.count, reqs,
-                                 &xfer_status);
-    xfer_status = coll_wait(c, n, reqs, xfer_status);
-    if (status == MPI_SUCCESS)
-        status = xfer_status;
+    reduce_fold_steps(s, &f, p.recvs.at, steps, p.recvs.count, own);
 cleanup:
     plan_free(&p);
-    free(in.mem);
-    free(out.mem);
-    free(reqs);
-    free(partials);
-    free(share);
     return status;
 }

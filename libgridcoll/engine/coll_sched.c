@@ -601,6 +601,10 @@ static int post_local(struct coll_sched *s, int i)
         status =
             PMPI_Iscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm, req);
         break;
+    case LOCAL_REDUCE_SCATTER:
+        status = PMPI_Ireduce_scatter(l->sbuf, l->rbuf, l->counts, l->type,
+                                      l->mop, comm, req);
+        break;
     case LOCAL_EXSCAN:
         status = PMPI_Iexscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm,
                               req);

@@ -64,15 +64,16 @@ struct coll_node;
 /* A nonblocking MPICH collective on the site's members (c->local). */
 enum sched_local_op {
     LOCAL_BARRIER,
-    LOCAL_BCAST,      /* buf: rbuf, count x type from root */
-    LOCAL_REDUCE,     /* sbuf -> rbuf at root */
-    LOCAL_ALLREDUCE,  /* sbuf -> rbuf */
-    LOCAL_SCAN,       /* sbuf -> rbuf, inclusive */
-    LOCAL_EXSCAN,     /* sbuf -> rbuf, exclusive */
-    LOCAL_GATHERV,    /* sbuf count x type -> rbuf counts/displs x rtype */
-    LOCAL_SCATTERV,   /* sbuf counts/displs x type -> rbuf rcount x rtype */
-    LOCAL_ALLGATHERV, /* sbuf count x type -> rbuf counts/displs x rtype */
-    LOCAL_ALLTOALLW,  /* w: every member's counts, byte displs and types */
+    LOCAL_BCAST,          /* buf: rbuf, count x type from root */
+    LOCAL_REDUCE,         /* sbuf -> rbuf at root */
+    LOCAL_ALLREDUCE,      /* sbuf -> rbuf */
+    LOCAL_SCAN,           /* sbuf -> rbuf, inclusive */
+    LOCAL_EXSCAN,         /* sbuf -> rbuf, exclusive */
+    LOCAL_REDUCE_SCATTER, /* sbuf -> rbuf, counts[] per member */
+    LOCAL_GATHERV,        /* sbuf count x type -> rbuf counts/displs x rtype */
+    LOCAL_SCATTERV,       /* sbuf counts/displs x type -> rbuf rcount x rtype */
+    LOCAL_ALLGATHERV,     /* sbuf count x type -> rbuf counts/displs x rtype */
+    LOCAL_ALLTOALLW,      /* w: every member's counts, byte displs and types */
 };
 
 /*

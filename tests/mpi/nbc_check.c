@@ -12,6 +12,11 @@
  *   persistent     MPI_Bcast_init and MPI_Barrier_init started 100 times
  *                  (MPI_Start and MPI_Startall), the buffer changed
  *                  between starts, then MPI_Request_free
+ *   algorithms     MPI_Iallreduce, MPI_Ireduce, MPI_Ireduce_scatter_block,
+ *                  MPI_Iscan, MPI_Iallgather, MPI_Ialltoall and their
+ *                  _init forms under every algorithm of their tables
+ *                  (GridColl_Set_algorithm; blocking-only ones are
+ *                  skipped by the library), several sizes
  *   neighbor       the five neighbourhood collectives, blocking,
  *                  nonblocking and persistent, on a periodic 2-D
  *                  Cartesian grid (reorder 0 and 1) and on a distributed
@@ -223,6 +228,128 @@ static void persistent_case(void)
     if (reqs[0] != MPI_REQUEST_NULL)
         fail("MPI_Request_free left the handle");
     free(buf);
+}
+
+/* ---- every algorithm of the tables ------------------------------------- */
+
+/* Rank r's element i, and the sum over ranks lo..hi of element i. */
+static int elem(int r, int i)
+{
+    return r * 131 + i % 977;
+}
+
+static int elem_sum(int lo, int hi, int i)
+{
+    int sum = 0;
+    for (int r = lo; r <= hi; r++)
+        sum += elem(r, i);
+    return sum;
+}
+
+/* One call of `coll` with `count` ints per block, as I-form (persistent
+ * 0) or _init form started twice; recv checked against the reference. */
+static void one_algorithm(const char *coll, const char *algo, int count,
+                          int persistent)
+{
+    int n = count * size;
+    int *send = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *send);
+    int *recv = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *recv);
+    int *counts = xmalloc((size_t)size * sizeof *counts);
+    for (int i = 0; i < n; i++) {
+        send[i] = elem(rank, i);
+        recv[i] = -7;
+    }
+    for (int r = 0; r < size; r++)
+        counts[r] = count;
+    MPI_Request req;
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Comm w = MPI_COMM_WORLD;
+    int rc;
+    if (strcmp(coll, "allreduce") == 0)
+        rc = persistent
+                 ? MPI_Allreduce_init(send, recv, count, MPI_INT, MPI_SUM, w,
+                                      info, &req)
+                 : MPI_Iallreduce(send, recv, count, MPI_INT, MPI_SUM, w, &req);
+    else if (strcmp(coll, "reduce") == 0)
+        rc = persistent ? MPI_Reduce_init(send, recv, count, MPI_INT, MPI_SUM,
+                                          size - 1, w, info, &req)
+                        : MPI_Ireduce(send, recv, count, MPI_INT, MPI_SUM,
+                                      size - 1, w, &req);
+    else if (strcmp(coll, "reduce_scatter") == 0)
+        rc = persistent ? MPI_Reduce_scatter_init(send, recv, counts, MPI_INT,
+                                                  MPI_SUM, w, info, &req)
+                        : MPI_Ireduce_scatter(send, recv, counts, MPI_INT,
+                                              MPI_SUM, w, &req);
+    else if (strcmp(coll, "scan") == 0)
+        rc = persistent
+                 ? MPI_Scan_init(send, recv, count, MPI_INT, MPI_SUM, w, info,
+                                 &req)
+                 : MPI_Iscan(send, recv, count, MPI_INT, MPI_SUM, w, &req);
+    else if (strcmp(coll, "allgather") == 0)
+        rc = persistent ? MPI_Allgather_init(send, count, MPI_INT, recv, count,
+                                             MPI_INT, w, info, &req)
+                        : MPI_Iallgather(send, count, MPI_INT, recv, count,
+                                         MPI_INT, w, &req);
+    else
+        rc = persistent ? MPI_Alltoall_init(send, count, MPI_INT, recv, count,
+                                            MPI_INT, w, info, &req)
+                        : MPI_Ialltoall(send, count, MPI_INT, recv, count,
+                                        MPI_INT, w, &req);
+    mpi_check(rc, coll);
+    for (int run = 0; run < (persistent ? 2 : 1); run++) {
+        /* Only an inactive request's buffer may change. */
+        for (int i = 0; run > 0 && i < n; i++)
+            recv[i] = -7;
+        if (persistent)
+            MPI_CHECK(MPI_Start(&req));
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        for (int i = 0; i < count; i++) {
+            int got, want;
+            if (strcmp(coll, "allreduce") == 0 ||
+                (strcmp(coll, "reduce") == 0 && rank == size - 1))
+                got = recv[i], want = elem_sum(0, size - 1, i);
+            else if (strcmp(coll, "reduce_scatter") == 0)
+                got = recv[i], want = elem_sum(0, size - 1, rank * count + i);
+            else if (strcmp(coll, "scan") == 0)
+                got = recv[i], want = elem_sum(0, rank, i);
+            else if (strcmp(coll, "allgather") == 0)
+                got = recv[(size - 1) * count + i], want = elem(size - 1, i);
+            else if (strcmp(coll, "alltoall") == 0)
+                got = recv[(size - 1) * count + i],
+                want = elem(size - 1, rank * count + i);
+            else
+                continue;
+            if (got != want)
+                fail("%s %s%s count %d: element %d is %d, expected %d", coll,
+                     algo, persistent ? " (persistent)" : "", count, i, got,
+                     want);
+        }
+    }
+    if (persistent)
+        MPI_CHECK(MPI_Request_free(&req));
+    free(send);
+    free(recv);
+    free(counts);
+}
+
+static void algorithms_case(void)
+{
+    static const char *const colls[] = {"allreduce", "reduce",
+                                        "scan",      "reduce_scatter",
+                                        "allgather", "alltoall"};
+    static const int counts[] = {1, 1000, 70000};
+    for (size_t k = 0; k < sizeof colls / sizeof *colls; k++) {
+        for (int i = 0;; i++) {
+            const char *algo = GridColl_Algorithm_name(colls[k], i);
+            if (algo == NULL)
+                break;
+            MPI_CHECK(GridColl_Set_algorithm(colls[k], algo));
+            for (size_t z = 0; z < sizeof counts / sizeof *counts; z++)
+                for (int persistent = 0; persistent <= 1; persistent++)
+                    one_algorithm(colls[k], algo, counts[z], persistent);
+        }
+        MPI_CHECK(GridColl_Set_algorithm(colls[k], NULL));
+    }
 }
 
 /* ---- neighbourhood collectives ----------------------------------------- */
@@ -477,6 +604,10 @@ int main(int argc, char **argv)
     }
     if (begin("persistent")) {
         persistent_case();
+        passed();
+    }
+    if (begin("algorithms")) {
+        algorithms_case();
         passed();
     }
     if (begin("neighbor")) {
