@@ -310,12 +310,6 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
     return status;
 }
 
-int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len)
-{
-    int status = gc_xfer_send(c, dst, tag, buf, len);
-    return status == MPI_SUCCESS ? status : xfer_failed(c, status);
-}
-
 /* ---- layer-internal collectives ---------------------------------------- */
 
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */

@@ -167,7 +167,6 @@ int coll_isend(struct gc_comm *c, int dst, int tag, const void *buf, size_t len,
                struct gc_xfer **reqs, int *n);
 int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                struct gc_xfer **reqs, int *n);
-int coll_send(struct gc_comm *c, int dst, int tag, const void *buf, size_t len);
 
 /*
  * Phases that schedules are built of (engine/coll_sched.h), arguments

@@ -207,17 +207,13 @@ int gc_request_wait(MPI_Request *request, MPI_Status *status);
 /* ---- internal transfers of the collectives (gc_xfer.c) ---------------- */
 
 /*
- * Blocking byte transfers between members of a grid communicator on
- * different sites, on its collective context; `tag` tells concurrent
- * collective phases apart.  Received length must equal `len` exactly.
- * They keep draining incoming traffic while they wait, so two sites
- * sending to each other first never deadlock.  MPI_SUCCESS or an error.
+ * Byte transfers between members of a grid communicator on different
+ * sites, on its collective context; `tag` tells concurrent collective
+ * phases apart.  Received length must equal `len` exactly.  Completed
+ * together by gc_xfer_waitall, which keeps draining incoming traffic
+ * while it waits, so two sites sending to each other first never
+ * deadlock; or tested one by one (gc_xfer_test).
  */
-int gc_xfer_send(struct gc_comm *c, int dst, int tag, const void *buf,
-                 size_t len);
-int gc_xfer_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len);
-
-/* Non-blocking versions, completed together by gc_xfer_waitall. */
 struct gc_xfer;
 int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
                   size_t len, struct gc_xfer **req);

@@ -97,22 +97,3 @@ int gc_xfer_test(struct gc_xfer **req, int *done)
     *req = NULL;
     return status;
 }
-
-int gc_xfer_send(struct gc_comm *c, int dst, int tag, const void *buf,
-                 size_t len)
-{
-    struct gc_xfer *req;
-    int status = gc_xfer_isend(c, dst, tag, buf, len, &req);
-    if (status != MPI_SUCCESS)
-        return status;
-    return gc_xfer_waitall(1, &req);
-}
-
-int gc_xfer_recv(struct gc_comm *c, int src, int tag, void *buf, size_t len)
-{
-    struct gc_xfer *req;
-    int status = gc_xfer_irecv(c, src, tag, buf, len, &req);
-    if (status != MPI_SUCCESS)
-        return status;
-    return gc_xfer_waitall(1, &req);
-}

@@ -237,8 +237,6 @@ int allgather_site_run(struct gc_comm *c, const char *fn, unsigned char *buf,
                             .off = off};
     int index;
     int status = choose(c, fn, off[c->local_size], &index, &b.k);
-    if (status == MPI_SUCCESS && strategies[index].run == allgather_site_shm)
-        status = coll_node_env(c, fn);
     if (status != MPI_SUCCESS)
         return status;
     status = coll_local_p2p(c, &b.comm);

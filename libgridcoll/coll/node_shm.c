@@ -26,17 +26,6 @@ struct node_flag {
     unsigned char pad[LINE - sizeof(atomic_ullong)];
 };
 
-/* ---- configuration ------------------------------------------------------- */
-
-int coll_node_env(struct gc_comm *c, const char *fn)
-{
-    /* GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE were checked at MPI_Init
-     * (gc_settings.c): a malformed value stopped the job there. */
-    (void)c;
-    (void)fn;
-    return MPI_SUCCESS;
-}
-
 /* ---- making and freeing -------------------------------------------------- */
 
 static size_t round_line(size_t bytes)
@@ -227,10 +216,7 @@ int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
     *shm = 0;
     if (c->local_size == 1)
         return MPI_SUCCESS;
-    int status = coll_node_env(c, fn);
-    if (status != MPI_SUCCESS)
-        return status;
-    status = coll_node_get(c, &n);
+    int status = coll_node_get(c, &n);
     if (status != MPI_SUCCESS)
         return coll_arg_error(c, status, fn, "node layer failed");
     *shm = n->nodes == 1;
@@ -423,7 +409,7 @@ int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
     }
     /* One-member sites have no local phase. */
     *shm = *shm && c->local_size > 1;
-    return *shm ? coll_node_env(c, fn) : MPI_SUCCESS;
+    return MPI_SUCCESS;
 }
 
 void site_local_print(FILE *out, enum site_local_kind k)

@@ -94,12 +94,6 @@ struct coll_node {
 };
 
 /*
- * GRIDCOLL_SHM_BYTES and GRIDCOLL_NODE_SIZE are valid: always, now that
- * MPI_Init checks them (gc_settings.c); MPI_SUCCESS.
- */
-int coll_node_env(struct gc_comm *c, const char *fn);
-
-/*
  * c's node layer, its communicators made on first use (every member of
  * this site must be in the same collective call then).  Errors return
  * (MPI error codes, not reported).

@@ -93,38 +93,3 @@ int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
     }
     return coll_sched_fence(s);
 }
-
-int reduce_fold_run(struct gc_comm *c, const struct reduce_fold *f,
-                    const struct reduce_piece *pieces, int npieces,
-                    struct gc_xfer **recvs, int *xfer_status)
-{
-    int next[GC_MAX_SITES];
-    for (int u = 0; u < f->sources; u++)
-        next[u] = -1;
-    for (int k = npieces - 1; k >= 0; k--)
-        next[pieces[k].source] = k;
-    int status = MPI_SUCCESS;
-    for (int at = f->lo; at < f->hi && status == MPI_SUCCESS;) {
-        /* The stretch ends where the first current piece ends. */
-        int end = f->hi;
-        for (int u = 0; u < f->sources && *xfer_status == MPI_SUCCESS; u++) {
-            if (next[u] < 0)
-                continue;
-            *xfer_status = gc_xfer_waitall(1, &recvs[next[u]]);
-            if (pieces[next[u]].hi < end)
-                end = pieces[next[u]].hi;
-        }
-        if (*xfer_status != MPI_SUCCESS)
-            break;
-        status =
-            coll_combine(c, f->partials + (size_t)(at - f->lo) * f->esize,
-                         f->sources, f->stride, (size_t)(end - at) * f->esize,
-                         (char *)f->rbuf + (MPI_Aint)(at - f->lo) * f->extent,
-                         end - at, f->type, f->op);
-        for (int u = 0; u < f->sources; u++)
-            if (next[u] >= 0 && pieces[next[u]].hi == end)
-                next[u]++;
-        at = end;
-    }
-    return status;
-}

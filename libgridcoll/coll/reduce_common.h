@@ -60,22 +60,14 @@ struct reduce_fold {
 };
 
 /*
- * Fold the sources into rbuf, stretch by stretch, waiting for the pieces
- * that bring each stretch: pieces[k] arrives through recvs[k] (NULL once
- * it did), the pieces of one source contiguous in the array, in element
- * order, covering [lo, hi); a source without pieces is in `partials`
- * already.  The fold order is the same on every member that folds the
- * same elements, so all get the same bits.  A transfer failure stops the
- * fold and lands in *xfer_status; other errors are the result.
- */
-int reduce_fold_run(struct gc_comm *c, const struct reduce_fold *f,
-                    const struct reduce_piece *pieces, int npieces,
-                    struct gc_xfer **recvs, int *xfer_status);
-/*
- * The same fold as schedule steps: stretch by stretch, each once the
- * receive steps of its pieces (steps[k] brings pieces[k]) and step `own`
- * (the source already in `partials`) have finished.  f's buffers live as
- * long as the schedule.  Returns a step after every fold.
+ * Fold the sources into rbuf as schedule steps (engine/coll_sched.h),
+ * stretch by stretch, each once the receive steps of the pieces that
+ * bring it (steps[k] brings pieces[k]; the pieces of one source
+ * contiguous in the array, in element order, covering [lo, hi)) and
+ * step `own` (the source already in `partials`) have finished.  The fold
+ * order is the same on every member that folds the same elements, so all
+ * get the same bits.  f's buffers live as long as the schedule.  Returns
+ * a step after every fold.
  */
 struct coll_sched;
 int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
