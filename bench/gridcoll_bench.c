@@ -1,7 +1,8 @@
 /*
  * gridcoll-bench: times every algorithm of one collective on
  * MPI_COMM_WORLD in turn, and the automatic choice, per message size
- * (issue 4; docs/performance.md).  An ordinary MPI program linked with
+ * (issue 4; the nonblocking forms and --overlap: issue 13;
+ * docs/performance.md).  An ordinary MPI program linked with
  * libgridcoll, run with gridrun:
  *
  *   gridrun --site-sizes 2,2 -- gridcoll-bench bcast --sizes 8,1k,1m --csv
@@ -58,6 +59,20 @@
  *     host (gridrun --wan: the namespaces share CLOCK_MONOTONIC) or
  *     synchronised clocks (PTP); with clocks apart, the times are off by
  *     the offset, or every window is missed.
+ * Nonblocking forms (issue 13): "ialltoall", ..., "ibarrier" time the
+ * MPI_I* call and its MPI_Wait under the same table; a forced algorithm
+ * that is not written as a schedule has none, the library runs the
+ * default instead and the row shows n/a.  --overlap, as OSU's
+ * osu_iallreduce and its kind: per algorithm and size the warm-up calls
+ * and 5 calls (post + wait) give a target, every rank calibrates a busy
+ * loop (no MPI inside) to last that long, and each round times, back to
+ * back, the pure call, the loop alone, and post + loop + wait (with
+ * --test-every N also a loop that calls MPI_Test every N units); a
+ * round's overlap is 100 (1 - (total - compute) / pure) %, clamped to
+ * [0, 100], and rank 0 prints the medians and the overlaps' spread.  The
+ * rounds pair their times because the machine's load changes between
+ * rounds far more than within one.
+ *
  * The algorithm is forced (GridColl_Set_algorithm) around the measured
  * call only: the barrier, the start window's MPI_Bcast and MPI_Allreduce
  * and the bench's own MPI_Allreduce run under the automatic choice, which
@@ -153,12 +168,41 @@ static const char *const call_names[COLL_COUNT] = {
     "MPI_Barrier",   "MPI_Gather",    "MPI_Scatter",
 };
 
+/* The nonblocking forms: the same tables and buffers, "i" in front. */
+static const char *const icoll_names[COLL_COUNT] = {
+    "ialltoall", "ialltoallv", "ibcast",  "iallgather", "iallreduce",
+    "ireduce",   "ibarrier",   "igather", "iscatter",
+};
+
+static const char *const icall_names[COLL_COUNT] = {
+    "MPI_Ialltoall",  "MPI_Ialltoallv", "MPI_Ibcast",
+    "MPI_Iallgather", "MPI_Iallreduce", "MPI_Ireduce",
+    "MPI_Ibarrier",   "MPI_Igather",    "MPI_Iscatter",
+};
+
+/* --overlap: one unit of the compute loop is this many dependent
+ * floating-point multiply-adds (a few hundred nanoseconds), so that
+ * --test-every counts in units of a size a loop body could have. */
+#define UNIT_STEPS 256
+/* --overlap: timed calls whose median is the computation's target. */
+#define CALIBRATION_CALLS 5
+
 static int rank, size;
+
+/* The collective as the rows and messages name it. */
+static const char *coll_label(enum coll c, int nb)
+{
+    return nb ? icoll_names[c] : coll_names[c];
+}
+
 /* --start window: calls repeated because a rank missed the window. */
 static long calls_repeated;
 
 struct options {
     enum coll coll;
+    int nb; /* the MPI_I* form */
+    int overlap;
+    long test_every; /* --overlap: units between MPI_Test calls; 0: none */
     uint64_t sizes[MAX_SIZES];
     size_t nsizes;
     long iters;
@@ -178,10 +222,16 @@ static void usage(FILE *out)
         out,
         "usage: " PROG " COLL [--sizes LIST] [--iters N] [--warmup N]\n"
         "       [--algos LIST] [--start barrier|window] [--csv]\n"
+        "       [--overlap [--test-every N]]\n"
         "Times every algorithm of collective COLL on MPI_COMM_WORLD, forced\n"
         "in turn, and the automatic choice (\"auto\"), for every size.\n"
         "  COLL          alltoall alltoallv bcast allgather allreduce reduce\n"
-        "                barrier gather scatter\n"
+        "                barrier gather scatter, or the nonblocking form of\n"
+        "                one with an i in front (ialltoall, ibcast, ...,\n"
+        "                ibarrier): MPI_Ialltoall, ... then MPI_Wait, the\n"
+        "                same algorithm tables (a forced algorithm that has\n"
+        "                no nonblocking form shows n/a: the library ran\n"
+        "                another)\n"
         "  --sizes LIST  message sizes in bytes, comma-separated, with an\n"
         "                optional K, M or G (binary) [8,1k,64k,1m]; bytes is\n"
         "                  alltoall, alltoallv: the block of one pair of\n"
@@ -214,6 +264,27 @@ static void usage(FILE *out)
         "                    (CLOCK_MONOTONIC): one host, as gridrun --wan,\n"
         "                    or synchronised clocks (PTP)\n"
         "  --csv         CSV instead of an aligned table\n"
+        "  --overlap     (nonblocking COLL only) overlap of the collective\n"
+        "                with computation, as OSU's nonblocking benchmarks\n"
+        "                measure it.  Per algorithm and size: the warm-up\n"
+        "                calls, then 5 calls (post + MPI_Wait) whose median\n"
+        "                is the target; every rank calibrates a busy loop\n"
+        "                (no MPI calls in it) to take that long.  Then "
+        "--iters\n"
+        "                rounds of, each started as --start says:\n"
+        "                  pure: post, MPI_Wait;\n"
+        "                  compute: the loop alone;\n"
+        "                  total: post, the loop, MPI_Wait;\n"
+        "                  with --test-every: post, the loop calling\n"
+        "                    MPI_Test every N units until the request is\n"
+        "                    complete, MPI_Wait (a row of its own)\n"
+        "                A round's overlap is 100 (1 - (total - compute) /\n"
+        "                pure) %%, clamped to [0, 100]; times are the\n"
+        "                slowest rank's.  The first overlapped call of\n"
+        "                every kind is checked, as the first pure call\n"
+        "  --test-every N  with --overlap: also the variant that calls\n"
+        "                MPI_Test every N units of the loop (a unit is\n"
+        "                256 dependent multiply-adds, a few hundred ns)\n"
         "  --help        this text\n"
         "Root 0 for bcast, reduce, gather and scatter.  A call's time is the\n"
         "slowest rank's, from its start (above) to the call's return;\n"
@@ -224,6 +295,13 @@ static void usage(FILE *out)
         "(see its restrictions in gridcoll-info --algorithms).  On a single\n"
         "site every call passes through to MPICH whatever the algorithm.\n"
         "Columns: coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us\n"
+        "With --overlap: coll,algo,sites,ranks,bytes,test_every,tests,\n"
+        "pure_us,compute_us,total_us,overlap_pct,overlap_p10,overlap_p90:\n"
+        "test_every 0 is the loop without MPI_Test; tests the MPI_Test\n"
+        "calls per overlapped call (median over the rounds of the most any\n"
+        "rank made); the times are medians over the rounds, overlap_pct\n"
+        "the median of the rounds' overlaps, overlap_p10 and overlap_p90\n"
+        "their 10th and 90th percentiles.\n"
         "Exit status: 0; 1 wrong result; 2 usage or MPI error, or the start\n"
         "window missed 8 times in a row.\n");
 }
@@ -368,9 +446,14 @@ static int parse_options(int argc, char **argv, struct options *o)
         goto bad;
     }
     o->coll = COLL_COUNT;
-    for (int c = 0; c < COLL_COUNT; c++)
+    for (int c = 0; c < COLL_COUNT; c++) {
         if (strcmp(argv[1], coll_names[c]) == 0)
             o->coll = (enum coll)c;
+        if (strcmp(argv[1], icoll_names[c]) == 0) {
+            o->coll = (enum coll)c;
+            o->nb = 1;
+        }
+    }
     if (o->coll == COLL_COUNT) {
         err = "unknown collective";
         goto bad;
@@ -413,10 +496,25 @@ static int parse_options(int argc, char **argv, struct options *o)
                 err = "--start: barrier or window";
                 goto bad;
             }
+        } else if (strcmp(a, "--overlap") == 0) {
+            o->overlap = 1;
+        } else if (strcmp(a, "--test-every") == 0 && has_value) {
+            if (parse_count(argv[++i], 1, &o->test_every) != 0) {
+                err = "--test-every: a number from 1 to 1000000";
+                goto bad;
+            }
         } else {
             err = "unknown option or missing value";
             goto bad;
         }
+    }
+    if (o->overlap && !o->nb) {
+        err = "--overlap: needs a nonblocking collective (ialltoall, ...)";
+        goto bad;
+    }
+    if (o->test_every > 0 && !o->overlap) {
+        err = "--test-every: only with --overlap";
+        goto bad;
     }
     if (o->coll == BARRIER) {
         o->sizes[0] = 0;
@@ -440,8 +538,15 @@ bad:
 /* What one call moves, and where. */
 struct run {
     enum coll coll;
+    int nb; /* the MPI_I* form: post, compute (--overlap), MPI_Wait */
     const char *algo;
     size_t bytes;
+    /* --overlap: units of the compute loop between post and MPI_Wait (0:
+     * none), MPI_Test every test_every units (0: never); compute_only: the
+     * loop alone, no call.  tests: MPI_Test calls of the last call. */
+    long units, test_every;
+    int compute_only;
+    long tests;
     /* Bcast has one buffer: recv (the root sends from it). */
     unsigned char *send, *recv;
     size_t send_len, recv_len;
@@ -550,8 +655,8 @@ static int check_block(const struct run *r, const unsigned char *got,
             fprintf(stderr,
                     PROG ": rank %d: %s algo=%s bytes=%zu: byte %zu of the "
                          "block from rank %d is 0x%02x, expected 0x%02x\n",
-                    rank, coll_names[r->coll], r->algo, r->bytes, i, from,
-                    got[i], want);
+                    rank, coll_label(r->coll, r->nb), r->algo, r->bytes, i,
+                    from, got[i], want);
             return 1;
         }
     }
@@ -569,7 +674,8 @@ static int check_sum(const struct run *r)
             fprintf(stderr,
                     PROG ": rank %d: %s algo=%s bytes=%zu: element %zu is "
                          "%.17g, expected %.17g\n",
-                    rank, coll_names[r->coll], r->algo, r->bytes, i, got, want);
+                    rank, coll_label(r->coll, r->nb), r->algo, r->bytes, i, got,
+                    want);
             return 1;
         }
     }
@@ -604,7 +710,7 @@ static int result_wrong(const struct run *r)
 
 /* ---- measurement -------------------------------------------------------- */
 
-static int call(const struct run *r)
+static int blocking_call(const struct run *r)
 {
     int n = (int)r->bytes;
     switch (r->coll) {
@@ -634,6 +740,118 @@ static int call(const struct run *r)
     }
 }
 
+static int post(const struct run *r, MPI_Request *req)
+{
+    int n = (int)r->bytes;
+    switch (r->coll) {
+    case ALLTOALL:
+        return MPI_Ialltoall(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE,
+                             MPI_COMM_WORLD, req);
+    case ALLTOALLV:
+        return MPI_Ialltoallv(r->send, r->counts, r->displs, MPI_BYTE, r->recv,
+                              r->counts, r->displs, MPI_BYTE, MPI_COMM_WORLD,
+                              req);
+    case BCAST:
+        return MPI_Ibcast(r->recv, n, MPI_BYTE, ROOT, MPI_COMM_WORLD, req);
+    case ALLGATHER:
+        return MPI_Iallgather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE,
+                              MPI_COMM_WORLD, req);
+    case ALLREDUCE:
+        return MPI_Iallreduce(r->send, r->recv, n / 8, MPI_DOUBLE, MPI_SUM,
+                              MPI_COMM_WORLD, req);
+    case REDUCE:
+        return MPI_Ireduce(r->send, r->recv, n / 8, MPI_DOUBLE, MPI_SUM, ROOT,
+                           MPI_COMM_WORLD, req);
+    case GATHER:
+        return MPI_Igather(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, ROOT,
+                           MPI_COMM_WORLD, req);
+    case SCATTER:
+        return MPI_Iscatter(r->send, n, MPI_BYTE, r->recv, n, MPI_BYTE, ROOT,
+                            MPI_COMM_WORLD, req);
+    default: return MPI_Ibarrier(MPI_COMM_WORLD, req);
+    }
+}
+
+/* Where the compute loop's result goes: a volatile the compiler must
+ * write, so it cannot drop the loop. */
+static volatile double work_sink = 1.0;
+
+/* One unit of computation: dependent multiply-adds, no memory traffic,
+ * nothing the compiler may vectorise or fold away. */
+static double work_unit(double x)
+{
+    for (int k = 0; k < UNIT_STEPS; k++)
+        x = x * 0.9999999 + 1e-7;
+    return x;
+}
+
+/*
+ * `units` units of computation; with req, an MPI_Test of it every
+ * test_every units (0: none) until it completes.  *tests: the MPI_Test
+ * calls made.
+ */
+static int compute(long units, long test_every, MPI_Request *req, long *tests)
+{
+    double x = work_sink;
+    int flag = req == NULL || test_every == 0;
+    *tests = 0;
+    for (long u = 1; u <= units; u++) {
+        x = work_unit(x);
+        if (!flag && u % test_every == 0) {
+            (*tests)++;
+            int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
+            if (rc != MPI_SUCCESS)
+                return rc;
+        }
+    }
+    work_sink = x;
+    return MPI_SUCCESS;
+}
+
+/* Units of the compute loop that take about `seconds` on this rank: a
+ * rate from a run of 20 ms, then three runs at that count, scaled by
+ * their median (no MPI calls; the other ranks calibrate alike). */
+static long calibrate(double seconds)
+{
+    long units = 1, tests;
+    double elapsed = 0;
+    while (elapsed < 0.02 && units < LONG_MAX / 2) {
+        units *= 2;
+        double start = bench_clock();
+        compute(units, 0, NULL, &tests);
+        elapsed = bench_clock() - start;
+    }
+    double est = (double)units * seconds / elapsed;
+    units = est < 1 ? 1 : (long)est;
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        double start = bench_clock();
+        compute(units, 0, NULL, &tests);
+        t[i] = bench_clock() - start;
+    }
+    est = (double)units * seconds / bench_quantile(t, 3, 0.5);
+    return est < 1 ? 1 : (long)est;
+}
+
+/* The measured operation: the blocking call, or the nonblocking one with
+ * r->units of computation between post and MPI_Wait, or (compute_only)
+ * the computation alone. */
+static int call(struct run *r)
+{
+    r->tests = 0;
+    if (r->compute_only)
+        return compute(r->units, 0, NULL, &r->tests);
+    if (!r->nb)
+        return blocking_call(r);
+    MPI_Request req;
+    int rc = post(r, &req);
+    if (rc == MPI_SUCCESS && r->units > 0)
+        rc = compute(r->units, r->test_every, &req, &r->tests);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    return rc;
+}
+
 static void force(enum coll c, const char *algo)
 {
     bench_mpi_check(set_algorithm(coll_names[c], algo),
@@ -652,7 +870,7 @@ struct outcome {
  * window; its time in seconds, or a negative value when a forced
  * algorithm cannot run the call (out->usable cleared, out->ran set when
  * the library ran another).  first: check the result. */
-static double timed_call(const struct run *r, struct bench_window *w, int first,
+static double timed_call(struct run *r, struct bench_window *w, int first,
                          struct outcome *out)
 {
     const char *forced = strcmp(r->algo, AUTO) == 0 ? NULL : r->algo;
@@ -673,7 +891,7 @@ static double timed_call(const struct run *r, struct bench_window *w, int first,
             out->usable = 0;
             return -1;
         }
-        bench_mpi_check(rc, call_names[r->coll]);
+        bench_mpi_check(rc, r->nb ? icall_names[r->coll] : call_names[r->coll]);
         const char *used = algorithm_used(coll_names[r->coll]);
         if (first && forced != NULL && used != NULL &&
             strcmp(used, forced) != 0) {
@@ -764,16 +982,183 @@ cleanup:
     free(t);
 }
 
+/* ---- overlap ------------------------------------------------------------ */
+
+/* The kinds of timed operation of an --overlap round. */
+enum kind { PURE, COMPUTE, TOTAL, TOTAL_TEST, KINDS };
+
+/* One --overlap row: the loop without MPI_Test (TOTAL) or with it. */
+struct overlap_row {
+    double pure, compute, total; /* medians, microseconds */
+    double pct, p10, p90;        /* the rounds' overlaps, percent */
+    double tests;                /* MPI_Test calls per call, median */
+};
+
+struct overlap {
+    struct outcome o; /* usable, ran, wrong */
+    struct overlap_row row[2];
+};
+
+static double clamp_pct(double v)
+{
+    return v < 0 ? 0 : v > 100 ? 100 : v;
+}
+
+/* The slowest rank's value of each of n, on every rank. */
+static void slowest(double *v, long n)
+{
+    bench_mpi_check(MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_DOUBLE, MPI_MAX,
+                                  MPI_COMM_WORLD),
+                    "MPI_Allreduce");
+}
+
+/*
+ * --overlap for every algorithm of `algos` at r's size (the usage text
+ * says what runs).  The kinds of a round run back to back and the
+ * algorithms take turns round by round, so a change of the machine's
+ * load or of the WAN's streams falls on the pure, compute and total
+ * times of a round alike; a round's overlap compares them.
+ */
+static void measure_overlap(struct run *r, const char **algos, int nalgos,
+                            const struct options *o,
+                            const struct bench_window *calibrated,
+                            struct overlap *out)
+{
+    struct bench_window w = {0}, *wp = calibrated != NULL ? &w : NULL;
+    if (calibrated != NULL)
+        w = *calibrated;
+    long iters = o->iters;
+    int kinds = o->test_every > 0 ? KINDS : TOTAL_TEST;
+    size_t per_algo = (size_t)(CALIBRATION_CALLS + KINDS * iters);
+    /* Per algorithm: CALIBRATION_CALLS pure calls, then kind by kind
+     * the rounds' times, then (TOTAL, TOTAL_TEST) the MPI_Test counts. */
+    size_t nt = (size_t)nalgos * (per_algo + 2 * (size_t)iters);
+    double *t = bench_malloc(nt * sizeof *t);
+    /* Without --test-every its slots stay 0 but are reduced too. */
+    memset(t, 0, nt * sizeof *t);
+    long *units = bench_malloc((size_t)nalgos * sizeof *units);
+    struct outcome *oc = bench_malloc((size_t)nalgos * sizeof *oc);
+    for (int k = 0; k < nalgos; k++)
+        oc[k] = (struct outcome){1, NULL, 0, 0, 0, 0};
+    r->units = r->test_every = 0;
+    r->compute_only = 0;
+    for (long i = 0; i < o->warmup + CALIBRATION_CALLS; i++) {
+        for (int k = 0; k < nalgos; k++) {
+            if (!oc[k].usable)
+                continue;
+            r->algo = algos[k];
+            if (i == 0) {
+                prepare(r);
+                if (wp != NULL)
+                    bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+            }
+            double elapsed = timed_call(r, wp, i == 0, &oc[k]);
+            double *tk = t + (size_t)k * (per_algo + 2 * (size_t)iters);
+            if (i >= o->warmup && oc[k].usable)
+                tk[i - o->warmup] = elapsed;
+        }
+        if (i == 0 && any_wrong(oc, nalgos))
+            goto cleanup;
+    }
+    /* The target is the same on every rank (the slowest rank's median);
+     * each rank's loop takes about that long on that rank. */
+    for (int k = 0; k < nalgos; k++) {
+        double *tk = t + (size_t)k * (per_algo + 2 * (size_t)iters);
+        if (!oc[k].usable)
+            continue;
+        slowest(tk, CALIBRATION_CALLS);
+        units[k] = calibrate(bench_quantile(tk, CALIBRATION_CALLS, 0.5));
+    }
+    for (long i = 0; i < iters; i++) {
+        for (int k = 0; k < nalgos; k++) {
+            if (!oc[k].usable)
+                continue;
+            double *tk = t + (size_t)k * (per_algo + 2 * (size_t)iters) +
+                         CALIBRATION_CALLS;
+            double *tests = tk + KINDS * iters;
+            r->algo = algos[k];
+            for (int kind = PURE; kind < kinds; kind++) {
+                r->compute_only = kind == COMPUTE;
+                r->units = kind == PURE ? 0 : units[k];
+                r->test_every = kind == TOTAL_TEST ? o->test_every : 0;
+                /* The first overlapped call of each kind is checked on
+                 * fresh buffers: computing must not disturb the result. */
+                int check = i == 0 && kind >= TOTAL;
+                if (check) {
+                    prepare(r);
+                    if (wp != NULL)
+                        bench_mpi_check(MPI_Barrier(MPI_COMM_WORLD),
+                                        "MPI_Barrier");
+                }
+                tk[kind * iters + i] = timed_call(r, wp, check, &oc[k]);
+                if (kind >= TOTAL)
+                    tests[(kind - TOTAL) * iters + i] = (double)r->tests;
+            }
+        }
+        if (i == 0 && any_wrong(oc, nalgos))
+            goto cleanup;
+    }
+    for (int k = 0; k < nalgos; k++) {
+        out[k].o = oc[k];
+        if (!oc[k].usable)
+            continue;
+        double *tk =
+            t + (size_t)k * (per_algo + 2 * (size_t)iters) + CALIBRATION_CALLS;
+        slowest(tk, (KINDS + 2) * iters);
+        double *pure = tk, *comp = tk + iters, *tests = tk + KINDS * iters;
+        double *pct = bench_malloc((size_t)iters * sizeof *pct);
+        for (int v = 0; v < kinds - TOTAL; v++) {
+            double *total = tk + (TOTAL + v) * iters;
+            struct overlap_row *row = &out[k].row[v];
+            for (long i = 0; i < iters; i++)
+                pct[i] = clamp_pct(100 * (1 - (total[i] - comp[i]) / pure[i]));
+            row->pct = bench_quantile(pct, iters, 0.5);
+            row->p10 = bench_quantile(pct, iters, 0.1);
+            row->p90 = bench_quantile(pct, iters, 0.9);
+            row->total = bench_quantile(total, iters, 0.5) * 1e6;
+            row->tests = bench_quantile(tests + v * iters, iters, 0.5);
+        }
+        /* Sorting in bench_quantile: the rounds' pairing is used above. */
+        double pure_med = bench_quantile(pure, iters, 0.5) * 1e6;
+        double comp_med = bench_quantile(comp, iters, 0.5) * 1e6;
+        for (int v = 0; v < 2; v++) {
+            out[k].row[v].pure = pure_med;
+            out[k].row[v].compute = comp_med;
+        }
+        free(pct);
+    }
+cleanup:
+    for (int k = 0; k < nalgos; k++)
+        out[k].o = oc[k];
+    r->units = r->test_every = 0;
+    r->compute_only = 0;
+    free(oc);
+    free(units);
+    free(t);
+}
+
 /* ---- output ------------------------------------------------------------- */
 
 struct table {
-    int csv;
+    int csv, nb, overlap;
     int coll_width, algo_width;
 };
 
+#define OVERLAP_HEADER                                                         \
+    "coll,algo,sites,ranks,bytes,test_every,tests,pure_us,compute_us,"         \
+    "total_us,overlap_pct,overlap_p10,overlap_p90"
+
 static void print_header(const struct table *tb)
 {
-    if (tb->csv)
+    if (tb->overlap && tb->csv)
+        printf(OVERLAP_HEADER "\n");
+    else if (tb->overlap)
+        printf("%-*s  %-*s  %5s  %5s  %10s  %10s  %8s  %11s  %11s  %11s  "
+               "%11s  %11s  %11s\n",
+               tb->coll_width, "coll", tb->algo_width, "algo", "sites", "ranks",
+               "bytes", "test_every", "tests", "pure_us", "compute_us",
+               "total_us", "overlap_pct", "overlap_p10", "overlap_p90");
+    else if (tb->csv)
         printf("coll,algo,sites,ranks,bytes,median_us,p10_us,p90_us\n");
     else
         printf("%-*s  %-*s  %5s  %5s  %10s  %11s  %11s  %11s\n", tb->coll_width,
@@ -794,21 +1179,59 @@ static void print_row(const struct table *tb, const struct run *r, int sites,
         for (int i = 0; i < 3; i++)
             snprintf(v[i], sizeof v[i], "n/a");
     }
+    const char *coll = coll_label(r->coll, tb->nb);
     if (tb->csv)
-        printf("%s,%s,%d,%d,%zu,%s,%s,%s\n", coll_names[r->coll], r->algo,
-               sites, size, r->bytes, v[0], v[1], v[2]);
+        printf("%s,%s,%d,%d,%zu,%s,%s,%s\n", coll, r->algo, sites, size,
+               r->bytes, v[0], v[1], v[2]);
     else
         printf("%-*s  %-*s  %5d  %5d  %10zu  %11s  %11s  %11s\n",
-               tb->coll_width, coll_names[r->coll], tb->algo_width, r->algo,
-               sites, size, r->bytes, v[0], v[1], v[2]);
+               tb->coll_width, coll, tb->algo_width, r->algo, sites, size,
+               r->bytes, v[0], v[1], v[2]);
+    fflush(stdout);
+}
+
+/* The rows of one algorithm and size: without MPI_Test, then with it. */
+static void print_overlap_rows(const struct table *tb, const struct run *r,
+                               int sites, long test_every,
+                               const struct overlap *m)
+{
+    for (int v = 0; v < (test_every > 0 ? 2 : 1); v++) {
+        const struct overlap_row *row = &m->row[v];
+        char f[7][32];
+        if (m->o.usable) {
+            snprintf(f[0], sizeof f[0], "%.0f", row->tests);
+            snprintf(f[1], sizeof f[1], "%.2f", row->pure);
+            snprintf(f[2], sizeof f[2], "%.2f", row->compute);
+            snprintf(f[3], sizeof f[3], "%.2f", row->total);
+            snprintf(f[4], sizeof f[4], "%.1f", row->pct);
+            snprintf(f[5], sizeof f[5], "%.1f", row->p10);
+            snprintf(f[6], sizeof f[6], "%.1f", row->p90);
+        } else {
+            for (int i = 0; i < 7; i++)
+                snprintf(f[i], sizeof f[i], "n/a");
+        }
+        long every = v == 0 ? 0 : test_every;
+        const char *coll = coll_label(r->coll, tb->nb);
+        if (tb->csv)
+            printf("%s,%s,%d,%d,%zu,%ld,%s,%s,%s,%s,%s,%s,%s\n", coll, r->algo,
+                   sites, size, r->bytes, every, f[0], f[1], f[2], f[3], f[4],
+                   f[5], f[6]);
+        else
+            printf("%-*s  %-*s  %5d  %5d  %10zu  %10ld  %8s  %11s  %11s  "
+                   "%11s  %11s  %11s  %11s\n",
+                   tb->coll_width, coll, tb->algo_width, r->algo, sites, size,
+                   r->bytes, every, f[0], f[1], f[2], f[3], f[4], f[5], f[6]);
+    }
     fflush(stdout);
 }
 
 static struct table table_for(const struct options *o)
 {
-    struct table tb = {o->csv, (int)strlen("coll"), (int)strlen("algo")};
-    if ((int)strlen(coll_names[o->coll]) > tb.coll_width)
-        tb.coll_width = (int)strlen(coll_names[o->coll]);
+    struct table tb = {o->csv, o->nb, o->overlap, (int)strlen("coll"),
+                       (int)strlen("algo")};
+    const char *coll = coll_label(o->coll, o->nb);
+    if ((int)strlen(coll) > tb.coll_width)
+        tb.coll_width = (int)strlen(coll);
     for (int a = 0; a < o->nalgos; a++)
         if ((int)strlen(o->algos[a]) > tb.algo_width)
             tb.algo_width = (int)strlen(o->algos[a]);
@@ -843,35 +1266,52 @@ int main(int argc, char **argv)
 
     int failed = 0;
     const char **order = bench_malloc((size_t)o.nalgos * sizeof *order);
-    struct outcome *m = bench_malloc((size_t)o.nalgos * sizeof *m);
+    struct overlap *m = bench_malloc((size_t)o.nalgos * sizeof *m);
     for (size_t s = 0; s < o.nsizes && !failed; s++) {
-        struct run r = {.coll = o.coll, .bytes = (size_t)o.sizes[s]};
+        struct run r = {
+            .coll = o.coll, .nb = o.nb, .bytes = (size_t)o.sizes[s]};
         for (int k = 0; k < o.nalgos; k++)
             order[k] = o.algos[(k + s) % (size_t)o.nalgos];
         buffers_make(&r);
-        measure(&r, order, o.nalgos, o.iters, o.warmup,
-                o.start == BENCH_START_WINDOW ? &calibrated : NULL, m);
+        const struct bench_window *w =
+            o.start == BENCH_START_WINDOW ? &calibrated : NULL;
+        if (o.overlap) {
+            measure_overlap(&r, order, o.nalgos, &o, w, m);
+        } else {
+            struct outcome *plain =
+                bench_malloc((size_t)o.nalgos * sizeof *plain);
+            measure(&r, order, o.nalgos, o.iters, o.warmup, w, plain);
+            for (int k = 0; k < o.nalgos; k++)
+                m[k].o = plain[k];
+            free(plain);
+        }
         buffers_free(&r);
         for (int k = 0; k < o.nalgos; k++)
-            failed |= m[k].wrong;
+            failed |= m[k].o.wrong;
         for (int k = 0; k < o.nalgos && rank == 0; k++) {
             r.algo = order[k];
             if (failed) {
-                if (m[k].wrong)
+                if (m[k].o.wrong)
                     printf("FAIL coll=%s algo=%s bytes=%zu: wrong result "
                            "(the ranks that saw it say where on stderr)\n",
-                           coll_names[r.coll], r.algo, r.bytes);
+                           coll_label(r.coll, r.nb), r.algo, r.bytes);
                 continue;
             }
-            if (!m[k].usable)
+            if (!m[k].o.usable)
                 fprintf(stderr,
                         PROG ": %s algorithm %s cannot run this call (%zu "
-                             "bytes, %d ranks on %d sites%s%s); see its "
-                             "restrictions in gridcoll-info --algorithms\n",
-                        coll_names[r.coll], r.algo, r.bytes, size, sites,
-                        m[k].ran != NULL ? "; the library ran " : "",
-                        m[k].ran != NULL ? m[k].ran : "");
-            print_row(&tb, &r, sites, &m[k]);
+                             "bytes, %d ranks on %d sites%s%s); see %s\n",
+                        coll_label(r.coll, r.nb), r.algo, r.bytes, size, sites,
+                        m[k].o.ran != NULL ? "; the library ran " : "",
+                        m[k].o.ran != NULL ? m[k].o.ran : "",
+                        r.nb
+                            ? "gridcoll-info --algorithms: the nonblocking "
+                              "forms run the algorithms written as schedules"
+                            : "its restrictions in gridcoll-info --algorithms");
+            if (o.overlap)
+                print_overlap_rows(&tb, &r, sites, o.test_every, &m[k]);
+            else
+                print_row(&tb, &r, sites, &m[k].o);
         }
         fflush(stdout);
     }
