@@ -616,13 +616,23 @@ void gc_coll_note_mismatch(void)
  * (blocking), started behind a request (nonblocking) or kept for
  * MPI_Start (persistent).
  */
-static int run_schedule(const struct coll_algo *algo, struct coll_args *a,
-                        struct coll_stats *slot)
+static int run_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
+                        struct coll_args *a, struct coll_stats *slot)
 {
     struct coll_sched *s = coll_sched_new(a->comm, a->fn, slot);
     if (s == NULL)
         return coll_no_mem(a->comm);
     int status = algo->build(s, a);
+    /* The op of a reduction: the program may free it once an MPI_I*
+     * call returned. */
+    MPI_Op op = kind == GC_COLL_REDUCE_SCATTER ? a->u.reduce_scatter.op
+                : kind == GC_COLL_REDUCE || kind == GC_COLL_ALLREDUCE ||
+                        kind == GC_COLL_SCAN
+                    ? a->u.reduce.op
+                    : MPI_OP_NULL;
+    if (status == MPI_SUCCESS && op != MPI_OP_NULL &&
+        coll_sched_hold_op(s, op) != MPI_SUCCESS)
+        status = coll_no_mem(a->comm);
     if (status != MPI_SUCCESS) {
         coll_sched_free(s);
         return status;
@@ -650,7 +660,7 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
     slot->calls++;
     last_run[kind] = &t->algos[index];
     if (t->algos[index].build != NULL)
-        return run_schedule(&t->algos[index], a, slot);
+        return run_schedule(kind, &t->algos[index], a, slot);
     /* Its local phases must reach MPICH after those of the schedules
      * started before it on this communicator. */
     coll_sched_drain(a->comm);

@@ -90,7 +90,7 @@ int scan_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     const struct coll_reduce_args *r = &a->u.reduce;
     struct gc_comm *c = a->comm;
-    int leader_at[GC_MAX_SITES], last_of[GC_MAX_SITES], in[GC_MAX_SITES];
+    int leader_at[GC_MAX_SITES], last_of[GC_MAX_SITES], in[GC_MAX_SITES + 1];
     int sites = 0, me = 0;
     size_t len;
     int status = coll_packed_size(c, r->count, r->type, &len);
@@ -171,8 +171,11 @@ int scan_grid_hier(struct coll_sched *s, const struct coll_args *a)
                                 .count = r->count,
                                 .type = type,
                                 .op = r->op};
-        prefix =
-            coll_sched_call(s, coll_fold_step, f, coll_sched_join(s, in, me));
+        /* Exscan folds into rbuf, which an in-place local exscan reads
+         * as the leader's input: after it. */
+        in[me] = scanned;
+        prefix = coll_sched_call(s, coll_fold_step, f,
+                                 coll_sched_join(s, in, me + 1));
     }
     struct sched_local b = {
         .op = LOCAL_BCAST, .rbuf = p, .count = r->count, .type = type};

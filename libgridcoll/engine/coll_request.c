@@ -230,6 +230,9 @@ int coll_request_persistent(struct coll_sched *s, MPI_Request *request)
     struct persistent *p = calloc(1, sizeof *p);
     if (p == NULL)
         goto fail;
+    status = coll_sched_persist(s);
+    if (status != MPI_SUCCESS)
+        goto fail;
     if (self_comm == MPI_COMM_NULL) {
         status = PMPI_Comm_dup(MPI_COMM_SELF, &self_comm);
         if (status != MPI_SUCCESS)

@@ -70,6 +70,16 @@ struct coll_sched {
     int ntypes, types_cap;
     int no_mem;
     int blocking; /* has coll_sched_call_blocking steps */
+    MPI_Op op;    /* held until the schedule is freed (coll_sched_hold_op) */
+    /*
+     * Persistent (coll_sched_persist): numbered once, and LOCAL steps on
+     * a private copy of the site communicator, made by PMPI_Comm_idup
+     * (local_idup until it completes): MPI lets members start persistent
+     * collectives in different orders.
+     */
+    int persistent;
+    MPI_Comm local;
+    MPI_Request local_idup;
 
     /* Fixed once the first run starts. */
     int prepared;
@@ -109,6 +119,68 @@ static struct coll_sched *running_head;
 static int in_progress;
 static unsigned seq_wrap;
 
+/* ---- user-defined ops held by schedules ---------------------------------- */
+
+/*
+ * MPI lets a program free an op right after MPI_Ireduce; a schedule
+ * posts its local reduction later, so MPI_Op_free of a held op is
+ * deferred until the last schedule holding it is freed.
+ */
+static struct held_op {
+    MPI_Op op;
+    int holds;
+    int freed;
+} * held_ops;
+static int held_count, held_cap;
+
+static struct held_op *op_find(MPI_Op op)
+{
+    for (int i = 0; i < held_count; i++)
+        if (held_ops[i].op == op)
+            return &held_ops[i];
+    return NULL;
+}
+
+static void op_release(MPI_Op op)
+{
+    struct held_op *h = op == MPI_OP_NULL ? NULL : op_find(op);
+    if (h == NULL || --h->holds > 0)
+        return;
+    if (h->freed)
+        PMPI_Op_free(&h->op);
+    *h = held_ops[--held_count];
+}
+
+int coll_sched_hold_op(struct coll_sched *s, MPI_Op op)
+{
+    struct held_op *h = op_find(op);
+    if (h == NULL) {
+        if (held_count == held_cap) {
+            int cap = held_cap > 0 ? 2 * held_cap : 8;
+            struct held_op *grown = realloc(held_ops, cap * sizeof *grown);
+            if (grown == NULL)
+                return MPI_ERR_NO_MEM;
+            held_ops = grown;
+            held_cap = cap;
+        }
+        h = &held_ops[held_count++];
+        *h = (struct held_op){.op = op};
+    }
+    h->holds++;
+    s->op = op;
+    return MPI_SUCCESS;
+}
+
+int MPI_Op_free(MPI_Op *op)
+{
+    struct held_op *h = op != NULL ? op_find(*op) : NULL;
+    if (h == NULL || h->freed)
+        return PMPI_Op_free(op);
+    h->freed = 1;
+    *op = MPI_OP_NULL;
+    return MPI_SUCCESS;
+}
+
 /* ---- building ---------------------------------------------------------- */
 
 struct coll_sched *coll_sched_new(struct gc_comm *c, const char *fn,
@@ -117,6 +189,9 @@ struct coll_sched *coll_sched_new(struct gc_comm *c, const char *fn,
     struct coll_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
         return NULL;
+    s->op = MPI_OP_NULL;
+    s->local = MPI_COMM_NULL;
+    s->local_idup = MPI_REQUEST_NULL;
     s->comm = c;
     s->fn = fn;
     s->stats = stats;
@@ -151,6 +226,13 @@ void coll_sched_free(struct coll_sched *s)
 {
     if (s == NULL)
         return;
+    /* Freed before its copy of the site communicator was ready: the
+     * other members made theirs too, so it completes. */
+    if (s->local_idup != MPI_REQUEST_NULL)
+        PMPI_Wait(&s->local_idup, MPI_STATUS_IGNORE);
+    if (s->local != MPI_COMM_NULL)
+        PMPI_Comm_free(&s->local);
+    op_release(s->op);
     free_run(s);
     for (struct chunk *k = s->mem, *next; k != NULL; k = next) {
         next = k->next;
@@ -581,7 +663,7 @@ static int post_transfer(struct coll_sched *s, int i)
 static int post_local(struct coll_sched *s, int i)
 {
     const struct sched_local *l = s->steps[i].local;
-    MPI_Comm comm = s->comm->local;
+    MPI_Comm comm = s->persistent ? s->local : s->comm->local;
     MPI_Request *req = &s->lreq[s->nl];
     int status;
     switch (l->op) {
@@ -636,10 +718,18 @@ static int post_local(struct coll_sched *s, int i)
  * Whether s may post its local collectives: every schedule started
  * earlier on the same communicator has posted all of its own.
  */
-static int local_turn(const struct coll_sched *s)
+static int local_turn(struct coll_sched *s)
 {
+    if (s->persistent) {
+        /* Its own communicator, once PMPI_Comm_idup has made it. */
+        int made = 1;
+        if (s->local_idup != MPI_REQUEST_NULL &&
+            PMPI_Test(&s->local_idup, &made, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            made = 0;
+        return made;
+    }
     for (const struct coll_sched *t = running_head; t != s; t = t->next_running)
-        if (t->comm == s->comm && t->local_next < t->nlocal)
+        if (t->comm == s->comm && !t->persistent && t->local_next < t->nlocal)
             return 0;
     return 1;
 }
@@ -832,7 +922,8 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
         seq_wrap = flag ? (unsigned)(*ub / SCHED_TAG_KINDS) - 1 : 1023;
     }
     struct gc_comm *c = s->comm;
-    s->seq = (unsigned)c->coll_seq++;
+    if (!s->persistent)
+        s->seq = (unsigned)c->coll_seq++;
     memset(s->done, 0, (size_t)(s->count > 0 ? s->count : 1));
     for (int k = 0; k < s->nstreams; k++)
         s->streams[k].next = s->streams[k].busy = 0;
@@ -853,6 +944,15 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
     advance(s);
     in_progress--;
     return MPI_SUCCESS;
+}
+
+int coll_sched_persist(struct coll_sched *s)
+{
+    struct gc_comm *c = s->comm;
+    s->persistent = 1;
+    s->seq = (unsigned)c->coll_seq++;
+    /* local_p2p, not local: no attributes of the program's to copy. */
+    return PMPI_Comm_idup(c->local_p2p, &s->local, &s->local_idup);
 }
 
 int coll_sched_active(const struct coll_sched *s)

@@ -197,6 +197,18 @@ int coll_sched_reduce(struct coll_sched *s, const void *in, void *inout,
  */
 typedef void sched_done_fn(struct coll_sched *s, int status, void *arg);
 int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg);
+/*
+ * Make s persistent (MPI_*_init): it keeps the number it gets now for
+ * every run, and its local collectives get a communicator of their own,
+ * so members may start their persistent collectives in different orders
+ * (MPI 4.0 requires the same order only of the *_init calls).
+ */
+int coll_sched_persist(struct coll_sched *s);
+/*
+ * Hold user op `op` until s is freed: MPI_Op_free (interposed here)
+ * waits for the last schedule that uses it.
+ */
+int coll_sched_hold_op(struct coll_sched *s, MPI_Op op);
 /* 1 while a run is in progress. */
 int coll_sched_active(const struct coll_sched *s);
 /*

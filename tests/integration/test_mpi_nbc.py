@@ -9,7 +9,9 @@ call at a time cannot show: Ibcast under every bcast algorithm and a
 derived type freed before the wait, several collectives outstanding on
 two communicators completed in shuffled order with point-to-point in
 between, an Ibarrier that must not complete early, persistent
-collectives started 100 times with the buffer changed between starts, the
+collectives started 100 times with the buffer changed between starts and
+started in different orders on different ranks, a user op freed right after
+MPI_Iallreduce, the
 reductions, allgather and alltoall under every algorithm of their tables,
 and the neighbourhood collectives in their three forms on a Cartesian grid
 (reorder 0 and 1) and a distributed graph."""
@@ -28,8 +30,8 @@ COLL_CASES = [
     "reduce_scatter_block", "scan", "exscan", "gather", "gatherv", "scatter",
     "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv",
     "alltoallw"]
-NBC_CASES = ["ibcast", "overlap", "ibarrier", "persistent", "algorithms",
-             "neighbor"]
+NBC_CASES = ["ibcast", "overlap", "ibarrier", "persistent", "freedom",
+             "algorithms", "neighbor"]
 
 LAYOUTS = [
     ("sites_1_n_3", ["--sites", "1", "-n", "3"]),

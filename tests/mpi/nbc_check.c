@@ -12,6 +12,10 @@
  *   persistent     MPI_Bcast_init and MPI_Barrier_init started 100 times
  *                  (MPI_Start and MPI_Startall), the buffer changed
  *                  between starts, then MPI_Request_free
+ *   freedom        what MPI lets a program do that a schedule must
+ *                  survive: persistent collectives started in different
+ *                  orders on different ranks (only the *_init calls must
+ *                  be ordered), a user op freed right after MPI_Ireduce
  *   algorithms     MPI_Iallreduce, MPI_Ireduce, MPI_Ireduce_scatter_block,
  *                  MPI_Iscan, MPI_Iallgather, MPI_Ialltoall and their
  *                  _init forms under every algorithm of their tables
@@ -228,6 +232,55 @@ static void persistent_case(void)
     if (reqs[0] != MPI_REQUEST_NULL)
         fail("MPI_Request_free left the handle");
     free(buf);
+}
+
+/* ---- what MPI allows -------------------------------------------------- */
+
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    for (int i = 0; i < *len; i++)
+        ((int *)inout)[i] += ((int *)in)[i];
+}
+
+static void freedom_case(void)
+{
+    /* Started in opposite orders on rank 0 and the others. */
+    enum { BYTES = 5000 };
+    unsigned char *buf = xmalloc(BYTES);
+    MPI_Request reqs[2];
+    MPI_Status st[2];
+    MPI_CHECK(MPI_Bcast_init(buf, BYTES, MPI_BYTE, size - 1, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &reqs[0]));
+    MPI_CHECK(MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &reqs[1]));
+    for (int round = 0; round < 3; round++) {
+        if (rank == size - 1)
+            fill(buf, BYTES, size - 1, round);
+        else
+            memset(buf, 0, BYTES);
+        MPI_CHECK(MPI_Start(&reqs[rank == 0 ? 1 : 0]));
+        MPI_CHECK(MPI_Start(&reqs[rank == 0 ? 0 : 1]));
+        MPI_CHECK(MPI_Waitall(2, reqs, st));
+        expect(buf, BYTES, size - 1, round, "persistent started out of order");
+    }
+    MPI_CHECK(MPI_Request_free(&reqs[0]));
+    MPI_CHECK(MPI_Request_free(&reqs[1]));
+    free(buf);
+    /* A user op freed while the reduction that uses it is pending. */
+    MPI_Op op;
+    int in[64], out[64];
+    for (int i = 0; i < 64; i++)
+        in[i] = rank + i;
+    MPI_CHECK(MPI_Op_create(user_sum, 1, &op));
+    MPI_Request req;
+    MPI_CHECK(MPI_Iallreduce(in, out, 64, MPI_INT, op, MPI_COMM_WORLD, &req));
+    MPI_CHECK(MPI_Op_free(&op));
+    if (op != MPI_OP_NULL)
+        fail("MPI_Op_free left the handle");
+    MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    for (int i = 0; i < 64; i++)
+        if (out[i] != size * (size - 1) / 2 + size * i)
+            fail("Iallreduce with a freed op: element %d is %d", i, out[i]);
 }
 
 /* ---- every algorithm of the tables ------------------------------------- */
@@ -604,6 +657,10 @@ int main(int argc, char **argv)
     }
     if (begin("persistent")) {
         persistent_case();
+        passed();
+    }
+    if (begin("freedom")) {
+        freedom_case();
         passed();
     }
     if (begin("algorithms")) {
