@@ -313,6 +313,26 @@ cleanup:
     return status;
 }
 
+/*
+ * A constructor's split and finish: this member becomes rank `key` of the
+ * communicator of `color` (MPI_UNDEFINED: none) with topology `t` (owned
+ * from now on; NULL when `error`), *newcomm set once the split worked.
+ */
+static int split_finish(struct gc_comm *c, int color, int key, int error,
+                        struct gc_topo *t, make_fn *make, MPI_Comm *newcomm,
+                        const char *function)
+{
+    MPI_Comm made = MPI_COMM_NULL;
+    int status = gc_comm_split_grid(c, color, key, error, &made, function);
+    if (status != MPI_SUCCESS) {
+        gc_topo_free(t);
+        return status;
+    }
+    status = finish(c, t, make, &made, function);
+    *newcomm = made;
+    return status;
+}
+
 /* ---- Cartesian (MPI-4.0 §8.5.1, §8.5.5-8.5.8) ------------------------------
  */
 
@@ -403,7 +423,6 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
                                 comm_cart);
     struct gc_topo *t = NULL;
     int *new_rank = NULL, nnodes = 0, color = MPI_UNDEFINED, key = 0;
-    MPI_Comm newcomm = MPI_COMM_NULL;
     int error = comm_cart == NULL ? gc_report(comm_old, MPI_ERR_ARG, function,
                                               "comm_cart is NULL")
                                   : cart_check(c, ndims, dims, periods,
@@ -417,13 +436,8 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
         color = 0;
         key = new_rank[c->rank];
     }
-    int status = gc_comm_split_grid(c, color, key, error, &newcomm, function);
-    if (status == MPI_SUCCESS) {
-        status = finish(c, t, make_cart, &newcomm, function);
-        t = NULL;
-        *comm_cart = newcomm;
-    }
-    gc_topo_free(t);
+    int status =
+        split_finish(c, color, key, error, t, make_cart, comm_cart, function);
     free(new_rank);
     return status;
 }
@@ -710,7 +724,6 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
     struct graph_args a = {nnodes, index, edges};
     struct gc_topo *t = NULL;
     int *new_rank = NULL, color = MPI_UNDEFINED, key = 0;
-    MPI_Comm newcomm = MPI_COMM_NULL;
     int error =
         comm_graph == NULL
             ? gc_report(comm_old, MPI_ERR_ARG, function, "comm_graph is NULL")
@@ -733,13 +746,8 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
         color = 0;
         key = new_rank[c->rank];
     }
-    int status = gc_comm_split_grid(c, color, key, error, &newcomm, function);
-    if (status == MPI_SUCCESS) {
-        status = finish(c, t, make_graph, &newcomm, function);
-        t = NULL;
-        *comm_graph = newcomm;
-    }
-    gc_topo_free(t);
+    int status =
+        split_finish(c, color, key, error, t, make_graph, comm_graph, function);
     free(new_rank);
     return status;
 }
@@ -1035,26 +1043,6 @@ static int edges_partition(const void *arg, int k, const int *site_size,
     return status;
 }
 
-/*
- * The end of both distributed-graph constructors: this member becomes
- * rank `key` with topology `t` (owned from now on; NULL when `error`).
- * Every member of c is in the new communicator, so it spans c's sites
- * and is a grid communicator: finish never builds a site-local one here.
- */
-static int dist_finish(struct gc_comm *c, int key, int error, struct gc_topo *t,
-                       MPI_Comm *newcomm, const char *function)
-{
-    MPI_Comm made = MPI_COMM_NULL;
-    int status = gc_comm_split_grid(c, 0, key, error, &made, function);
-    if (status != MPI_SUCCESS) {
-        gc_topo_free(t);
-        return status;
-    }
-    status = finish(c, t, NULL, &made, function);
-    *newcomm = made;
-    return status;
-}
-
 /* Any member's error or wish to reorder, from the headers. */
 static void dist_flags(const struct gc_comm *c,
                        const struct dist_header *headers, int *any_error,
@@ -1181,7 +1169,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
         error = gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     /* Another member's error: the split's exchange fails every member
      * with its class. */
-    status = dist_finish(c, key, error, t, comm_dist_graph, function);
+    status = split_finish(c, 0, key, error, t, NULL, comm_dist_graph, function);
     edges_free(&edges);
     free(headers);
     free(all);
@@ -1304,7 +1292,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
             error =
                 gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
-    status = dist_finish(c, key, error, t, comm_dist_graph, function);
+    status = split_finish(c, 0, key, error, t, NULL, comm_dist_graph, function);
     edges_free(&edges);
     free(headers);
     free(all);
