@@ -527,6 +527,7 @@ static int barrier(struct gc_comm *c, const char *fn,
 
 int MPI_Barrier(MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Barrier(comm);
@@ -535,6 +536,7 @@ int MPI_Barrier(MPI_Comm comm)
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ibarrier(comm, request);
@@ -543,6 +545,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Barrier_init(comm, info, request);
@@ -576,6 +579,7 @@ static int bcast(struct gc_comm *c, const char *fn, void *buffer, int count,
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
               MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Bcast(buffer, count, datatype, root, comm);
@@ -585,6 +589,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
                MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
@@ -595,6 +600,7 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info,
@@ -634,6 +640,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -646,6 +653,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -659,6 +667,7 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     int root, MPI_Comm comm, MPI_Info info,
                     MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf,
@@ -685,6 +694,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 void *recvbuf, const int recvcounts[], const int displs[],
                 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
@@ -698,6 +708,7 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
@@ -712,6 +723,7 @@ int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      MPI_Datatype recvtype, int root, MPI_Comm comm,
                      MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf,
@@ -752,6 +764,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                 MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -764,6 +777,7 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -777,6 +791,7 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      int root, MPI_Comm comm, MPI_Info info,
                      MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf,
@@ -804,6 +819,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
                  const int displs[], MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
@@ -817,6 +833,7 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                   MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
@@ -831,6 +848,7 @@ int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[],
                       int recvcount, MPI_Datatype recvtype, int root,
                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype,
@@ -870,6 +888,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -882,6 +901,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
                    MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -895,6 +915,7 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount,
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                        MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf,
@@ -924,6 +945,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    void *recvbuf, const int recvcounts[], const int displs[],
                    MPI_Datatype recvtype, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
@@ -937,6 +959,7 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     void *recvbuf, const int recvcounts[], const int displs[],
                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
@@ -952,6 +975,7 @@ int MPI_Allgatherv_init(const void *sendbuf, int sendcount,
                         MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
                         MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf,

@@ -126,6 +126,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -138,6 +139,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -150,6 +152,7 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       void *recvbuf, int recvcount, MPI_Datatype recvtype,
                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf,
@@ -179,6 +182,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
                   const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
@@ -192,6 +196,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                    const int recvcounts[], const int rdispls[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
@@ -207,6 +212,7 @@ int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[],
                        const int rdispls[], MPI_Datatype recvtype,
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype,
@@ -239,6 +245,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
                   void *recvbuf, const int recvcounts[], const int rdispls[],
                   const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
@@ -254,6 +261,7 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                    const MPI_Datatype recvtypes[], MPI_Comm comm,
                    MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
@@ -269,6 +277,7 @@ int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[],
                        const int rdispls[], const MPI_Datatype recvtypes[],
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes,

@@ -145,6 +145,7 @@ int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
                            MPI_Datatype recvtype, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
@@ -158,6 +159,7 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
                             MPI_Datatype recvtype, MPI_Comm comm,
                             MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
@@ -172,6 +174,7 @@ int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount,
                                 MPI_Comm comm, MPI_Info info,
                                 MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype,
@@ -203,6 +206,7 @@ int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
                             const int recvcounts[], const int displs[],
                             MPI_Datatype recvtype, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
@@ -218,6 +222,7 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
                              MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
@@ -234,6 +239,7 @@ int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                  MPI_Datatype recvtype, MPI_Comm comm,
                                  MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype,
@@ -262,6 +268,7 @@ int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
                           MPI_Datatype recvtype, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
@@ -275,6 +282,7 @@ int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
                            MPI_Datatype recvtype, MPI_Comm comm,
                            MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
@@ -289,6 +297,7 @@ int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount,
                                MPI_Comm comm, MPI_Info info,
                                MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype,
@@ -324,6 +333,7 @@ int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
                            const int rdispls[], MPI_Datatype recvtype,
                            MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
@@ -340,6 +350,7 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
                             const int rdispls[], MPI_Datatype recvtype,
                             MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
@@ -357,6 +368,7 @@ int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[],
                                 MPI_Comm comm, MPI_Info info,
                                 MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallv_init(
@@ -393,6 +405,7 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
                            const int recvcounts[], const MPI_Aint rdispls[],
                            const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
@@ -410,6 +423,7 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
                             const MPI_Datatype recvtypes[], MPI_Comm comm,
                             MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
@@ -428,6 +442,7 @@ int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
                                 const MPI_Datatype recvtypes[], MPI_Comm comm,
                                 MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallw_init(

@@ -281,6 +281,7 @@ static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
                MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
@@ -292,6 +293,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                 MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                 MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
@@ -304,6 +306,7 @@ int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count,
                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                     MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root,
@@ -328,6 +331,7 @@ static int all_reduction(enum gc_coll_kind kind, int exclusive,
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
@@ -339,6 +343,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                    MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
@@ -352,6 +357,7 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                        MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm,
@@ -364,6 +370,7 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
@@ -375,6 +382,7 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
               MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -386,6 +394,7 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                   MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info,
@@ -397,6 +406,7 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count,
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
@@ -408,6 +418,7 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                 MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm,
@@ -420,6 +431,7 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count,
                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                     MPI_Info info, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm,
@@ -471,6 +483,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
                        const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
@@ -483,6 +496,7 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                         const int recvcounts[], MPI_Datatype datatype,
                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
@@ -496,6 +510,7 @@ int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf,
                             MPI_Op op, MPI_Comm comm, MPI_Info info,
                             MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
@@ -532,6 +547,7 @@ cleanup:
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
@@ -544,6 +560,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                               MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
@@ -558,6 +575,7 @@ int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
                                   MPI_Op op, MPI_Comm comm, MPI_Info info,
                                   MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_block_init(

@@ -219,6 +219,7 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_dup(comm, newcomm);
@@ -227,6 +228,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_dup_with_info(comm, info, newcomm);
@@ -235,6 +237,7 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Comm_split";
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
@@ -249,6 +252,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
                         MPI_Comm *newcomm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
@@ -324,6 +328,7 @@ cleanup:
 
 int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c != NULL)
         return create_grid(c, group, newcomm);
@@ -334,6 +339,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 
 int MPI_Comm_free(MPI_Comm *comm)
 {
+    GC_ENTER();
     if (!gc_world.active || comm == NULL)
         return PMPI_Comm_free(comm);
     if (*comm == MPI_COMM_WORLD)
@@ -350,6 +356,7 @@ int MPI_Comm_free(MPI_Comm *comm)
 
 int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
 {
+    GC_ENTER();
     struct gc_comm *a = gc_comm_find(comm1), *b = gc_comm_find(comm2);
     if (a == NULL && b == NULL)
         return PMPI_Comm_compare(comm1, comm2, result);
@@ -413,16 +420,19 @@ static int get_attr(attr_get_fn *pmpi, MPI_Comm comm, int keyval, void *value,
 
 int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *value, int *flag)
 {
+    GC_ENTER();
     return get_attr(PMPI_Comm_get_attr, comm, keyval, value, flag);
 }
 
 int MPI_Attr_get(MPI_Comm comm, int keyval, void *value, int *flag)
 {
+    GC_ENTER();
     return get_attr(PMPI_Attr_get, comm, keyval, value, flag);
 }
 
 int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
 {
+    GC_ENTER();
     if (!gc_comm_is_grid(comm))
         return PMPI_Comm_test_inter(comm, flag);
     *flag = 0; /* grid intercommunicators are not supported */

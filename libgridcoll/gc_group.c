@@ -223,6 +223,7 @@ int gc_ranks_compare(const struct gc_ranks *a, const struct gc_ranks *b,
 
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_group(comm, group);
@@ -234,6 +235,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 
 int MPI_Group_size(MPI_Group group, int *size)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_size(group, size);
     struct grid_group *g = group_find(group);
@@ -246,6 +248,7 @@ int MPI_Group_size(MPI_Group group, int *size)
 
 int MPI_Group_rank(MPI_Group group, int *rank)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_rank(group, rank);
     struct grid_group *g = group_find(group);
@@ -258,6 +261,7 @@ int MPI_Group_rank(MPI_Group group, int *rank)
 
 int MPI_Group_free(MPI_Group *group)
 {
+    GC_ENTER();
     if (group == NULL || !gc_group_is_grid(*group))
         return PMPI_Group_free(group);
     struct grid_group *g = group_find(*group);
@@ -273,6 +277,7 @@ int MPI_Group_free(MPI_Group *group)
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
                               MPI_Group group2, int ranks2[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Group_translate_ranks";
     if (!gc_group_is_grid(group1) && !gc_group_is_grid(group2))
         return PMPI_Group_translate_ranks(group1, n, ranks1, group2, ranks2);
@@ -315,6 +320,7 @@ cleanup:
 
 int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Group_compare";
     if (!gc_group_is_grid(group1) && !gc_group_is_grid(group2))
         return PMPI_Group_compare(group1, group2, result);
@@ -372,6 +378,7 @@ cleanup:
 
 int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group1) && !gc_group_is_grid(group2))
         return PMPI_Group_union(group1, group2, newgroup);
     return combine(group1, group2, SET_UNION, newgroup, "MPI_Group_union");
@@ -380,6 +387,7 @@ int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group *newgroup)
 int MPI_Group_intersection(MPI_Group group1, MPI_Group group2,
                            MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group1) && !gc_group_is_grid(group2))
         return PMPI_Group_intersection(group1, group2, newgroup);
     return combine(group1, group2, SET_INTERSECTION, newgroup,
@@ -389,6 +397,7 @@ int MPI_Group_intersection(MPI_Group group1, MPI_Group group2,
 int MPI_Group_difference(MPI_Group group1, MPI_Group group2,
                          MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group1) && !gc_group_is_grid(group2))
         return PMPI_Group_difference(group1, group2, newgroup);
     return combine(group1, group2, SET_DIFFERENCE, newgroup,
@@ -492,6 +501,7 @@ cleanup:
 int MPI_Group_incl(MPI_Group group, int n, const int ranks[],
                    MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_incl(group, n, ranks, newgroup);
     return select_members(group, n, ranks, NULL, 0, newgroup, "MPI_Group_incl");
@@ -500,6 +510,7 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[],
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[],
                    MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_excl(group, n, ranks, newgroup);
     return select_members(group, n, ranks, NULL, 1, newgroup, "MPI_Group_excl");
@@ -508,6 +519,7 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[],
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3],
                          MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_range_incl(group, n, ranges, newgroup);
     return select_members(group, n, NULL, (const int(*)[3])ranges, 0, newgroup,
@@ -517,6 +529,7 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3],
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3],
                          MPI_Group *newgroup)
 {
+    GC_ENTER();
     if (!gc_group_is_grid(group))
         return PMPI_Group_range_excl(group, n, ranges, newgroup);
     return select_members(group, n, NULL, (const int(*)[3])ranges, 1, newgroup,
@@ -573,6 +586,7 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
                                MPI_Info info, MPI_Errhandler errhandler,
                                MPI_Comm *newcomm)
 {
+    GC_ENTER();
     MPI_Group local;
     int converted;
     if (site_group(group, &local, &converted) != MPI_SUCCESS) {
@@ -591,6 +605,7 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
                                      MPI_Errhandler errhandler,
                                      MPI_Comm *newintercomm)
 {
+    GC_ENTER();
     MPI_Group local = MPI_GROUP_NULL, remote = MPI_GROUP_NULL;
     int local_converted = 0, remote_converted = 0;
     int status = site_group(local_group, &local, &local_converted);
@@ -613,6 +628,7 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
 int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
                           MPI_Comm *newcomm)
 {
+    GC_ENTER();
     if (gc_comm_is_grid(comm))
         return gc_unsupported(comm, "MPI_Comm_create_group");
     MPI_Group local;
@@ -632,6 +648,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 #define WIN_GROUP_CALL(NAME)                                                   \
     int MPI_##NAME(MPI_Group group, int assert, MPI_Win win)                   \
     {                                                                          \
+        GC_ENTER();                                                            \
         MPI_Group local;                                                       \
         int converted;                                                         \
         int status = site_group(group, &local, &converted);                    \

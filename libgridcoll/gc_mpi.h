@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gc_lock.h"
 #include "gc_proto.h"
 #include "gc_relay_client.h"
 #include "gc_sched.h"
@@ -189,9 +190,25 @@ void gc_progress(int timeout_ms);
  * wait (*idle_polls counts them, start it at 0) only yield, for latency;
  * later ones sleep 50 us, so that the processes that must make progress
  * (relays, gridwan, peers on an oversubscribed node) get the processor
- * instead of a rank spinning in MPICH's or our progress loop.
+ * instead of a rank spinning in MPICH's or our progress loop.  gc_idle
+ * gives the library lock (gc_lock.h) up meanwhile, unless this thread is
+ * inside a progress pass; gc_nap keeps it, for MPICH's callbacks.
  */
 void gc_idle(unsigned *idle_polls);
+void gc_nap(unsigned *idle_polls);
+/* Whether operations or schedules are outstanding (the progress thread
+ * polls while they are). */
+int gc_progress_pending(void);
+/* gc_progress for MPICH's poll and wait callbacks of the layer's
+ * generalized requests: only without the progress thread. */
+void gc_progress_from_mpich(void);
+
+/* ---- progress thread (gc_thread.c) ------------------------------------- */
+
+/* Start it (GRIDCOLL_ASYNC_PROGRESS=1, MPICH at MPI_THREAD_MULTIPLE) and
+ * stop it before MPI_Finalize tears the layer down.  0 or -1, said why. */
+int gc_thread_start(void);
+void gc_thread_stop(void);
 
 /* ---- completion calls (gc_request.c) ---------------------------------- */
 

@@ -304,6 +304,7 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
     int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
                    int tag, MPI_Comm comm)                                     \
     {                                                                          \
+        GC_ENTER();                                                            \
         struct gc_comm *c = gc_comm_find(comm);                                \
         if (c == NULL)                                                         \
             return PMPI_##NAME(buf, count, type, dst, tag, comm);              \
@@ -313,6 +314,7 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
     int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
                    int tag, MPI_Comm comm, MPI_Request *request)               \
     {                                                                          \
+        GC_ENTER();                                                            \
         struct gc_comm *c = gc_comm_find(comm);                                \
         if (c == NULL)                                                         \
             return PMPI_##NAME(buf, count, type, dst, tag, comm, request);     \
@@ -332,6 +334,7 @@ GRID_ISEND(Ibsend, MODE_BUFFERED)
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Irecv(buf, count, type, src, tag, comm, request);
@@ -341,6 +344,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag,
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag,
              MPI_Comm comm, MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Recv(buf, count, type, src, tag, comm, status);
@@ -358,6 +362,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Datatype recvtype, int src, int recvtag, MPI_Comm comm,
                  MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dst, sendtag,
@@ -388,6 +393,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dst,
                          int sendtag, int src, int recvtag, MPI_Comm comm,
                          MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Sendrecv_replace(buf, count, type, dst, sendtag, src,
@@ -412,6 +418,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dst,
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Iprobe(src, tag, comm, flag, status);
@@ -424,6 +431,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Probe(src, tag, comm, status);
@@ -436,6 +444,7 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status)
 int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
                 MPI_Message *message, MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Improbe(src, tag, comm, flag, message, status);
@@ -449,6 +458,7 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
 int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
                MPI_Status *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Mprobe(src, tag, comm, message, status);
@@ -461,6 +471,7 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
 int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
                MPI_Request *request)
 {
+    GC_ENTER();
     struct message *m = gc_world.active ? take_message(*message) : NULL;
     if (m == NULL)
         return PMPI_Imrecv(buf, count, type, message, request);
@@ -470,6 +481,7 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
 int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
               MPI_Status *status)
 {
+    GC_ENTER();
     struct message *m = gc_world.active ? take_message(*message) : NULL;
     if (m == NULL)
         return PMPI_Mrecv(buf, count, type, message, status);

@@ -28,6 +28,7 @@
 
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -387,6 +388,28 @@ static void progress_local_receives(void)
     }
 }
 
+/* MPI_Cancel of receives (request_cancel): one nothing has matched is
+ * withdrawn; one handed to MPICH is cancelled there, and MPICH decides. */
+static void cancel_asked_receives(void)
+{
+    struct op *next;
+    for (struct op *op = engine.recvs; op != NULL; op = next) {
+        next = op->next;
+        if (!op->cancel_asked)
+            continue;
+        op->cancel_asked = 0;
+        if (!op->matched) {
+            op->cancelled = 1;
+            complete_op(op);
+        } else if (op->local != MPI_REQUEST_NULL) {
+            MPI_Status st;
+            PMPI_Cancel(&op->local);
+            int rc = PMPI_Wait(&op->local, &st);
+            finish_local(op, rc, &st);
+        }
+    }
+}
+
 /* Completes the sends that are on the wire (and acknowledged, when
  * synchronous); returns how many. */
 static int progress_sends(void)
@@ -411,8 +434,16 @@ void gc_progress(int timeout_ms)
      * calls: one level is enough. */
     if (engine.in_progress || !gc_world.active)
         return;
+    if (!gc_lock_held()) {
+        /* An MPI function without GC_ENTER: a race with the progress
+         * thread would corrupt the engine silently. */
+        fprintf(stderr, "gridcoll: internal error: progress without the "
+                        "library lock\n");
+        abort();
+    }
     engine.in_progress = 1;
     free_released_ops();
+    cancel_asked_receives();
     /* A send the relay client wrote at once (gc_rc_isend) is done now;
      * waiting in poll() first would hold its caller until something
      * else arrives or the timeout ends (a whole timeout when the peer
@@ -430,7 +461,7 @@ void gc_progress(int timeout_ms)
 
 #define GC_SPIN_POLLS 100
 
-void gc_idle(unsigned *idle_polls)
+void gc_nap(unsigned *idle_polls)
 {
     static const struct timespec nap = {0, 50 * 1000};
     if (*idle_polls < GC_SPIN_POLLS) {
@@ -439,6 +470,33 @@ void gc_idle(unsigned *idle_polls)
     } else {
         nanosleep(&nap, NULL);
     }
+}
+
+void gc_idle(unsigned *idle_polls)
+{
+    /* Inside a progress pass (a blocking step of a schedule) the engine's
+     * state is half updated: keep the lock. */
+    unsigned held =
+        engine.in_progress || coll_sched_advancing() ? 0 : gc_lock_suspend();
+    gc_nap(idle_polls);
+    gc_lock_restore(held);
+}
+
+int gc_progress_pending(void)
+{
+    return engine.recvs != NULL || engine.sends != NULL ||
+           engine.arriving != NULL || engine.freed != NULL ||
+           coll_sched_pending();
+}
+
+void gc_progress_from_mpich(void)
+{
+    /* With the progress thread MPICH runs at MPI_THREAD_MULTIPLE, where
+     * an MPI call from inside its callbacks fails an assertion (its
+     * global lock is held); the thread and the layer's completion calls,
+     * which progress before they test, drive the engine instead. */
+    if (!gc_lock_needed)
+        gc_progress(0);
 }
 
 /* ---- generalized request callbacks ------------------------------------- */
@@ -479,24 +537,20 @@ static int request_free(void *extra)
     return MPI_SUCCESS;
 }
 
+/*
+ * MPICH calls cancel_fn inside PMPI_Cancel, holding its global lock at
+ * MPI_THREAD_MULTIPLE (GRIDCOLL_ASYNC_PROGRESS), where a nested MPI call
+ * fails an assertion: the engine's next turn withdraws the receive
+ * (cancel_asked_receives), before the completion call that follows sees
+ * it.
+ */
 static int request_cancel(void *extra, int complete)
 {
     struct op *op = extra;
-    /* Only a receive nothing has matched can be withdrawn; a send to
-     * another site is on the wire at once (MPI 4.1 deprecates cancelling
-     * sends). */
-    if (complete || op->kind != OP_RECV)
-        return MPI_SUCCESS;
-    if (!op->matched) {
-        op->cancelled = 1;
-        complete_op(op);
-    } else if (op->local != MPI_REQUEST_NULL) {
-        /* Posted to MPICH: its cancel decides, at once. */
-        MPI_Status st;
-        PMPI_Cancel(&op->local);
-        int rc = PMPI_Wait(&op->local, &st);
-        finish_local(op, rc, &st);
-    }
+    /* Only a receive can be withdrawn; a send to another site is on the
+     * wire at once (MPI 4.1 deprecates cancelling sends). */
+    if (!complete && op->kind == OP_RECV)
+        op->cancel_asked = 1;
     return MPI_SUCCESS;
 }
 
@@ -504,7 +558,7 @@ static int request_poll(void *extra, MPI_Status *status)
 {
     (void)extra;
     (void)status;
-    gc_progress(0);
+    gc_progress_from_mpich();
     return MPI_SUCCESS;
 }
 
@@ -516,8 +570,8 @@ static int request_wait(int count, void **extras, double timeout,
     unsigned idle = 0;
     for (int i = 0; i < count; i++)
         while (!((struct op *)extras[i])->done) {
-            gc_progress(0);
-            gc_idle(&idle);
+            gc_progress_from_mpich();
+            gc_nap(&idle);
         }
     return MPI_SUCCESS;
 }

@@ -53,6 +53,7 @@ struct op {
     int result_tag;
     int error;
     int cancelled;
+    int cancel_asked; /* MPI_Cancel: withdrawn by the engine's next turn */
     size_t bytes;
 };
 

@@ -1257,10 +1257,7 @@ int gc_rc_progress(struct gc_rc *rc, int timeout_ms)
         return -1;
     rc->completed = 0;
     int want_out = tx_busy(rc);
-    struct pollfd pfd = {
-        .fd = rc->fd,
-        .events = (short)(POLLIN | (want_out ? POLLOUT : 0)),
-    };
+    struct pollfd pfd = {.fd = rc->fd, .events = (short)gc_rc_poll_events(rc)};
     int n = poll(&pfd, 1, timeout_ms < 0 ? -1 : timeout_ms);
     if (n < 0) {
         if (errno == EINTR)
@@ -1384,6 +1381,11 @@ cleanup:
 int gc_rc_fd(const struct gc_rc *rc)
 {
     return rc != NULL ? rc->fd : -1;
+}
+
+int gc_rc_poll_events(const struct gc_rc *rc)
+{
+    return rc != NULL ? POLLIN | (tx_busy(rc) ? POLLOUT : 0) : 0;
 }
 
 uint64_t gc_rc_pending_bytes(const struct gc_rc *rc)

@@ -95,8 +95,11 @@ int gc_rc_wait_send(struct gc_rc *rc, struct gc_rc_send *req);
 int gc_rc_send(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
                int32_t tag, const void *buf, uint64_t len);
 
-/* The socket, for callers that multiplex it with poll(). */
+/* The socket, for callers that multiplex it with poll(), and the events
+ * gc_rc_progress would wait for on it (POLLOUT only while data is
+ * queued). */
 int gc_rc_fd(const struct gc_rc *rc);
+int gc_rc_poll_events(const struct gc_rc *rc);
 /* Bytes queued but not yet written to the socket. */
 uint64_t gc_rc_pending_bytes(const struct gc_rc *rc);
 /* Chunk size the relay announced (messages larger are sent in pieces). */

@@ -220,6 +220,7 @@ static int wait_all(int count, MPI_Request *requests, MPI_Status *statuses)
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Wait(request, status);
     return gc_request_wait(request, status);
@@ -227,6 +228,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Waitall(count, requests, statuses);
     return wait_all(count, requests, statuses);
@@ -235,6 +237,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 int MPI_Waitany(int count, MPI_Request requests[], int *index,
                 MPI_Status *status)
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Waitany(count, requests, index, status);
     return wait_for(TEST_ANY, count, requests, index, NULL, status);
@@ -243,6 +246,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index,
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
                  int indices[], MPI_Status statuses[])
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
     /* outcount is MPI_UNDEFINED (non-zero) when every request is null. */
@@ -253,6 +257,7 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
  * first, or a cross-site request would never be seen complete. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
+    GC_ENTER();
     if (gc_world.active)
         gc_progress(0);
     return PMPI_Request_get_status(request, flag, status);
@@ -260,6 +265,7 @@ int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Test(request, flag, status);
     gc_progress(0);
@@ -269,6 +275,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 int MPI_Testall(int count, MPI_Request requests[], int *flag,
                 MPI_Status statuses[])
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Testall(count, requests, flag, statuses);
     gc_progress(0);
@@ -278,6 +285,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag,
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
                 MPI_Status *status)
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Testany(count, requests, index, flag, status);
     gc_progress(0);
@@ -287,6 +295,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount,
                  int indices[], MPI_Status statuses[])
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Testsome(incount, requests, outcount, indices, statuses);
     gc_progress(0);

@@ -107,15 +107,16 @@ static int load_model(void)
 }
 
 /*
- * Called right after PMPI_Init*: read the settings, decide the mode and
- * join the grid.  A malformed setting stops the job here, whatever the
- * mode, before the program computes anything.
+ * Called right after PMPI_Init*: decide the mode and join the grid.  A
+ * malformed setting (`settings`: what gc_settings_load, which MPI_Init
+ * ran first, returned) stops the job here, whatever the mode, before the
+ * program computes anything.
  */
-static int grid_setup(void)
+static int grid_setup(int settings)
 {
     const struct gc_site *sites;
     int offset, site_size, local_size;
-    if (gc_settings_load() != 0)
+    if (settings != 0)
         goto fail;
     gc_world.site_count = gc_settings_sites(&sites);
     if (gc_world.site_count == 0)
@@ -162,28 +163,61 @@ fail:
     return MPI_ERR_OTHER;
 }
 
-int MPI_Init(int *argc, char ***argv)
+/*
+ * MPI_Init and MPI_Init_thread.  The progress thread calls into MPICH
+ * while the program may call MPICH functions the layer does not define,
+ * so with GRIDCOLL_ASYNC_PROGRESS=1 MPICH runs at MPI_THREAD_MULTIPLE
+ * whatever the program asked; the program is told the level it asked
+ * for, at most GC_THREAD_LEVEL.  Without several sites the setting turns
+ * on MPICH's own progress thread instead (MPIR_CVAR_ASYNC_PROGRESS,
+ * unless the environment sets it).
+ */
+static int init(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init(argc, argv);
+    const struct gc_site *sites;
+    int settings = gc_settings_load();
+    int async = settings == 0 && gc_settings_async_progress();
+    /* One site is MPICH alone: its own progress thread does the work. */
+    if (async && gc_settings_sites(&sites) <= 1) {
+        setenv("MPIR_CVAR_ASYNC_PROGRESS", "1", 0);
+        async = 0;
+    }
+    int mpich_level;
+    int rc = PMPI_Init_thread(
+        argc, argv, async ? MPI_THREAD_MULTIPLE : required, &mpich_level);
     if (rc != MPI_SUCCESS)
         return rc;
-    PMPI_Query_thread(&gc_world.thread_level);
-    return grid_setup();
+    gc_world.thread_level =
+        async && mpich_level > required ? required : mpich_level;
+    rc = grid_setup(settings);
+    if (rc != MPI_SUCCESS || !gc_world.active)
+        goto done;
+    /* The relay session is driven by whichever thread is inside MPI, one
+     * at a time: more than SERIALIZED would be a promise we do not keep. */
+    if (gc_world.thread_level > GC_THREAD_LEVEL)
+        gc_world.thread_level = GC_THREAD_LEVEL;
+    if (async && mpich_level < MPI_THREAD_MULTIPLE)
+        fprintf(stderr,
+                "gridcoll: GRIDCOLL_ASYNC_PROGRESS=1 needs MPICH at "
+                "MPI_THREAD_MULTIPLE, which it does not provide: no progress "
+                "thread\n");
+    else if (async && gc_thread_start() != 0)
+        rc = gc_error(MPI_COMM_WORLD, MPI_ERR_INTERN,
+                      "MPI_Init: cannot start the progress thread");
+done:
+    if (provided != NULL)
+        *provided = gc_world.thread_level;
+    return rc;
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    return init(argc, argv, MPI_THREAD_SINGLE, NULL);
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    gc_world.thread_level = *provided;
-    rc = grid_setup();
-    /* The relay session is driven by whichever thread is inside MPI, one
-     * at a time: more than SERIALIZED would be a promise we do not keep. */
-    if (gc_world.active && gc_world.thread_level > GC_THREAD_LEVEL)
-        gc_world.thread_level = GC_THREAD_LEVEL;
-    *provided = gc_world.thread_level;
-    return rc;
+    return init(argc, argv, required, provided);
 }
 
 int MPI_Query_thread(int *provided)
@@ -198,6 +232,7 @@ int MPI_Query_thread(int *provided)
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_rank(comm, rank);
@@ -207,6 +242,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_size(comm, size);
@@ -227,6 +263,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 int MPI_Finalize(void)
 {
     if (gc_world.active) {
+        gc_thread_stop();
         gc_coll_print_stats();
         /* No rank may leave while another site could still address it. */
         gc_coll_barrier(gc_comm_find(MPI_COMM_WORLD));
@@ -293,6 +330,7 @@ int gc_unsupported(MPI_Comm comm, const char *function)
 int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
                      MPI_Session *session)
 {
+    GC_ENTER();
     int rc = PMPI_Session_init(info, errhandler, session);
     const struct gc_site *sites;
     if (rc != MPI_SUCCESS)

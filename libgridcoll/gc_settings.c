@@ -284,7 +284,9 @@ static const struct setting settings[] = {
      .store = &values.async_progress,
      .def = 0,
      .doc = "1: a progress thread drives the relay session and the "
-            "collective schedules while the program computes outside MPI."},
+            "collective schedules while the program computes outside MPI "
+            "(MPICH then runs at MPI_THREAD_MULTIPLE; on one site, MPICH's "
+            "own progress thread)."},
 };
 enum { SETTING_COUNT = sizeof settings / sizeof *settings };
 

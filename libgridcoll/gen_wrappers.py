@@ -551,7 +551,7 @@ def wrapper(p):
                         [q.decl for q in p.params], ")", "")
     else:
         sig = p.signature()
-    lines = [sig, "{"]
+    lines = [sig, "{", "    GC_ENTER();"]
     for c in p.comm_params():
         if c.startswith("*"):
             lines.append("    if (%s != NULL && gc_comm_is_grid(%s))"

@@ -93,7 +93,7 @@ static int nb_poll(void *extra, MPI_Status *status)
 {
     (void)extra;
     (void)status;
-    gc_progress(0);
+    gc_progress_from_mpich();
     return MPI_SUCCESS;
 }
 
@@ -104,8 +104,8 @@ static int nb_wait(int count, void **extras, double timeout, MPI_Status *status)
     unsigned idle = 0;
     for (int i = 0; i < count; i++)
         while (!((struct nb *)extras[i])->done) {
-            gc_progress(0);
-            gc_idle(&idle);
+            gc_progress_from_mpich();
+            gc_nap(&idle);
         }
     return MPI_SUCCESS;
 }
@@ -281,6 +281,7 @@ static int start_one(MPI_Request *request)
 
 int MPI_Start(MPI_Request *request)
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Start(request);
     return start_one(request);
@@ -288,6 +289,7 @@ int MPI_Start(MPI_Request *request)
 
 int MPI_Startall(int count, MPI_Request requests[])
 {
+    GC_ENTER();
     if (!gc_world.active)
         return PMPI_Startall(count, requests);
     for (int i = 0; i < count; i++) {
@@ -300,6 +302,7 @@ int MPI_Startall(int count, MPI_Request requests[])
 
 int MPI_Request_free(MPI_Request *request)
 {
+    GC_ENTER();
     struct persistent *p = gc_world.active ? find(*request) : NULL;
     if (p == NULL)
         return PMPI_Request_free(request);

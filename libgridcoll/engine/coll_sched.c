@@ -173,6 +173,7 @@ int coll_sched_hold_op(struct coll_sched *s, MPI_Op op)
 
 int MPI_Op_free(MPI_Op *op)
 {
+    GC_ENTER();
     struct held_op *h = op != NULL ? op_find(*op) : NULL;
     if (h == NULL || h->freed)
         return PMPI_Op_free(op);
@@ -973,6 +974,16 @@ static int progress_all(void)
     }
     in_progress--;
     return moved;
+}
+
+int coll_sched_pending(void)
+{
+    return running_head != NULL;
+}
+
+int coll_sched_advancing(void)
+{
+    return in_progress;
 }
 
 void coll_sched_progress(void)

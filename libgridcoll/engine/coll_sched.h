@@ -218,6 +218,10 @@ int coll_sched_active(const struct coll_sched *s);
 int coll_sched_run(struct coll_sched *s);
 /* Drive every running schedule a step further (called by gc_progress). */
 void coll_sched_progress(void);
+/* Whether a schedule runs (the progress thread's "outstanding work"), and
+ * whether this thread is inside a progress pass over them. */
+int coll_sched_pending(void);
+int coll_sched_advancing(void);
 /*
  * Wait until no schedule of c runs: the collectives not yet written as
  * schedules call this before they start, so that their local phases

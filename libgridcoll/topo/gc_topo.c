@@ -416,6 +416,7 @@ static int cart_layout(struct gc_comm *c, int ndims, const int *dims,
 int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
                     const int periods[], int reorder, MPI_Comm *comm_cart)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_create";
     struct gc_comm *c = gc_comm_find(comm_old);
     if (c == NULL)
@@ -445,6 +446,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
 int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[],
                  const int periods[], int *newrank)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_map";
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
@@ -465,6 +467,7 @@ int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[],
 
 int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cartdim_get";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -481,6 +484,7 @@ int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
 int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[],
                  int coords[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_get";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -508,6 +512,7 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[],
 
 int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_rank";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -541,6 +546,7 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
 
 int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_coords";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -561,6 +567,7 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
 int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
                    int *rank_dest)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_shift";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -585,6 +592,7 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
 
 int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Cart_sub";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t, *sub = NULL;
@@ -716,6 +724,7 @@ static int make_graph(MPI_Comm local, const struct gc_topo *t, MPI_Comm *out)
 int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
                      const int edges[], int reorder, MPI_Comm *comm_graph)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graph_create";
     struct gc_comm *c = gc_comm_find(comm_old);
     if (c == NULL)
@@ -755,6 +764,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
 int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[],
                   const int edges[], int *newrank)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graph_map";
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
@@ -774,6 +784,7 @@ int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[],
 
 int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graphdims_get";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -793,6 +804,7 @@ int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
 int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[],
                   int edges[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graph_get";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -828,6 +840,7 @@ static int graph_slice(struct gc_comm *c, int rank, const char *function,
 
 int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graph_neighbors_count";
     struct gc_comm *c = gc_comm_find(comm);
     const int *list;
@@ -843,6 +856,7 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
 int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors,
                         int neighbors[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Graph_neighbors";
     struct gc_comm *c = gc_comm_find(comm);
     const int *list;
@@ -1077,6 +1091,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                                    const int destweights[], MPI_Info info,
                                    int reorder, MPI_Comm *comm_dist_graph)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Dist_graph_create_adjacent";
     struct gc_comm *c = gc_comm_find(comm_old);
     if (c == NULL)
@@ -1183,6 +1198,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
                           const int weights[], MPI_Info info, int reorder,
                           MPI_Comm *comm_dist_graph)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Dist_graph_create";
     struct gc_comm *c = gc_comm_find(comm_old);
     if (c == NULL)
@@ -1304,6 +1320,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
 int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
                                    int *weighted)
 {
+    GC_ENTER();
     static const char function[] = "MPI_Dist_graph_neighbors_count";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -1326,6 +1343,7 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
                              int sourceweights[], int maxoutdegree,
                              int destinations[], int destweights[])
 {
+    GC_ENTER();
     static const char function[] = "MPI_Dist_graph_neighbors";
     struct gc_comm *c = gc_comm_find(comm);
     struct gc_topo *t;
@@ -1358,6 +1376,7 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
 
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
+    GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Topo_test(comm, status);

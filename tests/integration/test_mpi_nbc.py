@@ -14,7 +14,14 @@ started in different orders on different ranks, a user op freed right after
 MPI_Iallreduce, the
 reductions, allgather and alltoall under every algorithm of their tables,
 and the neighbourhood collectives in their three forms on a Cartesian grid
-(reorder 0 and 1) and a distributed graph."""
+(reorder 0 and 1) and a distributed graph.
+
+The progress thread (GRIDCOLL_ASYNC_PROGRESS=1): nbc_check's progress
+case has rank 0 compute outside MPI in the middle of an MPI_Ibarrier; the
+others must leave before it ends with the thread, and must wait for it
+without (on the layouts where rank 0 has a peer on its site, and on one
+site, MPICH alone).  With the thread, nbc_check, coll_check in both forms
+and p2p_check (MPI_Cancel runs in the engine's turn then) run whole."""
 
 import os
 import re
@@ -31,7 +38,13 @@ COLL_CASES = [
     "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv",
     "alltoallw"]
 NBC_CASES = ["ibcast", "overlap", "ibarrier", "persistent", "freedom",
-             "algorithms", "neighbor"]
+             "algorithms", "neighbor", "progress"]
+P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
+             "wildcards", "get_count", "proc_null", "non_overtaking",
+             "non_overtaking_any_source", "tag_out_of_order", "sendrecv",
+             "probe", "wait_test", "cancel", "datatypes", "truncate",
+             "many_outstanding", "large", "comm_isolation"]
+THREAD = {"GRIDCOLL_ASYNC_PROGRESS": "1"}
 
 LAYOUTS = [
     ("sites_1_n_3", ["--sites", "1", "-n", "3"]),
@@ -62,10 +75,15 @@ def coll_test(form, layout):
                        {"COLL_CHECK_FORM": form})
 
 
-def nbc_test(layout):
+def nbc_test(layout, thread=False):
     # On one site MPICH runs the neighbourhood collectives itself, with its
     # own pairing where one process is both neighbours (nbc_check.c).
     env = {"NBC_CHECK_MPICH": "1"} if "--sites" in layout else {}
+    if thread:
+        env.update(THREAD)
+    elif "1," not in " ".join(layout):
+        # Rank 0 has a peer on its site (or MPICH alone runs the job).
+        env["NBC_CHECK_WAIT_FOR_0"] = "1"
     return lambda: run("nbc_check", layout, NBC_CASES, env)
 
 
@@ -75,4 +93,12 @@ if __name__ == "__main__":
              for name, args in LAYOUTS]
     tests += [("nbc_check_%s" % name, nbc_test(args))
               for name, args in NBC_LAYOUTS]
+    tests += [("thread_nbc_check_%s" % name, nbc_test(args, thread=True))
+              for name, args in NBC_LAYOUTS]
+    tests += [("thread_coll_check_%s" % form,
+               lambda form=form: run("coll_check", LAYOUTS[2][1], COLL_CASES,
+                                     dict(THREAD, COLL_CHECK_FORM=form)))
+              for form in ("blocking", "nonblocking", "persistent")]
+    tests += [("thread_p2p_check", lambda: run("p2p_check", LAYOUTS[2][1],
+                                               P2P_CASES, THREAD))]
     main(tests)

@@ -25,6 +25,14 @@
  *                  nonblocking and persistent, on a periodic 2-D
  *                  Cartesian grid (reorder 0 and 1) and on a distributed
  *                  graph that names one neighbour twice
+ *   progress       rank 0 computes 1.5 s between MPI_Ibarrier and
+ *                  MPI_Wait without calling MPI: with
+ *                  GRIDCOLL_ASYNC_PROGRESS=1 the others leave the barrier
+ *                  before it ends (the progress thread runs rank 0's
+ *                  part); with NBC_CHECK_WAIT_FOR_0=1 and no thread they
+ *                  must wait for rank 0, which shows the case can tell
+ *                  the two apart (where rank 0 has a peer on its site:
+ *                  alone, its only messages leave at MPI_Ibarrier)
  *
  * Usage: nbc_check [case-prefix ...]; prints "OK <case>" lines.
  */
@@ -192,6 +200,41 @@ static void ibarrier_case(void)
     if (MPI_Wtime() - start < 0.25)
         fail("ibarrier left after %.3f s, before the last rank entered",
              MPI_Wtime() - start);
+}
+
+static void progress_case(void)
+{
+    const double compute = 1.5;
+    const char *setting = getenv("GRIDCOLL_ASYNC_PROGRESS");
+    const char *wait_for_0 = getenv("NBC_CHECK_WAIT_FOR_0");
+    int thread = setting != NULL && strcmp(setting, "1") == 0;
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Request req;
+    MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &req));
+    double start = MPI_Wtime(), waited = 0;
+    if (rank == 0) {
+        /* MPI_Wtime makes no progress (MPICH reads the clock). */
+        while (MPI_Wtime() - start < compute)
+            ;
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    } else {
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        waited = MPI_Wtime() - start;
+    }
+    double longest;
+    MPI_CHECK(MPI_Allreduce(&waited, &longest, 1, MPI_DOUBLE, MPI_MAX,
+                            MPI_COMM_WORLD));
+    if (thread && longest > compute / 2)
+        fail("a rank waited %.3f s for rank 0, which computed outside MPI "
+             "with the progress thread on",
+             longest);
+    if (!thread && wait_for_0 != NULL && longest < compute / 2)
+        fail("the others left the barrier after %.3f s while rank 0 computed "
+             "outside MPI without a progress thread",
+             longest);
+    if (rank == 0)
+        printf("INFO progress: the others waited %.3f s (thread %s)\n", longest,
+               thread ? "on" : "off");
 }
 
 static void persistent_case(void)
@@ -669,6 +712,10 @@ int main(int argc, char **argv)
     }
     if (begin("neighbor")) {
         neighbor_case();
+        passed();
+    }
+    if (begin("progress")) {
+        progress_case();
         passed();
     }
     MPI_Finalize();

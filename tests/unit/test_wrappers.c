@@ -23,6 +23,8 @@ extern int wtd_is_grid_calls;
 extern int wtd_unsupported_calls;
 extern char wtd_last_function[64];
 extern MPI_Comm wtd_last_comm;
+extern int wtd_lock_depth;
+extern int wtd_unlocked_calls;
 
 /* From the generated gc_wrappers.c. */
 extern const char *const gc_generated_wrappers[];
@@ -254,6 +256,19 @@ static void test_pass_through_on_world(void)
     CHECKF(wtd_unsupported_calls == 0, "a call on MPI_COMM_WORLD was refused");
 }
 
+/* Every generated wrapper holds the library lock (gc_lock.h) while it
+ * looks at the registry, and gives it back on every return. */
+static void test_lock_held(void)
+{
+    CHECKF(wtd_unlocked_calls == 0,
+           "%d gc_comm_is_grid calls from wrappers without the lock",
+           wtd_unlocked_calls);
+    CHECKF(wtd_lock_depth == 0,
+           "the lock is still held %d times after the "
+           "calls returned",
+           wtd_lock_depth);
+}
+
 int main(int argc, char **argv)
 {
     if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
@@ -271,6 +286,7 @@ int main(int argc, char **argv)
     test_refused_on_grid(g);
     test_not_refused_on_grid(g);
     test_pass_through_on_world();
+    test_lock_held();
 
     wtd_grid_comm = MPI_COMM_NULL;
     MPI_Comm_free(&g);

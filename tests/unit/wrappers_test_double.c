@@ -3,7 +3,8 @@
  * (libgridcoll/gc_runtime.c): gc_comm_is_grid() reports exactly one chosen
  * communicator as multi-site, and gc_unsupported() records its arguments
  * and returns MPI_ERR_UNSUPPORTED_OPERATION without calling an error
- * handler.
+ * handler.  The library lock counts its depth, and gc_comm_is_grid()
+ * counts the calls made without it (a wrapper missing GC_ENTER).
  */
 #include "gc_mpi.h"
 
@@ -15,16 +16,32 @@ extern int wtd_is_grid_calls;
 extern int wtd_unsupported_calls;
 extern char wtd_last_function[64];
 extern MPI_Comm wtd_last_comm;
+extern int wtd_lock_depth;
+extern int wtd_unlocked_calls;
 
 MPI_Comm wtd_grid_comm = MPI_COMM_NULL;
 int wtd_is_grid_calls;
 int wtd_unsupported_calls;
 char wtd_last_function[64];
 MPI_Comm wtd_last_comm = MPI_COMM_NULL;
+int wtd_lock_depth;
+int wtd_unlocked_calls;
+
+int gc_lock_enter(void)
+{
+    wtd_lock_depth++;
+    return 1;
+}
+
+void gc_lock_leave(const int *entered)
+{
+    wtd_lock_depth -= *entered;
+}
 
 int gc_comm_is_grid(MPI_Comm comm)
 {
     wtd_is_grid_calls++;
+    wtd_unlocked_calls += wtd_lock_depth == 0;
     return comm != MPI_COMM_NULL && comm == wtd_grid_comm;
 }
 

@@ -1,0 +1,55 @@
+/*
+ * The library lock: one mutex around the layer's state (communicator
+ * registry, matching engine, relay session, collective schedules), taken
+ * by every MPI function the layer defines, as MPICH's global critical
+ * section is (docs/design/mpi-layer.md, "Progress thread").
+ *
+ * It is only needed, and only taken, while a second thread can enter the
+ * layer: the progress thread of GRIDCOLL_ASYNC_PROGRESS=1
+ * (gc_thread.c).  Without it gc_lock_enter costs one predictable branch.
+ *
+ * Nesting: an MPI function the layer calls from inside another (MPI_Wait
+ * from MPI_Send) or a callback MPICH makes from inside PMPI_Test
+ * (poll_fn, free_fn) runs under the lock its caller already holds; a
+ * per-thread depth counts the levels, so the mutex is plain.
+ *
+ * Lock order: the library lock before MPICH's global lock.  A thread
+ * holding MPICH's lock (inside a PMPI_ call) never waits for the library
+ * lock, because MPICH calls back into the layer only from completion
+ * calls the layer itself made under its lock; and the progress thread
+ * only ever try-locks.  gc_idle releases the lock between polls, so it
+ * must not be called from inside an MPICH callback (gc_nap is).
+ */
+#ifndef GC_LOCK_H
+#define GC_LOCK_H
+
+/* Set (before the progress thread starts) while the lock is needed. */
+extern int gc_lock_needed;
+
+/* Returns 1 when this call took a level of the lock, for gc_lock_leave. */
+int gc_lock_enter(void);
+void gc_lock_leave(const int *entered);
+/* The progress thread's entry: 1 when it now holds the lock. */
+int gc_lock_try(void);
+/* Whether this thread may touch the layer's state now. */
+int gc_lock_held(void);
+
+/*
+ * Give the lock up completely, whatever the depth, and return what to
+ * hand gc_lock_restore to take it back: the blocking waits, so that the
+ * progress thread (later, another application thread) runs meanwhile.
+ */
+unsigned gc_lock_suspend(void);
+void gc_lock_restore(unsigned depth);
+
+/*
+ * First statement of every MPI function the layer defines: holds the
+ * library lock until the function returns, whichever return it takes.
+ * (The cleanup attribute, supported by GCC and Clang, is what makes one
+ * line enough for functions with many exits.)
+ */
+#define GC_ENTER()                                                             \
+    __attribute__((cleanup(gc_lock_leave))) const int gc_entered_ =            \
+        gc_lock_enter()
+
+#endif
