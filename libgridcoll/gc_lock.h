@@ -49,7 +49,7 @@ void gc_lock_restore(unsigned depth);
  * line enough for functions with many exits.)
  */
 #define GC_ENTER()                                                             \
-    __attribute__((cleanup(gc_lock_leave))) const int gc_entered_ =            \
+    __attribute__((cleanup(gc_lock_leave), unused)) const int gc_entered_ =    \
         gc_lock_enter()
 
 #endif
