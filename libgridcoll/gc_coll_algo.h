@@ -3,29 +3,37 @@
  * communicators (after UCC's cl/hier tables and MPICH's per-collective
  * algorithm CVARs).
  *
- * Every collective has a table of algorithms: name, description,
- * restrictions and the function.  An entry point checks its arguments,
- * fills a `struct coll_args` and calls coll_run(), which
- *   1. picks the algorithm: the one named by GRIDCOLL_<COLL> (or by
- *      GridColl_Set_algorithm), with a model at the segment size its
- *      cost function predicts best; else, with a performance model
- *      (GRIDCOLL_MODEL, docs/model.md) and a call whose `bytes` is
- *      known, the usable algorithm with a cost function whose predicted
- *      cost is least, with the segment size that minimizes it (unless
- *      GRIDCOLL_<COLL>_SEGSIZE fixes it); else the first rule of the
- *      collective's rule table that matches the call (sites, ranks,
+ * Every collective has one table of algorithms at two levels: the grid
+ * level, the algorithm of the whole call (GRIDCOLL_<COLL>), and the site
+ * level, the phase inside each site that the grid algorithms run
+ * (GRIDCOLL_<COLL>_LOCAL: bcast's and allreduce's shm or mpich,
+ * allgather's strategies, alltoall's schedules).  An entry has a name,
+ * description, restrictions and what runs it.  An entry point checks its
+ * arguments, fills a `struct coll_args` and calls coll_run(), which
+ *   1. picks the grid algorithm: the one named by
+ *      GRIDCOLL_<COLL> (or by GridColl_Set_algorithm), with a model at the
+ *      segment size its cost function predicts best; else, with a
+ *      performance model (GRIDCOLL_MODEL, docs/model.md) and a call whose
+ *      `bytes` is known, the usable algorithm with a cost function whose
+ *      predicted cost is least, with the segment size that minimizes it
+ *      (unless GRIDCOLL_<COLL>_SEGSIZE fixes it); else the first rule of
+ *      the collective's rule table that matches the call (sites, ranks,
  *      bytes) and whose algorithm is usable for it.  A forced name that is
- * unknown, or whose restrictions exclude the call, is an error listing the
- * valid names: a user who forces an algorithm wants to know it did not run
- * (MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK=error);
+ *      unknown, or whose restrictions exclude the call, is an error listing
+ *      the valid names: a user who forces an algorithm wants to know it did
+ *      not run (MPICH's MPIR_CVAR_COLLECTIVE_FALLBACK=error);
  *   2. accounts the call and every byte it sends across the WAN to that
  *      algorithm (GRIDCOLL_STATS=1 prints the totals per site at
  *      MPI_Finalize);
  *   3. runs it.
- * Selection only looks at values every member agrees on (the
- * communicator, the root, `bytes` which the entry point sets only when
- * MPI guarantees it is the same everywhere), so every member picks the
- * same algorithm.
+ * The grid algorithm picks its site phase with coll_site_select, by the
+ * same code: forced name, restrictions, then the site rules, which look at
+ * the site's members and at the phase's size; no model.  Selection only
+ * looks at values every member agrees on (the communicator, the root,
+ * `bytes` which the entry point sets only when MPI guarantees it is the
+ * same everywhere), so every member picks the same grid algorithm; the
+ * site level's inputs are the same on every member of a site, so a site's
+ * members agree (sites may differ).
  */
 #ifndef GC_COLL_ALGO_H
 #define GC_COLL_ALGO_H
@@ -174,6 +182,26 @@ struct coll_sched;
 /* Add this member's steps for the call to s (engine/coll_sched.h). */
 typedef int coll_build_fn(struct coll_sched *s, const struct coll_args *a);
 
+enum coll_level {
+    COLL_GRID, /* the whole call: GRIDCOLL_<COLL> */
+    COLL_SITE, /* a phase inside each site: GRIDCOLL_<COLL>_LOCAL */
+};
+
+struct site_blocks;
+struct alltoall_exchange;
+struct alltoall_pattern;
+
+/* The code of a site algorithm, by collective (allgather_site.h,
+ * alltoall.h); bcast's and allreduce's choose by `node` alone. */
+union coll_site_run {
+    int (*allgather)(const struct site_blocks *b);
+    struct {
+        int (*run)(MPI_Comm comm, const struct alltoall_exchange *x,
+                   const struct alltoall_pattern *pattern);
+        const struct alltoall_pattern *pattern;
+    } alltoall;
+};
+
 struct coll_algo {
     const char *name;
     const char *description;
@@ -187,18 +215,39 @@ struct coll_algo {
     /* Written as a schedule: builds it (then `run` is NULL), for every
      * form of the collective; else only the blocking one runs `run`. */
     coll_build_fn *build;
+    /* A site algorithm has a name, description, restrictions and maybe
+     * `usable`; the four fields before this comment are the grid's. */
+    enum coll_level level;
+    /* Site level: blocking code, or through the node layer, which serves
+     * one collective at a time: blocking calls only (their nonblocking
+     * forms take the default, MPICH's nonblocking collective). */
+    int blocking;
+    int node; /* site level: through the node layer (node_shm.h) */
+    union coll_site_run site;
 };
 
 /*
- * A default: the first rule whose bounds hold (inclusive; 0 as a maximum
- * means no bound) and whose algorithm is usable wins.  The last rule of
- * every table has no bounds.
+ * A condition of a default rule beyond its bounds: *holds set to 1 when
+ * it holds for the call.  Finding out may make the node layer's
+ * communicators: errors through the communicator's handler.
+ */
+struct coll_when {
+    const char *text; /* "the site has several members, all on one node" */
+    int (*test)(const struct coll_args *a, int *holds);
+};
+
+/*
+ * A default of the level of its algorithm: the first rule of that level
+ * whose bounds hold (inclusive; 0 as a maximum means no bound), whose
+ * algorithm is usable and whose condition (if any) holds wins.  The last
+ * rule of every level has neither bounds nor condition.
  */
 struct coll_rule {
-    int min_sites;
+    int min_size; /* grid: sites of the communicator; site: its members */
     size_t min_bytes;
     size_t max_bytes;
     const char *algo;
+    const struct coll_when *when; /* NULL: none */
 };
 
 struct coll_table {
@@ -208,6 +257,12 @@ struct coll_table {
     const struct coll_rule *rules;
     int rule_count;
     size_t default_segsize;
+    /* The site level's forcing variable, GRIDCOLL_<COLL>_LOCAL (shared by
+     * the tables sharing the algorithms: allgatherv's is allgather's);
+     * NULL: the table has no site level. */
+    const char *site_var;
+    /* The site phase and what its rules' bytes are, for the listing. */
+    const char *site_doc;
 };
 
 /* Pick, account and run the algorithm for a call of kind `kind`. */
@@ -218,6 +273,16 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a);
  * the slot this one returned.
  */
 void *coll_stats_enter(void *slot);
+
+/*
+ * The site level: this site's algorithm for the phase inside it of a
+ * call `fn` of `kind` on c, blocking or not (GRIDCOLL_<COLL>_LOCAL, else
+ * the site rules), the phase moving `bytes` (what the site rules compare,
+ * as the table's site_doc says: the same on every member of the site).
+ * Errors through c's handler.
+ */
+int coll_site_select(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
+                     int blocking, size_t bytes, const struct coll_algo **algo);
 
 /* The table of a kind, or NULL (kind out of range). */
 const struct coll_table *coll_table_of(enum gc_coll_kind kind);
@@ -240,11 +305,12 @@ int coll_model_choose(const struct coll_table *t,
                       const struct coll_cost_args *c, size_t fixed_segsize,
                       const struct coll_args *a, struct coll_prediction *out);
 
-/* Print every table (gridcoll-info --algorithms). */
+/* Print every table, both levels (gridcoll-info --algorithms). */
 void coll_print_algorithms(FILE *out);
 
-/* The same as CSV, one row per table and algorithm: coll, algo,
- * description, restrictions (gridcoll-info --algorithms --csv). */
+/* The same as CSV, one row per table and algorithm: coll, level (grid or
+ * site), algo, description, restrictions, blocking (1: blocking calls
+ * only) (gridcoll-info --algorithms --csv). */
 void coll_print_algorithms_csv(FILE *out);
 
 /* ---- the algorithms, by collective (one file each) ---------------------- */
@@ -286,9 +352,5 @@ coll_cost_fn allreduce_grid_multileader_cost;
 coll_cost_fn alltoall_grid_direct_cost;
 coll_cost_fn alltoall_grid_lg_cost;
 coll_cost_fn alltoall_grid_hier_cost;
-
-/* The table of the all-to-alls' local phase (coll/alltoall.c), printed by
- * coll_print_algorithms after the collectives' tables. */
-void alltoall_local_print(FILE *out);
 
 #endif

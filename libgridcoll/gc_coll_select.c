@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coll/allgather_site.h"
+#include "coll/alltoall.h"
 #include "coll/node_shm.h"
 #include "engine/coll_request.h"
 #include "gc_coll.h"
@@ -17,7 +18,45 @@
 
 #define ALGOS(a) a, (int)(sizeof a / sizeof *a)
 
+/* ---- conditions of the site rules ---------------------------------------- */
+
+/* Where the shm phases were measured to win (docs/algorithms.md, "Node
+ * level"); finding out makes the node layer's communicators. */
+static int one_node_test(const struct coll_args *a, int *holds)
+{
+    return coll_node_default(a->comm, a->fn, holds);
+}
+static const struct coll_when one_node = {
+    "the site has several members, all on one node", one_node_test};
+
+static int power_of_two_test(const struct coll_args *a, int *holds)
+{
+    int n = a->comm->local_size;
+    *holds = (n & (n - 1)) == 0;
+    return MPI_SUCCESS;
+}
+static const struct coll_when power_of_two = {
+    "the site's members are a power of two", power_of_two_test};
+
+static int k_divides_test(const struct coll_args *a, int *holds)
+{
+    int n = a->comm->local_size, k = gc_settings_allgather_k();
+    *holds = n % (k < n ? k : n) == 0;
+    return MPI_SUCCESS;
+}
+static const struct coll_when k_divides = {
+    "the site's members are a multiple of min(K, members) "
+    "(GRIDCOLL_ALLGATHER_K)",
+    k_divides_test};
+
 /* ---- the tables ---------------------------------------------------------- */
+
+/*
+ * Grid algorithms first, then the site algorithms (designated
+ * initializers: the grid's fields left out).  The site ones other than
+ * mpich are blocking code or use the node layer, which serves one
+ * collective at a time: blocking calls only.
+ */
 
 static const struct coll_algo barrier_algos[] = {
     {"hier",
@@ -51,6 +90,20 @@ static const struct coll_algo bcast_algos[] = {
      "pipelined chain through all ranks, site by site, in segments "
      "(each byte crosses each WAN link once)",
      "", NULL, NULL, bcast_grid_chain_cost, 1, bcast_grid_chain},
+    /* site: the local bcasts of hier */
+    {.name = "shm",
+     .description = "the source writes each segment into its node's shared "
+                    "memory and sends it to the other node leaders, which "
+                    "write it into theirs; node members copy it out, chunk "
+                    "by chunk (bcast_site_shm.c)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1},
+    {.name = "mpich",
+     .description = "PMPI_Ibcast of each segment among the site's members",
+     .restrictions = "",
+     .level = COLL_SITE},
 };
 /*
  * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
@@ -63,6 +116,10 @@ static const struct coll_rule bcast_rules[] = {
     {3, 0, 0, "multilane"},
     {0, 0, 256 * 1024, "hier"},
     {0, 0, 0, "multilane"},
+    /* site: shm where it won on loopback, from 256 KiB (below it neither
+     * won consistently; docs/algorithms.md, "Node level") */
+    {0, 256 * 1024, 0, "shm", &one_node},
+    {0, 0, 0, "mpich"},
 };
 
 static const struct coll_algo reduce_algos[] = {
@@ -119,6 +176,23 @@ static const struct coll_algo allreduce_algos[] = {
      "fold, local allgather",
      SITE_ORDER_RESTRICTION, partials_in_order, NULL,
      allreduce_grid_multileader_cost, 1, allreduce_grid_multileader},
+    /* site: the local reduce and bcast of hier, the reduce-scatter of
+     * multileader */
+    {.name = "shm",
+     .description = "cyclic parallel reduction in each node's shared memory, "
+                    "node leaders reduce over PMPI; the result back through "
+                    "shared memory (reduce_site_shm.c, bcast_site_shm.c); "
+                    "multileader: the same reduction as its reduce-scatter "
+                    "when the site is one node",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1},
+    {.name = "mpich",
+     .description = "PMPI_Ireduce and PMPI_Ibcast (hier), "
+                    "PMPI_Ireduce_scatter (multileader) on the site's members",
+     .restrictions = "",
+     .level = COLL_SITE},
 };
 /* hier while the WAN round decides: over the emulated WAN (20 ms, 1
  * Gbit/s) it was ahead up to 1 MiB on 2+2, 4+4 and 3+5 ranks (1 MiB: 45-74
@@ -131,6 +205,10 @@ static const struct coll_rule allreduce_rules[] = {
     {0, 0, 4 << 20, "hier"},
     {0, 0, 0, "multileader"},
     {0, 0, 0, "reduce_bcast"},
+    /* site: shm wherever it can, at every size (docs/algorithms.md, "Node
+     * level") */
+    {0, 0, 0, "shm", &one_node},
+    {0, 0, 0, "mpich"},
 };
 
 static const struct coll_algo reduce_scatter_algos[] = {
@@ -191,11 +269,95 @@ static const struct coll_algo allgather_algos[] = {
      "of the whole result",
      "", NULL, NULL, NULL, 0, allgatherv_grid_gather_bcast},
     {"hier",
-     "intra-site allgather (GRIDCOLL_ALLGATHER_LOCAL), leaders exchange "
+     "intra-site allgather (site level), leaders exchange "
      "their sites' packed blocks (one WAN latency), local bcast",
      "", NULL, NULL, NULL, 0, allgather_grid_hier},
+    /* site: Kumar & Kale's strategies (allgather_site.h), the local
+     * allgather of hier and of allreduce multileader */
+    {.name = "ring",
+     .description =
+         "P-1 steps, each rank forwards one block to its right neighbour",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_ring},
+    {.name = "recursive_doubling",
+     .description = "log P pairwise exchanges of doubling size; non-powers "
+                    "of two: the ranks that had a partner hand its half on "
+                    "within their subtree",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_recursive_doubling},
+    {.name = "kshift",
+     .description = "each block goes to k neighbours at once, the one k "
+                    "away forwards it on: about P/k rounds "
+                    "(k: GRIDCOLL_ALLGATHER_K)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_kshift},
+    {.name = "kprefix",
+     .description = "prefix exchange (XOR) in groups of k, ring between "
+                    "groups (k: the largest power of two <= "
+                    "GRIDCOLL_ALLGATHER_K dividing P)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_kprefix},
+    {.name = "mesh",
+     .description = "2-D mesh combining: row multicast, then rows to "
+                    "columns; holes in the last row mapped onto full rows",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_mesh},
+    {.name = "hypercube",
+     .description = "dimension exchange with the last two dimensions "
+                    "direct; ranks past a power of two fold onto the cube "
+                    "and get everything at the end",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_hypercube},
+    {.name = "mpich",
+     .description = "MPICH's own Allgatherv on the site's members "
+                    "(Iallgatherv in nonblocking calls)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .site.allgather = allgather_site_mpich},
+    {.name = "shm",
+     .description = "blocks into each node's shared memory, node leaders "
+                    "exchange their nodes' blocks, members copy out while "
+                    "the leaders' messages arrive",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1,
+     .site.allgather = allgather_site_shm},
 };
-static const struct coll_rule allgather_rules[] = {{0, 0, 0, "hier"}};
+/*
+ * Site: Kumar & Kale.  Short blocks (under 8 KB, section 4.6): the alpha
+ * terms dominate, so combine: the hypercube sends log2 P messages (eq. 4)
+ * against the mesh's 2 sqrt(P) (eq. 3), but off a power of two its fold
+ * doubles the bytes and adds a message (eq. 5) while the mesh's holes
+ * cost nothing (section 3.1).  Long blocks: every strategy moves (P-1) m
+ * per rank, so the fewest rounds on the critical path win: kShift's ~P/k
+ * rounds (eq. 10) against the ring's P-1 (eq. 7), as long as P is a
+ * multiple of k, where kShift is congestion free on a fat tree (Lemma 6);
+ * otherwise the ring, which is congestion free for every P (Lemma 1).
+ * Before all these: shm when the site is one node of several members.
+ */
+static const struct coll_rule allgather_rules[] = {
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "shm", &one_node},
+    {0, 0, 8192, "hypercube", &power_of_two},
+    {0, 0, 8192, "mesh"},
+    {0, 0, 0, "kshift", &k_divides},
+    {0, 0, 0, "ring"},
+    /* nonblocking calls */
+    {0, 0, 0, "mpich"},
+};
 
 /* Alltoall, Alltoallv and Alltoallw: every algorithm moves packed blocks,
  * so per-pair counts and datatypes only change byte counts. */
@@ -214,6 +376,45 @@ static const struct coll_algo alltoall_algos[] = {
      "every pair of ranks on different sites exchanges one message "
      "over the relays; local phase inside each site",
      "", NULL, NULL, alltoall_grid_direct_cost, 0, alltoall_grid_direct},
+    /* site: the exchange inside each site of lg and hier (alltoall.h) */
+    {.name = "lin",
+     .description = "linear shift: in phase p rank i sends to (i+p) mod n "
+                    "and receives from (i-p) mod n, one pair at a time",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_lin}},
+    {.name = "xor",
+     .description = "pairwise exchange: in phase p rank i exchanges with i "
+                    "XOR p (phases up to the next power of two, partners >= "
+                    "n sit out)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_xor}},
+    {.name = "opt",
+     .description = "Prisacari fat-tree optimal: permuted variable-base "
+                    "exchange on the site's fattree= (GRIDCOLL_FATTREE), "
+                    "B_min(l) messages leave every level-l subtree in every "
+                    "phase; without a tree, lin",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_opt}},
+    {.name = "bruck",
+     .description = "Bruck et al.: ceil(log2 n) steps, in step k every "
+                    "block whose index has bit k set moves 2^k ranks on "
+                    "(small messages)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_bruck, NULL}},
+    {.name = "mpich",
+     .description = "one PMPI_Alltoallw on the site's communicator "
+                    "(MPICH's choice; Ialltoallw in nonblocking calls)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .site.alltoall = {alltoall_site_mpich, NULL}},
 };
 /*
  * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
@@ -221,11 +422,32 @@ static const struct coll_algo alltoall_algos[] = {
  * sites (docs/algorithms.md has the measurements).  The v- and w-forms,
  * whose block sizes differ by pair, take lg.
  */
+/*
+ * Site: Bruck sends about (n/2) log2(n) blocks per rank instead of n-1, in
+ * log2(n) steps instead of n-1: it wins while start-ups dominate, small
+ * blocks on many ranks; these are MPICH's own bounds for choosing it
+ * (MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes, 8 ranks), which MPICH's
+ * Alltoallw never applies itself.  Otherwise MPICH's Alltoallw, which
+ * posts the pairs in blocks (MPIR_CVAR_ALLTOALL_THROTTLE) rather than one
+ * phase at a time: on one node or one switch no pairing order beats that,
+ * and it was the fastest measured here (docs/algorithms.md, "Alltoall").
+ * lin and xor, one pair at a time, are for networks where the order of
+ * the pairs matters (fat trees).
+ */
+#define ALLTOALL_SITE_RULES                                                    \
+    {8, 1, 256, "bruck"},                                                      \
+    {                                                                          \
+        0, 0, 0, "mpich"                                                       \
+    }
 static const struct coll_rule alltoall_rules[] = {
     {0, 0, (512 << 10) - 1, "lg"},
     {0, 0, 0, "direct"},
+    ALLTOALL_SITE_RULES,
 };
-static const struct coll_rule alltoallv_rules[] = {{0, 0, 0, "lg"}};
+static const struct coll_rule alltoallv_rules[] = {
+    {0, 0, 0, "lg"},
+    ALLTOALL_SITE_RULES,
+};
 
 static const struct coll_algo neighbor_algos[] = {
     {"direct",
@@ -235,15 +457,27 @@ static const struct coll_algo neighbor_algos[] = {
 };
 static const struct coll_rule neighbor_rules[] = {{0, 0, 0, "direct"}};
 
+/* The site phases, and the bytes their rules compare. */
+#define BCAST_SITE "the local bcasts of hier; bytes: the packed message"
+#define ALLREDUCE_SITE                                                         \
+    "the local phases of hier and multileader; bytes: the packed vector"
+#define ALLGATHER_SITE                                                         \
+    "the local allgather of allgather(v) hier and allreduce multileader; "     \
+    "bytes: a member's packed block, on average (rounded up)"
+#define ALLTOALL_SITE                                                          \
+    "the exchange inside each site of alltoall(v,w) lg and hier; bytes: "      \
+    "what an average pair of the site's members exchanges"
+
 static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
                          0},
     [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
-                       256 * 1024},
+                       256 * 1024, "GRIDCOLL_BCAST_LOCAL", BCAST_SITE},
     [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules),
                         256 * 1024},
     [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
-                           ALGOS(allreduce_rules), 256 * 1024},
+                           ALGOS(allreduce_rules), 256 * 1024,
+                           "GRIDCOLL_ALLREDUCE_LOCAL", ALLREDUCE_SITE},
     [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
                                 ALGOS(reduce_scatter_rules), 256 * 1024},
     [GC_COLL_SCAN] = {"scan", ALGOS(scan_algos), ALGOS(scan_rules), 0},
@@ -255,21 +489,36 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
     [GC_COLL_SCATTERV] = {"scatterv", ALGOS(scatter_algos),
                           ALGOS(scatter_rules), 0},
     [GC_COLL_ALLGATHER] = {"allgather", ALGOS(allgather_algos),
-                           ALGOS(allgather_rules), 0},
+                           ALGOS(allgather_rules), 0,
+                           "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
     [GC_COLL_ALLGATHERV] = {"allgatherv", ALGOS(allgather_algos),
-                            ALGOS(allgather_rules), 0},
+                            ALGOS(allgather_rules), 0,
+                            "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
     [GC_COLL_ALLTOALL] = {"alltoall", ALGOS(alltoall_algos),
-                          ALGOS(alltoall_rules), 0},
+                          ALGOS(alltoall_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                          ALLTOALL_SITE},
     [GC_COLL_ALLTOALLV] = {"alltoallv", ALGOS(alltoall_algos),
-                           ALGOS(alltoallv_rules), 0},
+                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                           ALLTOALL_SITE},
     [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
-                           ALGOS(alltoallv_rules), 0},
+                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                           ALLTOALL_SITE},
     [GC_COLL_NEIGHBOR] = {"neighbor", ALGOS(neighbor_algos),
                           ALGOS(neighbor_rules), 0},
 };
 
 /* Room per table in the statistics; checked when the stats are read. */
 #define MAX_ALGOS 16
+
+/* Per table entry: a grid algorithm's calls and WAN traffic, how often
+ * the site phases chose a site algorithm. */
+struct coll_stats {
+    uint64_t calls;
+    uint64_t wan_bytes;
+    uint64_t wan_messages;
+};
+
+static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
 
 const struct coll_table *coll_table_of(enum gc_coll_kind kind)
 {
@@ -293,49 +542,61 @@ static void env_name(const struct coll_table *t, const char *suffix, char *var,
     strncat(var, suffix, size - at - 1);
 }
 
-static int find_algo(const struct coll_table *t, const char *name)
+/* The index of algorithm `name` of `level` in t, -1 when there is none. */
+static int find_algo(const struct coll_table *t, enum coll_level level,
+                     const char *name)
 {
     for (int i = 0; i < t->algo_count; i++)
-        if (strcmp(t->algos[i].name, name) == 0)
+        if (t->algos[i].level == level && strcmp(t->algos[i].name, name) == 0)
             return i;
     return -1;
 }
 
-static void list_names(const struct coll_table *t, char *out, size_t size)
+static void list_names(const struct coll_table *t, enum coll_level level,
+                       char *out, size_t size)
 {
     out[0] = '\0';
     for (int i = 0; i < t->algo_count; i++) {
-        if (i > 0)
+        if (t->algos[i].level != level)
+            continue;
+        if (out[0] != '\0')
             strncat(out, ", ", size - strlen(out) - 1);
         strncat(out, t->algos[i].name, size - strlen(out) - 1);
     }
 }
 
-/* A nonblocking or persistent call needs an algorithm written as a
- * schedule (engine/coll_sched.h). */
+/* Runs blocking calls only: a grid algorithm not written as a schedule
+ * (engine/coll_sched.h), a site algorithm marked so. */
+static int blocking_only(const struct coll_algo *algo)
+{
+    return algo->level == COLL_GRID ? algo->build == NULL : algo->blocking;
+}
+
 static int usable(const struct coll_algo *algo, const struct coll_args *a)
 {
-    if (a->request != NULL && algo->build == NULL)
+    if (a->request != NULL && blocking_only(algo))
         return 0;
     return algo->usable == NULL || algo->usable(a);
 }
 
 /*
- * The algorithm a forced name stands for, or an error through the
- * communicator's handler naming the variable and the valid choices.
+ * The algorithm of `level` a forced name stands for, or an error through
+ * the communicator's handler naming the variable and the valid choices.
  */
-static int forced_algo(const struct coll_table *t, const struct coll_args *a,
-                       const char *name, const char *source, int *index)
+static int forced_algo(const struct coll_table *t, enum coll_level level,
+                       const struct coll_args *a, const char *name,
+                       const char *source, int *index)
 {
     char text[512], names[256];
-    *index = find_algo(t, name);
+    *index = find_algo(t, level, name);
     if (*index >= 0 && usable(&t->algos[*index], a))
         return MPI_SUCCESS;
-    list_names(t, names, sizeof names);
+    list_names(t, level, names, sizeof names);
     if (*index < 0)
         snprintf(text, sizeof text,
-                 "%s: %s=%s is not an algorithm of %s (valid: %s)", a->fn,
-                 source, name, t->name, names);
+                 "%s: %s=%s is not %s algorithm of %s (valid: %s)", a->fn,
+                 source, name, level == COLL_GRID ? "an" : "a site", t->name,
+                 names);
     else
         snprintf(text, sizeof text,
                  "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
@@ -343,10 +604,42 @@ static int forced_algo(const struct coll_table *t, const struct coll_args *a,
     return gc_error(a->comm->handle, MPI_ERR_ARG, text);
 }
 
-static int rule_matches(const struct coll_rule *r, const struct coll_args *a)
+static int rule_matches(const struct coll_rule *r, enum coll_level level,
+                        const struct coll_args *a)
 {
-    return a->comm->site_count >= r->min_sites && a->bytes >= r->min_bytes &&
+    int size = level == COLL_GRID ? a->comm->site_count : a->comm->local_size;
+    return size >= r->min_size && a->bytes >= r->min_bytes &&
            (r->max_bytes == 0 || a->bytes <= r->max_bytes);
+}
+
+/* The default of `level`: its first rule that applies (struct coll_rule). */
+static int select_default(const struct coll_table *t, enum coll_level level,
+                          const struct coll_args *a, int *index)
+{
+    for (int r = 0; r < t->rule_count; r++) {
+        const struct coll_rule *rule = &t->rules[r];
+        *index = find_algo(t, level, rule->algo);
+        if (*index < 0 || !rule_matches(rule, level, a) ||
+            !usable(&t->algos[*index], a))
+            continue;
+        int holds = 1;
+        /* Last: the node layer's condition is a collective of the site. */
+        int status =
+            rule->when != NULL ? rule->when->test(a, &holds) : MPI_SUCCESS;
+        if (status != MPI_SUCCESS || holds)
+            return status;
+    }
+    /* Nonblocking calls whose rules name blocking-only algorithms. */
+    for (*index = 0; *index < t->algo_count; ++*index)
+        if (t->algos[*index].level == level && usable(&t->algos[*index], a))
+            return MPI_SUCCESS;
+    if (a->request != NULL)
+        return gc_unsupported(a->comm->handle, a->fn);
+    /* The levels end with an unbounded rule for an algorithm without
+     * restrictions; getting here is a bug in a table. */
+    return gc_error(a->comm->handle, MPI_ERR_INTERN,
+                    "collective on a grid communicator: no algorithm "
+                    "applies (GridColl bug)");
 }
 
 /* ---- model mode ---------------------------------------------------------- */
@@ -453,6 +746,32 @@ static int model_select(const struct coll_table *t, struct coll_args *a,
     return forced >= 0 ? forced : chosen;
 }
 
+/*
+ * Both levels: the `forced` algorithm (from `source`), else at the grid
+ * level the model's choice, else the default rules.  A forced algorithm
+ * that runs blocking calls only leaves the nonblocking ones to the
+ * default.
+ */
+static int select_level(const struct coll_table *t, enum coll_level level,
+                        struct coll_args *a, const char *forced,
+                        const char *source, int *index)
+{
+    if (forced != NULL && forced[0] != '\0' && a->request != NULL) {
+        int k = find_algo(t, level, forced);
+        if (k >= 0 && blocking_only(&t->algos[k]))
+            forced = NULL;
+    }
+    if (forced != NULL && forced[0] != '\0') {
+        int status = forced_algo(t, level, a, forced, source, index);
+        if (status == MPI_SUCCESS && level == COLL_GRID)
+            model_select(t, a, *index);
+        return status;
+    }
+    if (level == COLL_GRID && (*index = model_select(t, a, -1)) >= 0)
+        return MPI_SUCCESS;
+    return select_default(t, level, a, index);
+}
+
 static int select_algo(const struct coll_table *t, struct coll_args *a,
                        int *index)
 {
@@ -465,40 +784,31 @@ static int select_algo(const struct coll_table *t, struct coll_args *a,
         forced = gc_settings_algorithm(var);
         source = var;
     }
-    /* A forced algorithm not yet written as a schedule runs the blocking
-     * calls; the nonblocking ones take the default. */
-    if (forced != NULL && forced[0] != '\0' && a->request != NULL) {
-        int k = find_algo(t, forced);
-        if (k >= 0 && t->algos[k].build == NULL)
-            forced = NULL;
-    }
-    if (forced != NULL && forced[0] != '\0') {
-        int status = forced_algo(t, a, forced, source, index);
-        if (status == MPI_SUCCESS)
-            model_select(t, a, *index);
+    return select_level(t, COLL_GRID, a, forced, source, index);
+}
+
+/* What a site rule's condition or `usable` sees of a nonblocking call:
+ * only whether the request is NULL counts. */
+static MPI_Request site_nonblocking;
+
+int coll_site_select(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
+                     int blocking, size_t bytes, const struct coll_algo **algo)
+{
+    const struct coll_table *t = &tables[kind];
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .bytes = bytes,
+                          .request = blocking ? NULL : &site_nonblocking};
+    int index;
+    int status =
+        select_level(t, COLL_SITE, &a, gc_settings_algorithm(t->site_var),
+                     t->site_var, &index);
+    if (status != MPI_SUCCESS)
         return status;
-    }
-    *index = model_select(t, a, -1);
-    if (*index >= 0)
-        return MPI_SUCCESS;
-    for (int r = 0; r < t->rule_count; r++) {
-        if (!rule_matches(&t->rules[r], a))
-            continue;
-        *index = find_algo(t, t->rules[r].algo);
-        if (*index >= 0 && usable(&t->algos[*index], a))
-            return MPI_SUCCESS;
-    }
-    /* Nonblocking calls whose rules name blocking-only algorithms. */
-    for (*index = 0; *index < t->algo_count; ++*index)
-        if (usable(&t->algos[*index], a))
-            return MPI_SUCCESS;
-    if (a->request != NULL)
-        return gc_unsupported(a->comm->handle, a->fn);
-    /* The tables end with an unbounded rule for an algorithm without
-     * restrictions; getting here is a bug in a table. */
-    return gc_error(a->comm->handle, MPI_ERR_INTERN,
-                    "collective on a grid communicator: no algorithm "
-                    "applies (GridColl bug)");
+    if (index < MAX_ALGOS)
+        stats[kind][index].calls++;
+    *algo = &t->algos[index];
+    return MPI_SUCCESS;
 }
 
 int coll_parse_size(const char *text, size_t *value)
@@ -543,9 +853,10 @@ static const struct coll_table *table_named(const char *collective)
 const char *GridColl_Algorithm_name(const char *collective, int index)
 {
     const struct coll_table *t = table_named(collective);
-    if (t == NULL || index < 0 || index >= t->algo_count)
-        return NULL;
-    return t->algos[index].name;
+    for (int i = 0; t != NULL && i < t->algo_count; i++)
+        if (t->algos[i].level == COLL_GRID && index-- == 0)
+            return t->algos[i].name;
+    return NULL;
 }
 
 /* The algorithm each collective's last call ran; NULL: none yet. */
@@ -569,7 +880,7 @@ int GridColl_Set_algorithm(const char *collective, const char *algorithm)
         forced_by_call[k] = NULL;
         return MPI_SUCCESS;
     }
-    if (find_algo(t, algorithm) < 0)
+    if (find_algo(t, COLL_GRID, algorithm) < 0)
         return MPI_ERR_ARG;
     snprintf(forced_storage[k], sizeof forced_storage[k], "%s", algorithm);
     forced_by_call[k] = forced_storage[k];
@@ -578,13 +889,6 @@ int GridColl_Set_algorithm(const char *collective, const char *algorithm)
 
 /* ---- WAN accounting ------------------------------------------------------ */
 
-struct coll_stats {
-    uint64_t calls;
-    uint64_t wan_bytes;
-    uint64_t wan_messages;
-};
-
-static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
 /* What the layer sends outside user collectives (communicator creation,
  * MPI_Finalize's barrier); the current slot when no collective runs. */
 static struct coll_stats internal_stats;
@@ -681,8 +985,9 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
 /*
  * GRIDCOLL_STATS=1: every site's local rank 0 prints, per collective and
  * algorithm used, the calls and what the site's ranks sent across the WAN
- * (bytes and messages, summed over the site).  Called by MPI_Finalize on
- * every rank of the world, before its barrier.
+ * (bytes and messages, summed over the site), and per site algorithm
+ * chosen (level=site) how many times the site's phases chose it.  Called
+ * by MPI_Finalize on every rank of the world, before its barrier.
  */
 void gc_coll_print_stats(void)
 {
@@ -721,6 +1026,14 @@ void gc_coll_print_stats(void)
         if (!last && site_calls[slot] == 0)
             continue;
         const struct coll_table *t = &tables[slot / MAX_ALGOS];
+        if (!last && t->algos[slot % MAX_ALGOS].level == COLL_SITE) {
+            fprintf(stderr,
+                    "gridcoll-stats: site=%s coll=%s level=site algo=%s "
+                    "calls=%llu\n",
+                    site, t->name, t->algos[slot % MAX_ALGOS].name,
+                    (unsigned long long)site_calls[slot]);
+            continue;
+        }
         fprintf(stderr,
                 "gridcoll-stats: site=%s coll=%s algo=%s calls=%llu "
                 "wan_bytes=%llu wan_messages=%llu\n",
@@ -737,6 +1050,43 @@ cleanup:
 
 /* ---- listing ------------------------------------------------------------- */
 
+/* One level of t: its algorithms, then its default rules. */
+static void print_level(FILE *out, const struct coll_table *t,
+                        enum coll_level level)
+{
+    for (int i = 0; i < t->algo_count; i++) {
+        const struct coll_algo *algo = &t->algos[i];
+        if (algo->level != level)
+            continue;
+        fprintf(out, "  %-20s %s\n", algo->name, algo->description);
+        if (algo->restrictions[0] != '\0' || blocking_only(algo))
+            fprintf(out, "  %-20s restrictions: %s%s%s\n", "",
+                    algo->restrictions,
+                    algo->restrictions[0] != '\0' && blocking_only(algo) ? "; "
+                                                                         : "",
+                    blocking_only(algo) ? "blocking calls only" : "");
+    }
+    fprintf(out, "  %s:", level == COLL_GRID ? "default" : "site default");
+    const char *sep = "";
+    for (int r = 0; r < t->rule_count; r++) {
+        const struct coll_rule *rule = &t->rules[r];
+        if (find_algo(t, level, rule->algo) < 0)
+            continue;
+        fprintf(out, "%s %s", sep, rule->algo);
+        sep = "; else";
+        if (rule->min_size > 0)
+            fprintf(out, " from %d %s", rule->min_size,
+                    level == COLL_GRID ? "sites" : "members");
+        if (rule->min_bytes > 0)
+            fprintf(out, " from %zu bytes", rule->min_bytes);
+        if (rule->max_bytes > 0)
+            fprintf(out, " up to %zu bytes", rule->max_bytes);
+        if (rule->when != NULL)
+            fprintf(out, " when %s", rule->when->text);
+    }
+    fprintf(out, "\n");
+}
+
 void coll_print_algorithms(FILE *out)
 {
     for (int k = 0; k < GC_COLL_KINDS; k++) {
@@ -749,33 +1099,14 @@ void coll_print_algorithms(FILE *out)
             fprintf(out, ", %s=BYTES, default %zu", var, t->default_segsize);
         }
         fprintf(out, ")\n");
-        for (int i = 0; i < t->algo_count; i++) {
-            const struct coll_algo *algo = &t->algos[i];
-            fprintf(out, "  %-20s %s\n", algo->name, algo->description);
-            if (algo->restrictions[0] != '\0')
-                fprintf(out, "  %-20s restrictions: %s\n", "",
-                        algo->restrictions);
+        print_level(out, t, COLL_GRID);
+        if (t->site_var != NULL) {
+            fprintf(out, "  site level (%s=NAME): %s\n", t->site_var,
+                    t->site_doc);
+            print_level(out, t, COLL_SITE);
         }
-        fprintf(out, "  default:");
-        for (int r = 0; r < t->rule_count; r++) {
-            const struct coll_rule *rule = &t->rules[r];
-            fprintf(out, "%s %s", r > 0 ? "; else" : "", rule->algo);
-            if (rule->min_sites > 0)
-                fprintf(out, " from %d sites", rule->min_sites);
-            if (rule->min_bytes > 0)
-                fprintf(out, " from %zu bytes", rule->min_bytes);
-            if (rule->max_bytes > 0)
-                fprintf(out, " up to %zu bytes", rule->max_bytes);
-        }
-        fprintf(out, "\n\n");
-        if (k == GC_COLL_BCAST)
-            site_local_print(out, SITE_LOCAL_BCAST);
-        if (k == GC_COLL_ALLREDUCE)
-            site_local_print(out, SITE_LOCAL_ALLREDUCE);
-        if (k == GC_COLL_ALLGATHERV)
-            allgather_site_print(out);
+        fprintf(out, "\n");
     }
-    alltoall_local_print(out);
     coll_node_print(out);
 }
 
@@ -797,14 +1128,15 @@ static void print_csv_field(FILE *out, const char *text)
 
 void coll_print_algorithms_csv(FILE *out)
 {
-    fprintf(out, "coll,algo,description,restrictions\n");
+    fprintf(out, "coll,level,algo,description,restrictions,blocking\n");
     for (int k = 0; k < GC_COLL_KINDS; k++)
         for (int i = 0; i < tables[k].algo_count; i++) {
             const struct coll_algo *algo = &tables[k].algos[i];
-            fprintf(out, "%s,%s,", tables[k].name, algo->name);
+            fprintf(out, "%s,%s,%s,", tables[k].name,
+                    algo->level == COLL_GRID ? "grid" : "site", algo->name);
             print_csv_field(out, algo->description);
             fputc(',', out);
             print_csv_field(out, algo->restrictions);
-            fputc('\n', out);
+            fprintf(out, ",%d\n", blocking_only(algo));
         }
 }

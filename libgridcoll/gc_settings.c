@@ -219,27 +219,34 @@ static const struct setting settings[] = {
      .store = &values.bcast_local,
      .shape = "shm or mpich",
      .def_text = "by size",
-     .doc = "Local phase of bcast inside each site: shm (through each "
-            "node's shared memory) or mpich.  By default shm from 256 KiB "
-            "when the site has several members, all on one node."},
+     .doc = "Site algorithm of bcast (the site level of its table: the "
+            "local bcasts of hier): shm (through each node's shared memory) "
+            "or mpich.  By default shm from 256 KiB when the site has "
+            "several members, all on one node.  A name not in the site "
+            "level is an MPI error of the call that lists the valid names."},
     {.name = "GRIDCOLL_ALLREDUCE_LOCAL",
      .type = SET_STRING,
      .flags = SF_ALGO,
      .store = &values.allreduce_local,
      .shape = "shm or mpich",
      .def_text = "by layout",
-     .doc = "Local phase of allreduce inside each site: shm (reduction in "
+     .doc = "Site algorithm of allreduce (the site level of its table: "
+            "the local phases of hier and multileader): shm (reduction in "
             "each node's shared memory) or mpich.  By default shm when the "
-            "site has several members, all on one node."},
+            "site has several members, all on one node.  A name not in the "
+            "site level is an MPI error of the call that lists the valid "
+            "names."},
     {.name = "GRIDCOLL_ALLGATHER_LOCAL",
      .type = SET_STRING,
      .flags = SF_ALGO,
      .store = &values.allgather_local,
      .shape = "strategy",
      .def_text = "by size",
-     .doc = "Intra-site strategy of allgather(v)'s hier algorithm (ring, "
-            "kshift, mesh, shm, ...: gridcoll-info --algorithms lists them); "
-            "an unknown name is an MPI error of the call."},
+     .doc = "Site algorithm of allgather and allgatherv (the site level of "
+            "their table: the intra-site strategy of hier and of allreduce "
+            "multileader's local allgather: ring, kshift, mesh, shm, ...); "
+            "a name not in the site level is an MPI error of the call that "
+            "lists the valid names."},
     {.name = "GRIDCOLL_ALLGATHER_K",
      .type = SET_INT,
      .store = &values.allgather_k,
@@ -254,9 +261,10 @@ static const struct setting settings[] = {
      .store = &values.alltoall_local,
      .shape = "schedule",
      .def_text = "by size",
-     .doc = "Exchange inside each site of alltoall(v,w) (lin, xor, opt, "
-            "bruck, mpich: gridcoll-info --algorithms lists them); an "
-            "unknown name is an MPI error of the call."},
+     .doc = "Site algorithm of alltoall(v,w) (the site level of their "
+            "table: the exchange inside each site of lg and hier: lin, xor, "
+            "opt, bruck, mpich); a name not in the site level is an MPI "
+            "error of the call that lists the valid names."},
     {.name = "GRIDCOLL_SHM_BYTES",
      .type = SET_SIZE,
      .store = &values.shm_bytes,
@@ -278,7 +286,8 @@ static const struct setting settings[] = {
      .def = 0,
      .doc = "1: at MPI_Finalize, local rank 0 of each site prints to stderr, "
             "per collective and algorithm used, the calls and the bytes and "
-            "messages the site sent across the WAN (gridcoll-stats: lines)."},
+            "messages the site sent across the WAN, and per site algorithm "
+            "how often the site's phases chose it (gridcoll-stats: lines)."},
     {.name = "GRIDCOLL_ASYNC_PROGRESS",
      .type = SET_BOOL,
      .store = &values.async_progress,
@@ -730,6 +739,35 @@ static const char *origin_of(const struct setting *s)
     return "the user";
 }
 
+/* The names of one level of t, comma-separated, after `line`'s n bytes. */
+static void print_names(FILE *out, const struct coll_table *t,
+                        enum coll_level level, char *line, size_t size, int n)
+{
+    const char *sep = "";
+    for (int i = 0; i < t->algo_count && n < (int)size; i++) {
+        if (t->algos[i].level != level)
+            continue;
+        n +=
+            snprintf(line + n, size - (size_t)n, "%s%s", sep, t->algos[i].name);
+        sep = ", ";
+    }
+    gc_print_wrapped(out, line, 8);
+}
+
+/* A site level's variable: its valid names (the first table that has it). */
+static void print_site_names(FILE *out, const struct setting *s)
+{
+    char line[512];
+    for (int k = 0; k < GC_COLL_KINDS; k++) {
+        const struct coll_table *t = coll_table_of((enum gc_coll_kind)k);
+        if (t->site_var != NULL && strcmp(t->site_var, s->name) == 0) {
+            int n = snprintf(line, sizeof line, "%s: ", s->name);
+            print_names(out, t, COLL_SITE, line, sizeof line, n);
+            return;
+        }
+    }
+}
+
 /* Per collective: its valid algorithm names or its default segment size. */
 static void print_family(FILE *out, const struct setting *s)
 {
@@ -739,16 +777,12 @@ static void print_family(FILE *out, const struct setting *s)
         instance_name(s, k, name, sizeof name);
         int n = snprintf(line, sizeof line, "%s: ", name);
         if (s->flags & SF_ALGO) {
-            for (int i = 0; i < t->algo_count && n < (int)sizeof line; i++)
-                n += snprintf(line + n, sizeof line - (size_t)n, "%s%s",
-                              i > 0 ? ", " : "", t->algos[i].name);
+            print_names(out, t, COLL_GRID, line, sizeof line, n);
         } else if (t->default_segsize > 0) {
             snprintf(line + n, sizeof line - (size_t)n, "default %zu",
                      t->default_segsize);
-        } else {
-            continue;
+            gc_print_wrapped(out, line, 8);
         }
-        gc_print_wrapped(out, line, 8);
     }
 }
 
@@ -836,5 +870,7 @@ void gc_settings_print(FILE *out, int markdown)
         gc_print_wrapped(out, s->doc, 4);
         if (s->flags & SF_PER_COLL)
             print_family(out, s);
+        else if (s->flags & SF_ALGO)
+            print_site_names(out, s);
     }
 }

@@ -18,7 +18,10 @@
 #include "gc_mpi.h"
 #include "gc_sched.h"
 
-/* Defaults the collectives also print in `gridcoll-info --algorithms`. */
+/* Defaults of the settings table (the node layer prints its own too). */
+/* Kumar & Kale, section 4.5: a larger k sends from the NIC more often;
+ * 8 = 2 * 4^1 keeps kShift's +k shift and kPrefix's ring congestion free
+ * by Lemma 6, and is a power of two as kPrefix needs. */
 #define GC_SETTINGS_ALLGATHER_K_DEFAULT 8
 #define GC_SETTINGS_SHM_BYTES_DEFAULT   ((size_t)4 << 20)
 
@@ -61,9 +64,10 @@ const char *gc_settings_model(void);
 
 /*
  * The algorithm named by an algorithm-forcing variable, `name` one of
- * GRIDCOLL_<COLL> (a collective's table) or GRIDCOLL_{BCAST,ALLREDUCE,
- * ALLGATHER,ALLTOALL}_LOCAL (a local phase); NULL when unset.  Checked
- * against the algorithm tables where they are used, not here.
+ * GRIDCOLL_<COLL> (a collective table's grid level) or GRIDCOLL_{BCAST,
+ * ALLREDUCE,ALLGATHER,ALLTOALL}_LOCAL (a table's site level); NULL when
+ * unset.  Checked against the algorithm tables where they are used, not
+ * here.
  */
 const char *gc_settings_algorithm(const char *name);
 /* GRIDCOLL_<COLL>_SEGSIZE of collective `kind`, 0 when unset (then the

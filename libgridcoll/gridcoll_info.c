@@ -1,7 +1,8 @@
 /*
  * gridcoll-info: what this libgridcoll build offers.  `--algorithms` lists
- * every collective's algorithms with description and restrictions, the
- * environment variables that force them, and the default rules;
+ * every collective's algorithms, grid and site level, with description
+ * and restrictions, the environment variables that force them, and the
+ * default rules;
  * `--algorithms --csv` the algorithms as CSV for scripts and tests;
  * `--settings` every GRIDCOLL_* variable the library reads, with its
  * default, its value here when set and its documentation (`--markdown`:
@@ -32,10 +33,12 @@ static void usage(FILE *out)
         "       gridcoll-info --model FILE --predict COLL --site-sizes A,B,..\n"
         "                     --bytes B[,B...] [--csv]\n"
         "  --algorithms  every collective algorithm on grid communicators,\n"
+        "                grid and site level (the phase inside each site),\n"
         "                with restrictions, the variable forcing it and\n"
         "                the default choice\n"
         "  --csv         with --algorithms: one CSV row per collective\n"
-        "                and algorithm: coll,algo,description,restrictions\n"
+        "                and algorithm: coll,level,algo,description,\n"
+        "                restrictions,blocking\n"
         "  --settings    every GRIDCOLL_* environment variable libgridcoll\n"
         "                reads: form, default, who sets it, its value in\n"
         "                this environment when set (checked as MPI_Init\n"

@@ -13,7 +13,8 @@
  * other sites' in site order, so a site's blocks are one byte range.
  *   1. Each leader posts its receives for the other sites' ranges.
  *   2. Local allgather of this site's blocks with the site's strategy
- *      (GRIDCOLL_ALLGATHER_LOCAL, default by block size): afterwards
+ *      (the site level of the table, GRIDCOLL_ALLGATHER_LOCAL, default by
+ *      block size): afterwards
  *      every member holds its whole site's range.
  *   3. Each leader sends its site's range to every other leader: S(S-1)
  *      WAN messages in one round, site s's n_s blocks crossing each WAN
@@ -63,6 +64,9 @@ struct layout {
     MPI_Aint bytes[GC_MAX_SITES];
     MPI_Aint total;
     MPI_Aint extent;
+    /* The site's strategy; nonblocking calls: mpich, the only one not
+     * blocking-only, run as MPICH's Iallgatherv. */
+    const struct coll_algo *site;
 };
 
 static int layout_make(struct coll_sched *s, const struct coll_args *a,
@@ -171,15 +175,16 @@ static int unpack_all(struct coll_sched *s, void *arg)
 static int site_run(struct coll_sched *s, void *arg)
 {
     struct layout *l = arg;
-    return allgather_site_run(coll_sched_comm(s), l->fn, l->all, l->site_off);
+    return allgather_site_run(coll_sched_comm(s), l->fn, l->site, l->all,
+                              l->site_off);
 }
 
 static int site_bcast(struct coll_sched *s, void *arg)
 {
     struct layout *l = arg;
     MPI_Aint own = l->bytes[l->c->site[l->c->rank]];
-    return allgather_site_bcast(coll_sched_comm(s), l->fn, l->site_off,
-                                l->all + own, l->total - own);
+    return allgather_site_bcast(coll_sched_comm(s), l->site, l->all + own,
+                                l->total - own);
 }
 
 int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
@@ -189,6 +194,9 @@ int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
     int blocking = a->request == NULL;
     struct layout *l = NULL;
     int status = layout_make(s, a, &l);
+    if (status == MPI_SUCCESS)
+        status =
+            allgather_site_select(c, a->fn, blocking, l->site_off, &l->site);
     if (status != MPI_SUCCESS)
         return status;
     /* Nonblocking: MPICH's Iallgatherv and Ibcast, whose counts are int. */

@@ -13,9 +13,10 @@
  * PMPI point-to-point on a private communicator (coll_local_p2p), so
  * its messages can never match the application's receives; `shm`
  * (Mamidala, allgather_site_shm.c) goes through each node's shared memory
- * and private communicators of the node layer (node_shm.h).  The choice
- * is per site: GRIDCOLL_ALLGATHER_LOCAL=<name>, else by block size
- * (allgather_site_run); every member of a site sees the same environment
+ * and private communicators of the node layer (node_shm.h).  The
+ * strategies are the site level of allgather's table (gc_coll_select.c:
+ * GRIDCOLL_ALLGATHER_LOCAL=<name>, else by block size and layout); the
+ * choice is per site: every member of a site sees the same environment
  * and the same block sizes, so they agree, and other sites may choose
  * differently.
  */
@@ -25,6 +26,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
+#include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
 /*
@@ -78,23 +80,28 @@ int site_round_wait(struct site_round *r, int status);
 void site_round_free(struct site_round *r);
 
 /*
- * Run the strategy this site uses on c's members: `off` as in struct
- * site_blocks (local ranks), `buf` with the caller's block filled in.
- * Errors through c's handler; `fn` names the call.
+ * This site's strategy for blocks laid out as `off` says (as in struct
+ * site_blocks, local ranks): coll_site_select for a call `fn`, blocking
+ * or not.  Errors through c's handler.
  */
-int allgather_site_run(struct gc_comm *c, const char *fn, unsigned char *buf,
+int allgather_site_select(struct gc_comm *c, const char *fn, int blocking,
+                          const MPI_Aint *off, const struct coll_algo **algo);
+
+/*
+ * Run strategy `algo` (a blocking one) on c's members: `off` as above,
+ * `buf` with the caller's block filled in.  Errors through c's handler;
+ * `fn` names the call.
+ */
+int allgather_site_run(struct gc_comm *c, const char *fn,
+                       const struct coll_algo *algo, unsigned char *buf,
                        const MPI_Aint *off);
 
 /*
  * Hier's local bcast of `len` bytes at buf (the other sites' blocks)
- * from local rank 0: through the node layer (bcast_site_shm) when the
- * site's strategy is shm, else PMPI_Bcast_c.  `off` as above: the
- * strategy is chosen again from it, as allgather_site_run chose it.
+ * from local rank 0 after strategy `algo`: through the node layer
+ * (bcast_site_shm) when it is shm, else PMPI_Bcast_c.
  */
-int allgather_site_bcast(struct gc_comm *c, const char *fn, const MPI_Aint *off,
+int allgather_site_bcast(struct gc_comm *c, const struct coll_algo *algo,
                          unsigned char *buf, MPI_Aint len);
-
-/* The strategies, their variables and the default (gridcoll-info). */
-void allgather_site_print(FILE *out);
 
 #endif

@@ -101,9 +101,9 @@ int allreduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
     if (r->count == 0)
         return MPI_SUCCESS;
     int status = coll_packed_size(c, r->count, r->type, &len);
-    /* The node layer serves one collective at a time: blocking only. */
-    if (status == MPI_SUCCESS && a->request == NULL)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, len, &shm);
+    if (status == MPI_SUCCESS)
+        status = site_local_shm(c, a->fn, GC_COLL_ALLREDUCE, a->request == NULL,
+                                len, &shm);
     if (status != MPI_SUCCESS)
         return status;
     if (c->local_rank != 0) {

@@ -135,6 +135,9 @@ struct slices {
     const void *input;
     void *slice;
     int *counts;
+    /* The site's allgather strategy (nonblocking calls: mpich, run as
+     * MPICH's Iallgatherv). */
+    const struct coll_algo *site;
 };
 
 static int pack_slice(struct coll_sched *s, void *arg)
@@ -161,7 +164,7 @@ static int site_allgather(struct coll_sched *s, void *arg)
 {
     (void)s;
     const struct slices *x = arg;
-    return allgather_site_run(x->c, x->fn, x->all, x->off);
+    return allgather_site_run(x->c, x->fn, x->site, x->all, x->off);
 }
 
 static int shm_reduce_scatter(struct coll_sched *s, void *arg)
@@ -186,9 +189,9 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
     status = PMPI_Type_get_extent(r->type, &lb, &extent);
     if (status == MPI_SUCCESS)
         status = plan_make(c, r->count, reduce_segment(a->segsize, esize), &p);
-    /* The node layer serves one collective at a time: blocking only. */
-    if (status == MPI_SUCCESS && blocking)
-        status = site_local_shm(c, a->fn, SITE_LOCAL_ALLREDUCE, a->bytes, &shm);
+    if (status == MPI_SUCCESS)
+        status = site_local_shm(c, a->fn, GC_COLL_ALLREDUCE, blocking, a->bytes,
+                                &shm);
     if (status != MPI_SUCCESS)
         goto cleanup;
     size_t n = (size_t)c->local_size;
@@ -229,6 +232,9 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
     for (size_t j = 0; j < n; j++)
         counts[j] = slice_start(r->count, (int)n, (int)j + 1) -
                     slice_start(r->count, (int)n, (int)j);
+    status = allgather_site_select(c, a->fn, blocking, x->off, &x->site);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
     status = coll_sched_temp(s, p.hi - p.lo, r->type, &x->slice);
     if (status != MPI_SUCCESS)
         goto cleanup;

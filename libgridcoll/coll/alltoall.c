@@ -1,15 +1,13 @@
 /*
  * Shared parts of the all-to-all algorithms (coll/alltoall.h): the call
- * as packed block sizes, size tables inside a site, and the local phase's
- * table of intra-site schedules with its selection.
+ * as packed block sizes, size tables inside a site, and running the
+ * local phase with the schedule the site level of the table chose.
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "coll/alltoall.h"
 #include "engine/coll_sched.h"
-#include "gc_settings.h"
 
 /* ---- the call ------------------------------------------------------------ */
 
@@ -172,114 +170,15 @@ int alltoall_type_bytes(MPI_Count count, MPI_Datatype type, MPI_Count *bytes)
     return MPI_SUCCESS;
 }
 
-/* ---- the local phase: schedules and their selection ---------------------- */
+/* ---- the local phase ----------------------------------------------------- */
 
 /* MPICH's own Alltoallw on `local`: a collective, so no private context. */
-static int site_mpich(MPI_Comm comm, const struct alltoall_exchange *x,
-                      const struct alltoall_pattern *pattern)
+int alltoall_site_mpich(MPI_Comm comm, const struct alltoall_exchange *x,
+                        const struct alltoall_pattern *pattern)
 {
     (void)pattern;
     return PMPI_Alltoallw_c(x->sbuf, x->scounts, x->sdispls, x->stypes, x->rbuf,
                             x->rcounts, x->rdispls, x->rtypes, comm);
-}
-
-struct local_algo {
-    const char *name;
-    const char *description;
-    alltoall_site_fn *run;
-    const struct alltoall_pattern *pattern;
-};
-
-static const struct local_algo local_algos[] = {
-    {"lin",
-     "linear shift: in phase p rank i sends to (i+p) mod n and receives "
-     "from (i-p) mod n, one pair at a time",
-     alltoall_site_pairwise, &alltoall_site_lin},
-    {"xor",
-     "pairwise exchange: in phase p rank i exchanges with i XOR p (phases "
-     "up to the next power of two, partners >= n sit out)",
-     alltoall_site_pairwise, &alltoall_site_xor},
-    {"opt",
-     "Prisacari fat-tree optimal: permuted variable-base exchange on the "
-     "site's fattree= (GRIDCOLL_FATTREE), B_min(l) messages leave every "
-     "level-l subtree in every phase; without a tree, lin",
-     alltoall_site_pairwise, &alltoall_site_opt},
-    {"bruck",
-     "Bruck et al.: ceil(log2 n) steps, in step k every block whose index "
-     "has bit k set moves 2^k ranks on (small messages)",
-     alltoall_site_bruck, NULL},
-    {"mpich", "one PMPI_Alltoallw on the site's communicator (MPICH's choice)",
-     site_mpich, NULL},
-};
-enum { LOCAL_ALGO_COUNT = sizeof local_algos / sizeof *local_algos };
-
-/* The first rule whose bounds hold wins (0 as a maximum: no bound). */
-struct local_rule {
-    int min_ranks;
-    size_t min_bytes;
-    size_t max_bytes;
-    const char *algo;
-};
-
-/*
- * Bruck sends about (n/2) log2(n) blocks per rank instead of n-1, in
- * log2(n) steps instead of n-1: it wins while start-ups dominate, small
- * blocks on many ranks; these are MPICH's own bounds for choosing it
- * (MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes, 8 ranks), which MPICH's
- * Alltoallw never applies itself.  Otherwise MPICH's Alltoallw, which
- * posts the pairs in blocks (MPIR_CVAR_ALLTOALL_THROTTLE) rather than one
- * phase at a time: on one node or one switch no pairing order beats that,
- * and it was the fastest measured here (docs/algorithms.md, "Alltoall").  lin
- * and xor, one pair at a time, are for networks where the order of the pairs
- * matters (fat trees).
- */
-static const struct local_rule local_rules[] = {
-    {8, 1, 256, "bruck"},
-    {0, 0, 0, "mpich"},
-};
-enum { LOCAL_RULE_COUNT = sizeof local_rules / sizeof *local_rules };
-
-#define LOCAL_ENV "GRIDCOLL_ALLTOALL_LOCAL"
-
-static const struct local_algo *local_named(const char *name)
-{
-    for (int i = 0; i < LOCAL_ALGO_COUNT; i++)
-        if (strcmp(local_algos[i].name, name) == 0)
-            return &local_algos[i];
-    return NULL;
-}
-
-static int local_select(struct gc_comm *c, const char *fn, size_t pair_bytes,
-                        const struct local_algo **algo)
-{
-    const char *env = gc_settings_algorithm(LOCAL_ENV);
-    if (env != NULL && env[0] != '\0') {
-        *algo = local_named(env);
-        if (*algo != NULL)
-            return MPI_SUCCESS;
-        char text[256], names[128] = "";
-        for (int i = 0; i < LOCAL_ALGO_COUNT; i++) {
-            if (i > 0)
-                strncat(names, ", ", sizeof names - strlen(names) - 1);
-            strncat(names, local_algos[i].name,
-                    sizeof names - strlen(names) - 1);
-        }
-        snprintf(text, sizeof text,
-                 "%s: %s=%s is not a local all-to-all schedule (valid: %s)", fn,
-                 LOCAL_ENV, env, names);
-        return gc_error(c->handle, MPI_ERR_ARG, text);
-    }
-    for (int r = 0; r < LOCAL_RULE_COUNT; r++) {
-        const struct local_rule *rule = &local_rules[r];
-        if (c->local_size >= rule->min_ranks && pair_bytes >= rule->min_bytes &&
-            (rule->max_bytes == 0 || pair_bytes <= rule->max_bytes)) {
-            *algo = local_named(rule->algo);
-            return MPI_SUCCESS;
-        }
-    }
-    return gc_error(c->handle, MPI_ERR_INTERN,
-                    "all-to-all inside a site: no schedule applies "
-                    "(GridColl bug)");
 }
 
 /*
@@ -288,7 +187,7 @@ static int local_select(struct gc_comm *c, const char *fn, size_t pair_bytes,
  * the schedules, returns error codes without calling handlers.
  */
 static int run_in_place(const struct gc_comm *c, MPI_Comm comm,
-                        const struct local_algo *algo,
+                        const struct coll_algo *algo,
                         const struct alltoall_exchange *x)
 {
     size_t n = (size_t)c->local_size;
@@ -328,7 +227,8 @@ static int run_in_place(const struct gc_comm *c, MPI_Comm comm,
     copy.sdispls = displs;
     copy.stypes = types;
     if (status == MPI_SUCCESS)
-        status = algo->run(comm, &copy, algo->pattern);
+        status =
+            algo->site.alltoall.run(comm, &copy, algo->site.alltoall.pattern);
 cleanup:
     free(counts);
     free(displs);
@@ -337,21 +237,20 @@ cleanup:
     return status;
 }
 
-int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
-                   const struct alltoall_exchange *x)
+int alltoall_local_run(struct gc_comm *c, const char *fn,
+                       const struct coll_algo *algo,
+                       const struct alltoall_exchange *x)
 {
-    const struct local_algo *algo;
     MPI_Comm comm = c->local;
-    int status = local_select(c, fn, pair_bytes, &algo);
+    alltoall_site_fn *run = algo->site.alltoall.run;
+    if (run == alltoall_site_mpich)
+        return run(comm, x, NULL);
+    int status = coll_local_p2p(c, &comm);
     if (status != MPI_SUCCESS)
         return status;
-    if (algo->run == site_mpich)
-        return algo->run(comm, x, algo->pattern);
-    status = coll_local_p2p(c, &comm);
-    if (status != MPI_SUCCESS)
-        return status;
-    status = x->sbuf == MPI_IN_PLACE ? run_in_place(c, comm, algo, x)
-                                     : algo->run(comm, x, algo->pattern);
+    status = x->sbuf == MPI_IN_PLACE
+                 ? run_in_place(c, comm, algo, x)
+                 : run(comm, x, algo->site.alltoall.pattern);
     if (status == MPI_SUCCESS)
         return status;
     if (status == MPI_ERR_NO_MEM)
@@ -362,27 +261,11 @@ int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
     return gc_error(c->handle, status, text);
 }
 
-void alltoall_local_print(FILE *out)
+int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
+                   const struct alltoall_exchange *x)
 {
-    fprintf(out,
-            "alltoall local phase (%s=NAME; the phase inside each site of "
-            "alltoall, alltoallv and alltoallw)\n",
-            LOCAL_ENV);
-    for (int i = 0; i < LOCAL_ALGO_COUNT; i++)
-        fprintf(out, "  %-20s %s\n", local_algos[i].name,
-                local_algos[i].description);
-    fprintf(out, "  default:");
-    for (int r = 0; r < LOCAL_RULE_COUNT; r++) {
-        const struct local_rule *rule = &local_rules[r];
-        fprintf(out, "%s %s", r > 0 ? "; else" : "", rule->algo);
-        if (rule->min_ranks > 0)
-            fprintf(out, " from %d ranks", rule->min_ranks);
-        if (rule->min_bytes > 0)
-            fprintf(out, " from %zu bytes", rule->min_bytes);
-        if (rule->max_bytes > 0)
-            fprintf(out, " up to %zu bytes", rule->max_bytes);
-        if (rule->min_bytes > 0 || rule->max_bytes > 0)
-            fprintf(out, " a pair");
-    }
-    fprintf(out, "\n\n");
+    const struct coll_algo *algo;
+    int status =
+        coll_site_select(GC_COLL_ALLTOALL, c, fn, 1, pair_bytes, &algo);
+    return status == MPI_SUCCESS ? alltoall_local_run(c, fn, algo, x) : status;
 }

@@ -4,8 +4,9 @@
  *     packed block sizes per peer, packing and unpacking one block,
  *     exchanging size tables inside a site;
  *   - their local phase: an exchange among the members of one site, run by
- *     one of the intra-site schedules (alltoall_site_*.c) picked from a
- *     small table of its own (GRIDCOLL_ALLTOALL_LOCAL, default by size).
+ *     one of the intra-site schedules (alltoall_site_*.c), the site level
+ *     of the all-to-alls' table (gc_coll_select.c: GRIDCOLL_ALLTOALL_LOCAL,
+ *     default by size).
  * docs/algorithms.md, "Alltoall", documents them all.
  */
 #ifndef GC_COLL_ALLTOALL_H
@@ -89,13 +90,17 @@ struct alltoall_exchange {
 };
 
 /*
- * Run one local exchange with the schedule GRIDCOLL_ALLTOALL_LOCAL names,
- * or the default for `pair_bytes` (the bytes an average pair of this
- * site's members exchanges, the same on every member; 0 when unknown).
- * Errors go through the communicator's handler.
+ * Run one local exchange of a blocking call with the schedule the site
+ * level picks (coll_site_select) for `pair_bytes` (the bytes an average
+ * pair of this site's members exchanges, the same on every member; 0 when
+ * unknown).  Errors go through the communicator's handler.
  */
 int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
                    const struct alltoall_exchange *x);
+/* The same with the schedule `algo` already picked. */
+int alltoall_local_run(struct gc_comm *c, const char *fn,
+                       const struct coll_algo *algo,
+                       const struct alltoall_exchange *x);
 
 /*
  * A pairwise schedule among n ranks: in phase p (0 <= p < phases) rank r
@@ -104,7 +109,7 @@ int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
  * ordered pair of ranks must meet in exactly one phase.  `state` is what
  * `prepare` made for n (freed with free()), NULL when prepare is NULL.
  * A pattern from a schedule library (fat-tree OPT) plugs in as one more
- * struct and one line of the local table.
+ * struct and one entry of the table's site level.
  */
 struct alltoall_pattern {
     int (*prepare)(int n, void **state); /* 0, or -1: no memory */
@@ -124,6 +129,7 @@ typedef int alltoall_site_fn(MPI_Comm comm, const struct alltoall_exchange *x,
 
 alltoall_site_fn alltoall_site_pairwise; /* alltoall_site_pairwise.c */
 alltoall_site_fn alltoall_site_bruck;    /* alltoall_site_bruck.c */
+alltoall_site_fn alltoall_site_mpich;    /* alltoall.c */
 extern const struct alltoall_pattern alltoall_site_lin; /* _site_lin.c */
 extern const struct alltoall_pattern alltoall_site_xor; /* _site_xor.c */
 extern const struct alltoall_pattern alltoall_site_opt; /* _site_opt.c */

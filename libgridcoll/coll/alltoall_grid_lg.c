@@ -105,6 +105,9 @@ struct lg {
     int *send_step;  /* [msgs] this rank's WAN sends, retargeted by lay_out */
     int bundle_step; /* the local exchange, when it is MPICH's */
     struct coll_sched *sched;
+    /* The local exchange's schedule (nonblocking calls: mpich, the only
+     * one not blocking-only, run as MPICH's Ialltoallw). */
+    const struct coll_algo *site;
 };
 
 static int lg_partners(const struct lg_site *e, int me)
@@ -338,8 +341,8 @@ static int pack_bundles(struct coll_sched *s, void *arg)
     return status;
 }
 
-/* Blocking calls: the local exchange by the site's schedule table
- * (GRIDCOLL_ALLTOALL_LOCAL), written as blocking code. */
+/* Blocking calls: the local exchange by the site's schedule (the site
+ * level of the table), written as blocking code. */
 static int local_table(struct coll_sched *s, void *arg)
 {
     (void)s;
@@ -352,9 +355,7 @@ static int local_table(struct coll_sched *s, void *arg)
                                   .rcounts = g->rcount,
                                   .rdispls = g->rdispl,
                                   .rtypes = g->types};
-    /* Alltoall: a rank's N blocks spread over its site's n members. */
-    size_t pair_bytes = g->k.block * (size_t)g->c->size / (size_t)g->n;
-    return alltoall_local(g->c, g->fn, pair_bytes, &x);
+    return alltoall_local_run(g->c, g->fn, g->site, &x);
 }
 
 /* The collected blocks, regrouped by WAN partner; then this site's own
@@ -414,6 +415,11 @@ int alltoall_grid_lg(struct coll_sched *s, const struct coll_args *a)
     int status = alltoall_keep_sides(s, a, &kept);
     if (status == MPI_SUCCESS)
         status = lg_init(s, &kept, g);
+    /* Alltoall: a rank's N blocks spread over its site's n members. */
+    if (status == MPI_SUCCESS)
+        status = coll_site_select(
+            GC_COLL_ALLTOALL, c, a->fn, a->request == NULL,
+            g->k.block * (size_t)c->size / (size_t)g->n, &g->site);
     if (status != MPI_SUCCESS)
         return status;
     g->bundle_step = -1;

@@ -16,8 +16,8 @@
  *     with the user's datatype (no packing); every other site broadcasts
  *     the packed bytes from its leader, one local bcast per segment as
  *     soon as the leader has it, so the local phase overlaps the WAN
- *     transfer; then its members unpack.  With
- *     GRIDCOLL_BCAST_LOCAL=shm the local bcasts go through the node
+ *     transfer; then its members unpack.  With the site algorithm shm
+ *     (GRIDCOLL_BCAST_LOCAL) the local bcasts go through the node
  *     layer instead (bcast_site_shm.c: chunks through each node's shared
  *     memory, node leaders fed over PMPI), on the root's site in the
  *     user's datatype as well.
@@ -39,9 +39,10 @@
 #include "bcast_common.h"
 #include "gc_coll.h"
 
-/* `after`: the step every step of this bcast waits for (-1: none). */
+/* `after`: the step every step of this bcast waits for (-1: none); `a`:
+ * the user's call, NULL for a phase of another collective. */
 static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
-                size_t seg, const char *fn, int blocking, int after)
+                size_t seg, const struct coll_args *a, int after)
 {
     struct gc_comm *c = coll_sched_comm(s);
     int root_site = c->site[b->root];
@@ -53,12 +54,14 @@ static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
     /* Nothing to move: no message at all (a bcast does not synchronize). */
     if (status != MPI_SUCCESS || len == 0)
         return status;
-    /* The node layer serves one collective at a time: blocking only. */
-    if (blocking)
-        status = site_local_shm(c, fn, SITE_LOCAL_BCAST, len, &shm);
+    /* Inside another collective: MPICH's local bcasts (the node layer
+     * serves one collective at a time). */
+    if (a != NULL)
+        status = site_local_shm(c, a->fn, GC_COLL_BCAST, a->request == NULL,
+                                len, &shm);
     if (status == MPI_SUCCESS && shm &&
         (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
-        status = coll_arg_error(c, status, fn, "node layer failed");
+        status = coll_arg_error(c, status, a->fn, "node layer failed");
     if (status != MPI_SUCCESS)
         return status;
     if (c->site[c->rank] == root_site) {
@@ -84,8 +87,7 @@ static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
 
 int bcast_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
-    return hier(s, &a->u.bcast, bcast_segsize(a), a->fn, a->request == NULL,
-                -1);
+    return hier(s, &a->u.bcast, bcast_segsize(a), a, -1);
 }
 
 int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
@@ -93,10 +95,8 @@ int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
 {
     struct coll_bcast_args b = {buf, count, type, root};
     size_t seg = coll_table_of(GC_COLL_BCAST)->default_segsize;
-    /* Inside another collective: no node layer, which serves one
-     * collective at a time. */
     int status = hier(s, &b, seg < BCAST_MAX_MESSAGE ? seg : BCAST_MAX_MESSAGE,
-                      "collective on a grid communicator", 0, after);
+                      NULL, after);
     *done = coll_sched_fence(s);
     return status;
 }

@@ -358,71 +358,14 @@ int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
 
 /* ---- choosing the local phases ------------------------------------------- */
 
-static const struct site_local {
-    const char *coll;
-    const char *var;
-    const char *shm;
-    const char *mpich;
-    /* shm by default from this many bytes, on one-node sites: where it won
-     * on loopback (docs/algorithms.md, "Node level"); allreduce at every
-     * size, bcast from 256 KiB (below it neither won consistently). */
-    size_t default_from;
-} site_locals[] = {
-    [SITE_LOCAL_BCAST] =
-        {"bcast", "GRIDCOLL_BCAST_LOCAL",
-         "the source writes each segment into its node's shared memory "
-         "and sends it to the other node leaders, which write it into "
-         "theirs; node members copy it out, chunk by chunk "
-         "(bcast_site_shm.c)",
-         "PMPI_Ibcast of each segment among the site's members", 256 * 1024},
-    [SITE_LOCAL_ALLREDUCE] =
-        {"allreduce", "GRIDCOLL_ALLREDUCE_LOCAL",
-         "cyclic parallel reduction in each node's shared memory, node "
-         "leaders reduce over PMPI; the result back through shared memory "
-         "(reduce_site_shm.c, bcast_site_shm.c); multileader: the same "
-         "reduction as its reduce-scatter when the site is one node",
-         "PMPI_Reduce and PMPI_Bcast (hier), PMPI_Reduce_scatter "
-         "(multileader) on the site's members",
-         0},
-};
-
-int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
-                   size_t bytes, int *shm)
+int site_local_shm(struct gc_comm *c, const char *fn, enum gc_coll_kind kind,
+                   int blocking, size_t bytes, int *shm)
 {
-    const struct site_local *l = &site_locals[k];
-    const char *env = gc_settings_algorithm(l->var);
-    if (env == NULL || env[0] == '\0') {
-        *shm = 0;
-        return bytes >= l->default_from ? coll_node_default(c, fn, shm)
-                                        : MPI_SUCCESS;
-    }
-    if (strcmp(env, "shm") == 0)
-        *shm = 1;
-    else if (strcmp(env, "mpich") == 0)
-        *shm = 0;
-    else {
-        char text[256];
-        snprintf(text, sizeof text,
-                 "%s: %s=%s is not a local phase of %s (valid: shm, mpich)", fn,
-                 l->var, env, l->coll);
-        return gc_error(c->handle, MPI_ERR_ARG, text);
-    }
+    const struct coll_algo *algo;
+    int status = coll_site_select(kind, c, fn, blocking, bytes, &algo);
     /* One-member sites have no local phase. */
-    *shm = *shm && c->local_size > 1;
-    return MPI_SUCCESS;
-}
-
-void site_local_print(FILE *out, enum site_local_kind k)
-{
-    const struct site_local *l = &site_locals[k];
-    fprintf(out, "%s: local phase (%s=NAME)\n", l->coll, l->var);
-    fprintf(out, "  %-20s %s\n", "shm", l->shm);
-    fprintf(out, "  %-20s %s\n", "mpich", l->mpich);
-    fprintf(out, "  default: shm ");
-    if (l->default_from > 0)
-        fprintf(out, "from %zu bytes, ", l->default_from);
-    fprintf(out, "when the site has several members, all on one node; else "
-                 "mpich\n\n");
+    *shm = status == MPI_SUCCESS && algo->node && c->local_size > 1;
+    return status;
 }
 
 void coll_node_print(FILE *out)

@@ -52,11 +52,11 @@
  * message this member received may still owe its sender an
  * acknowledgement, and the sender may be the member it waits for).
  *
- * Choices: GRIDCOLL_BCAST_LOCAL and GRIDCOLL_ALLREDUCE_LOCAL (shm or
- * mpich) pick the local phases of bcast hier and of allreduce hier and
- * multileader; the intra-site allgather strategy table has `shm`.  By
- * default allreduce and allgather use shm on sites that are one node of
- * several members (coll_node_default), bcast from 256 KiB (measured,
+ * Choices: the site level of bcast's, allreduce's and allgather's tables
+ * (gc_coll_select.c) has `shm`, forced by GRIDCOLL_BCAST_LOCAL,
+ * GRIDCOLL_ALLREDUCE_LOCAL and GRIDCOLL_ALLGATHER_LOCAL.  By default
+ * allreduce and allgather use shm on sites that are one node of several
+ * members (coll_node_default), bcast from 256 KiB (measured,
  * docs/algorithms.md).  Every member of a site sees the same environment
  * and the same nodes, so a site's members agree.
  */
@@ -66,6 +66,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
 struct node_flag;
@@ -162,16 +163,13 @@ int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
 /* ---- the node-level local phases ---------------------------------------- */
 
 /*
- * Whether a collective's local phase uses the node layer
- * (GRIDCOLL_<COLL>_LOCAL=shm|mpich; the default looks at the site's
- * nodes and at `bytes`, the message size every member agrees on).
+ * Whether the local phase of a call `fn` of `kind` (bcast or allreduce)
+ * uses the node layer: the site level of its table (coll_site_select,
+ * `bytes` the packed message) chose shm, on a site of several members.
  * Errors through c's handler.
  */
-enum site_local_kind { SITE_LOCAL_BCAST, SITE_LOCAL_ALLREDUCE };
-int site_local_shm(struct gc_comm *c, const char *fn, enum site_local_kind k,
-                   size_t bytes, int *shm);
-/* The choices and the node layer's variables (gridcoll-info). */
-void site_local_print(FILE *out, enum site_local_kind k);
+int site_local_shm(struct gc_comm *c, const char *fn, enum gc_coll_kind kind,
+                   int blocking, size_t bytes, int *shm);
 
 /*
  * One chunk of a site bcast through the node layer (bcast_site_shm.c):

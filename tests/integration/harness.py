@@ -6,6 +6,7 @@ the harness starts is killed on exit, whatever happened.
 """
 
 import atexit
+import csv
 import json
 import os
 import random
@@ -348,10 +349,38 @@ def wan_stats(text):
             for m in STATS_LINE.finditer(text)}
 
 
-def run_self_checking(program, sizes, args, env, timeout):
+# How often a site's phases chose a site algorithm (the site level of the
+# tables): coll is the table whose GRIDCOLL_<COLL>_LOCAL forces it.
+SITE_STATS_LINE = re.compile(r"gridcoll-stats: site=(\S+) coll=(\S+) "
+                             r"level=site algo=(\S+) calls=(\d+)")
+
+
+def site_stats(text):
+    """GRIDCOLL_STATS=1 site-level lines: {(site, coll, algo): calls}."""
+    return {(m.group(1), m.group(2), m.group(3)): int(m.group(4))
+            for m in SITE_STATS_LINE.finditer(text)}
+
+
+def algorithm_rows():
+    """`gridcoll-info --algorithms --csv`: one dict per table entry (coll,
+    level, algo, description, restrictions, blocking)."""
+    r = subprocess.run([os.path.join(BIN, "gridcoll-info"), "--algorithms",
+                        "--csv"], stdout=subprocess.PIPE, text=True,
+                       check=True, timeout=30)
+    return list(csv.DictReader(r.stdout.splitlines()))
+
+
+def algorithms(coll, level="grid"):
+    """The algorithm names of one level of a collective's table."""
+    return [row["algo"] for row in algorithm_rows()
+            if row["coll"] == coll and row["level"] == level]
+
+
+def run_self_checking(program, sizes, args, env, timeout, site_level=False):
     """Run a self-checking program of tests/mpi under gridrun --site-sizes
     SIZES with exactly `env`; it must print no FAIL line, not hang and exit
-    0.  Returns its "OK <case>" names and its WAN stats."""
+    0.  Returns its "OK <case>" names and its WAN stats, with `site_level`
+    also its site-level stats (site_stats)."""
     name = os.path.basename(program)
     # gridrun's own --timeout tears the job down cleanly.
     r = subprocess.run([os.path.join(BIN, "gridrun"), "--timeout",
@@ -368,6 +397,8 @@ def run_self_checking(program, sizes, args, env, timeout):
     check(r.returncode == 0, "%s exited %d:\n%s\n--- stderr:\n%s"
           % (name, r.returncode, tail(out), tail(err)))
     ok = [l[3:] for l in out.splitlines() if re.match(r"OK \S+$", l)]
+    if site_level:
+        return ok, wan_stats(err), site_stats(err)
     return ok, wan_stats(err)
 
 

@@ -2,7 +2,9 @@
 """Grid Allgather(v) and Allreduce algorithms across sites: allgather_wan
 (tests/mpi/, self-checking) through gridrun with GRIDCOLL_STATS=1 on
 uneven layouts.  Per layout, allgather hier runs once with every
-intra-site strategy (GRIDCOLL_ALLGATHER_LOCAL) and the whole program once
+intra-site strategy (the site level of allgather's table, forced by
+GRIDCOLL_ALLGATHER_LOCAL; the site-level stats must show every site chose
+it and nothing else) and the whole program once
 with the defaults, every algorithm of both tables in turn; and once with
 the node layer's shared-memory local phases (allgather strategy shm,
 GRIDCOLL_ALLREDUCE_LOCAL=shm) on virtual nodes of two ranks
@@ -17,16 +19,13 @@ traffic each site reports must be exactly the cost model's:
                     per overlapping pair of slices and segment."""
 
 import os
-import re
-import subprocess
 
-from harness import BIN, SANITIZED, check, main, run_self_checking
+from harness import (BIN, SANITIZED, algorithms, check, main,
+                     run_self_checking)
 
 PROGRAM = os.path.join(BIN, "allgather_wan")
-INFO = os.path.join(BIN, "gridcoll-info")
 
-STRATEGIES = ["ring", "recursive_doubling", "kshift", "kprefix", "mesh",
-              "hypercube", "mpich", "shm"]
+STRATEGIES = algorithms("allgather", "site")
 NODE_ENV = {"GRIDCOLL_ALLGATHER_LOCAL": "shm",
             "GRIDCOLL_ALLREDUCE_LOCAL": "shm",
             "GRIDCOLL_NODE_SIZE": "2", "GRIDCOLL_SHM_BYTES": "64K"}
@@ -49,21 +48,6 @@ def allgatherv_bytes(rank):
     return (rank % 3) * 125 * 4
 
 
-def algorithms(collective):
-    """Algorithm names of one table, from gridcoll-info --algorithms."""
-    out = subprocess.run([INFO, "--algorithms"], stdout=subprocess.PIPE,
-                         text=True, check=True).stdout
-    names, inside = [], False
-    for line in out.splitlines():
-        if not line.startswith(" "):
-            inside = line.startswith(collective + " (")
-        elif inside:
-            m = re.match(r"  (\w+) ", line)  # not "  default:", restrictions
-            if m:
-                names.append(m.group(1))
-    return names
-
-
 def cases(allgather_algos, allreduce_algos):
     names = []
     for a in allgather_algos:
@@ -77,7 +61,7 @@ def cases(allgather_algos, allreduce_algos):
     return names
 
 
-def run(sizes, env_extra, args):
+def run(sizes, env_extra, args, site_level=False):
     env = dict(os.environ, GRIDCOLL_STATS="1", **env_extra)
     for var in ("GRIDCOLL_ALLGATHER", "GRIDCOLL_ALLGATHERV",
                 "GRIDCOLL_ALLREDUCE", "GRIDCOLL_ALLREDUCE_SEGSIZE"):
@@ -85,7 +69,7 @@ def run(sizes, env_extra, args):
     for var in NODE_ENV:
         if var not in env_extra:
             env.pop(var, None)
-    return run_self_checking(PROGRAM, sizes, args, env, TIMEOUT)
+    return run_self_checking(PROGRAM, sizes, args, env, TIMEOUT, site_level)
 
 
 def check_cases(ok, want):
@@ -156,10 +140,17 @@ def check_allreduce(stats, sizes):
 
 def strategy_test(sizes, strategy):
     def test():
-        ok, stats = run(sizes, {"GRIDCOLL_ALLGATHER_LOCAL": strategy},
-                        ["allgather_hier", "allgatherv_hier"])
+        ok, stats, site = run(sizes, {"GRIDCOLL_ALLGATHER_LOCAL": strategy},
+                              ["allgather_hier", "allgatherv_hier"], True)
         check_cases(ok, cases(["hier"], []))
         check_allgather_hier(stats, sizes)
+        # Every site's phases ran the forced strategy, and only it.
+        for s in range(len(sizes)):
+            chosen = {a: n for (name, coll, a), n in site.items()
+                      if name == SITE_NAMES[s] and coll == "allgather"}
+            check(list(chosen) == [strategy] and chosen[strategy] > 0,
+                  "site %s chose %s, forced %s" %
+                  (SITE_NAMES[s], chosen, strategy))
     return test
 
 

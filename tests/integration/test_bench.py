@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import BIN, SOURCE_DIR, check, gridrun, main
+from harness import BIN, SOURCE_DIR, algorithm_rows, check, gridrun, main
 
 BENCH = os.path.join(BIN, "gridcoll-bench")
 MPIBENCH = os.path.join(BIN, "gridcoll-mpibench")
@@ -40,13 +40,12 @@ TINY = ["--iters", "3", "--warmup", "1"]
 
 
 def algorithms():
-    """{collective: {algorithm: restrictions}} from gridcoll-info."""
-    r = subprocess.run([os.path.join(BIN, "gridcoll-info"), "--algorithms",
-                        "--csv"], stdout=subprocess.PIPE, text=True,
-                       check=True, timeout=30)
+    """{collective: {algorithm: restrictions}} of the grid algorithms, the
+    ones gridcoll-bench forces, from gridcoll-info."""
     table = {}
-    for row in csv.DictReader(io.StringIO(r.stdout)):
-        table.setdefault(row["coll"], {})[row["algo"]] = row["restrictions"]
+    for row in algorithm_rows():
+        if row["level"] == "grid":
+            table.setdefault(row["coll"], {})[row["algo"]] = row["restrictions"]
     return table
 
 

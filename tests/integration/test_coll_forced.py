@@ -4,67 +4,104 @@ coll_check (tests/mpi/coll_check.c: every collective, several datatypes and
 ops, MPI_IN_PLACE, sub-communicators whose sites interleave, results checked
 against a reference computed independently).
 
-Round i forces, for every collective that has one, its i-th algorithm, on
-a layout that changes from round to round (uneven two sites, three sites
-with a one-rank site, one rank against three), so every algorithm runs at
-least once.  Algorithms with restrictions are left to the defaults here:
-coll_check's interleaved sub-communicators with a non-commutative op would
-make forcing them an error by design; test_allgather_wan.py,
-test_reduce_wan.py and test_bcast_wan.py force them on the calls they can
-run, and every intra-site schedule (GRIDCOLL_ALLTOALL_LOCAL,
-GRIDCOLL_ALLGATHER_LOCAL) byte for byte."""
+Round i forces, for every collective that has one, its i-th grid algorithm
+(GRIDCOLL_<COLL>), on a layout that changes from round to round (uneven
+two sites, three sites with a one-rank site, one rank against three), so
+every algorithm runs at least once.  Algorithms with restrictions are left
+to the defaults here: coll_check's interleaved sub-communicators with a
+non-commutative op would make forcing them an error by design;
+test_allgather_wan.py, test_reduce_wan.py and test_bcast_wan.py force them
+on the calls they can run.
 
-import csv
-import io
+Site round i forces, with the grid defaults, the i-th site algorithm of
+every table that has a site level (GRIDCOLL_<COLL>_LOCAL: bcast's and
+allreduce's shm and mpich, allgather's strategies, alltoall's schedules),
+and the site-level stats (GRIDCOLL_STATS=1) must show that every site's
+phases chose it and no other."""
+
 import os
 import re
-import subprocess
 
-from harness import BIN, check, gridrun, main
+from harness import BIN, algorithm_rows, check, gridrun, main, site_stats
 
-INFO = os.path.join(BIN, "gridcoll-info")
 COLL_CHECK = os.path.join(BIN, "coll_check")
 LAYOUTS = [["--site-sizes", "2,3"], ["--site-sizes", "2,1,2"],
            ["--site-sizes", "1,3"]]
+SITES = {"2,3": ["alpha", "beta"], "2,1,2": ["alpha", "beta", "gamma"],
+         "1,3": ["alpha", "beta"]}
 CASES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter",
          "reduce_scatter_block", "scan", "exscan", "gather", "gatherv",
          "scatter", "scatterv", "allgather", "allgatherv", "alltoall",
          "alltoallv", "alltoallw"]
+# The tables whose site level coll_check's calls reach with the grid
+# defaults; the v-forms share allgather's and alltoall's.
+SITE_TABLES = ["bcast", "allreduce", "allgather", "alltoall"]
 
 
 def unrestricted_algorithms():
-    """{collective: [algorithm, ...]} of the algorithms without
+    """{collective: [algorithm, ...]} of the grid algorithms without
     restrictions, in table order."""
-    out = subprocess.run([INFO, "--algorithms", "--csv"], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
     tables = {}
-    for row in csv.DictReader(io.StringIO(out)):
-        if not row["restrictions"]:
+    for row in algorithm_rows():
+        if row["level"] == "grid" and not row["restrictions"]:
             tables.setdefault(row["coll"], []).append(row["algo"])
     return tables
 
 
-def round_env(tables, i):
-    return {"GRIDCOLL_%s" % coll.upper(): algos[i]
+def site_algorithms():
+    """{collective: [site algorithm, ...]} of SITE_TABLES, in table
+    order."""
+    tables = {coll: [] for coll in SITE_TABLES}
+    for row in algorithm_rows():
+        if row["level"] == "site" and row["coll"] in tables:
+            tables[row["coll"]].append(row["algo"])
+    return tables
+
+
+def round_env(tables, i, suffix=""):
+    return {"GRIDCOLL_%s%s" % (coll.upper(), suffix): algos[i]
             for coll, algos in tables.items() if i < len(algos)}
+
+
+def run_round(i, env):
+    layout = LAYOUTS[i % len(LAYOUTS)]
+    rc, out, err = gridrun(layout, [COLL_CHECK], env=env, timeout=120)
+    where = "%s with %s" % (" ".join(layout), env)
+    failures = [l for l in (out + err).splitlines() if "FAIL" in l]
+    check(not failures and rc == 0, "%s: exit %d:\n%s" % (
+        where, rc, "\n".join(failures[:5] + err.splitlines()[-15:])))
+    ok = sorted(l[3:] for l in out.splitlines() if re.match(r"OK \S+$", l))
+    check(ok == sorted(CASES), "%s: OK lines %s" % (where, ok))
+    return SITES[layout[1]], err, where
 
 
 def forced_round(i, env):
     def test():
-        layout = LAYOUTS[i % len(LAYOUTS)]
-        rc, out, err = gridrun(layout, [COLL_CHECK], env=env, timeout=120)
-        where = "%s with %s" % (" ".join(layout), env)
-        failures = [l for l in (out + err).splitlines() if "FAIL" in l]
-        check(not failures and rc == 0, "%s: exit %d:\n%s" % (
-            where, rc, "\n".join(failures[:5] + err.splitlines()[-15:])))
-        ok = sorted(l[3:] for l in out.splitlines()
-                    if re.match(r"OK \S+$", l))
-        check(ok == sorted(CASES), "%s: OK lines %s" % (where, ok))
+        run_round(i, env)
+    return test
+
+
+def site_round(i, env):
+    def test():
+        sites, err, where = run_round(i, dict(env, GRIDCOLL_STATS="1"))
+        chosen = site_stats(err)
+        for var, algo in env.items():
+            coll = var[len("GRIDCOLL_"):-len("_LOCAL")].lower()
+            for site in sites:
+                got = {a: n for (s, c, a), n in chosen.items()
+                       if s == site and c == coll}
+                check(list(got) == [algo] and got[algo] > 0,
+                      "%s: site %s chose %s for %s" % (where, site, got,
+                                                       var))
     return test
 
 
 if __name__ == "__main__":
     tables = unrestricted_algorithms()
     rounds = max(len(algos) for algos in tables.values())
+    sites = site_algorithms()
+    site_rounds = max(len(algos) for algos in sites.values())
     main([("round_%d" % i, forced_round(i, round_env(tables, i)))
-          for i in range(rounds)])
+          for i in range(rounds)] +
+         [("site_round_%d" % i, site_round(i, round_env(sites, i, "_LOCAL")))
+          for i in range(site_rounds)])

@@ -12,20 +12,23 @@ used with exact call, WAN byte and WAN message counts for cases whose cost
 is known
 (tests/mpi/coll_stats.c does nothing but the collective), and
 GridColl_Algorithm_used names the forced algorithm; the default rule
-switches allreduce from hier to multileader above 4 MiB."""
+switches allreduce from hier to multileader above 4 MiB.  The site level
+of the tables (GRIDCOLL_<COLL>_LOCAL) is selected by the same code: an
+unknown name is an error listing the table's site algorithms, and the
+stats count the site algorithm each site chose."""
 
-import csv
 import glob
-import io
 import os
 import re
 import subprocess
 
-from harness import (BIN, SOURCE_DIR, STATS_LINE, check, gridrun, main,
+from harness import (BIN, SITE_STATS_LINE, SOURCE_DIR, STATS_LINE,
+                     algorithm_rows, algorithms, check, gridrun, main,
                      wan_stats)
 
 STATS = os.path.join(BIN, "coll_stats")
 HELLO = os.path.join(BIN, "grid_hello")
+COLL_CHECK = os.path.join(BIN, "coll_check")
 BENCH = os.path.join(BIN, "gridcoll-bench")
 INFO = os.path.join(BIN, "gridcoll-info")
 LAYOUT = ["--site-sizes", "2,1"]  # sites alpha (ranks 0, 1) and beta (2)
@@ -35,13 +38,6 @@ TABLES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter", "scan",
           "gather", "gatherv", "scatter", "scatterv", "allgather",
           "allgatherv", "alltoall", "alltoallv", "alltoallw", "neighbor"]
 
-def info_csv():
-    r = subprocess.run([INFO, "--algorithms", "--csv"],
-                       stdout=subprocess.PIPE, text=True, check=True,
-                       timeout=30)
-    return list(csv.DictReader(io.StringIO(r.stdout)))
-
-
 def failing_run(env, program):
     rc, out, err = gridrun(LAYOUT, program, env=env)
     check(rc not in (0, 124), "expected the job to fail, exit %d:\n%s\n%s" %
@@ -50,7 +46,7 @@ def failing_run(env, program):
 
 
 def test_bad_algorithm_name():
-    valid = [r["algo"] for r in info_csv() if r["coll"] == "bcast"]
+    valid = algorithms("bcast")
     err = failing_run({"GRIDCOLL_BCAST": "nonsense"},
                       [STATS, "bcast", "1", "8"])
     lines = [l for l in err.splitlines()
@@ -71,12 +67,18 @@ def test_bad_segment_size():
           "no clear message about GRIDCOLL_BCAST_SEGSIZE=abc:\n" + err)
 
 
-def test_bad_local_phase():
-    err = failing_run({"GRIDCOLL_BCAST_LOCAL": "bogus"},
-                      [STATS, "bcast", "1", "8"])
-    check("MPI_Bcast: GRIDCOLL_BCAST_LOCAL=bogus is not a local phase of "
-          "bcast (valid: shm, mpich)" in err,
-          "no clear message about GRIDCOLL_BCAST_LOCAL=bogus:\n" + err)
+def test_bad_site_algorithm():
+    """Every table with a site level: an unknown GRIDCOLL_<COLL>_LOCAL stops
+    the first call that reaches the site level (coll_check runs them all)
+    with the table's site algorithms as the valid names."""
+    for coll in ("bcast", "allreduce", "allgather", "alltoall"):
+        var = "GRIDCOLL_%s_LOCAL" % coll.upper()
+        valid = algorithms(coll, "site")
+        err = failing_run({var: "bogus"}, [COLL_CHECK])
+        want = ("%s=bogus is not a site algorithm of %s (valid: %s)" %
+                (var, coll, ", ".join(valid)))
+        check(re.search(r"MPI_\w+: " + re.escape(want), err),
+              "no message %r:\n%s" % (want, err))
 
 
 def test_bad_shm_bytes():
@@ -127,9 +129,9 @@ def test_info_settings_lists_real_variables():
           "GRIDCOLL_ASYNC_PROGRESS is not a boolean defaulting to 0")
     check(re.search(r"^GRIDCOLL_JOB_ID \(.*set by gridrun", listing, re.M),
           "GRIDCOLL_JOB_ID not marked as set by gridrun")
-    # The valid names of a family member are its table's.
+    # The valid names of a family member are its table's grid algorithms.
     bcast = re.search(r"^ {8}GRIDCOLL_BCAST: (.*)$", listing, re.M)
-    valid = [r["algo"] for r in info_csv() if r["coll"] == "bcast"]
+    valid = algorithms("bcast")
     check(bcast and bcast.group(1).split(", ") == valid,
           "GRIDCOLL_BCAST's names %s, table %s" %
           (bcast and bcast.group(1), valid))
@@ -209,47 +211,80 @@ def test_malformed_setting_fails_mpi_init():
           "valid settings: exit %d\n%s\n%s" % (rc, out, err))
 
 
+def level_names(lines):
+    """The algorithm names of one level's lines, its default rule last."""
+    return [l.split()[0] for l in lines[:-1]
+            if not l.strip().startswith("restrictions:")]
+
+
 def test_info_lists_every_table():
     r = subprocess.run([INFO, "--algorithms"], stdout=subprocess.PIPE,
                        text=True, check=True, timeout=30)
-    rows = info_csv()
+    rows = algorithm_rows()
     check(sorted({row["coll"] for row in rows}) == sorted(TABLES),
           "--csv tables: %s" % sorted({row["coll"] for row in rows}))
-    # The text form: a heading per table naming its variable, its
-    # algorithms indented under it, then its default rule.  Other blocks
-    # (choices inside an algorithm, such as alltoall's local phase) have
-    # headings of their own.
+    check({row["level"] for row in rows} == {"grid", "site"} and
+          all(row["blocking"] in ("0", "1") for row in rows),
+          "--csv levels or blocking columns: %s" % rows)
+    # The text form: a heading per table naming its variable, its grid
+    # algorithms indented under it, then its default rule; for a table
+    # with a site level, a heading naming GRIDCOLL_<COLL>_LOCAL, the site
+    # algorithms and the site default rule.  The node layer's variables
+    # have a block of their own.
     blocks = {}
     for block in r.stdout.strip().split("\n\n"):
         head = re.match(r"(\w+) \(GRIDCOLL_(\w+)=NAME", block)
         if head is None or head.group(2) != head.group(1).upper():
             continue
-        blocks[head.group(1)] = block
-        check(block.splitlines()[-1].startswith("  default: "),
-              "no default rule for %s:\n%s" % (head.group(1), block))
+        coll, lines = head.group(1), block.splitlines()[1:]
+        site = [i for i, l in enumerate(lines)
+                if l.startswith("  site level (")]
+        grid_lines = lines[:site[0]] if site else lines
+        site_lines = lines[site[0] + 1:] if site else []
+        check(grid_lines[-1].startswith("  default: "),
+              "no default rule for %s:\n%s" % (coll, block))
+        check(not site or site_lines[-1].startswith("  site default: "),
+              "no site default rule for %s:\n%s" % (coll, block))
+        blocks[coll] = {"grid": level_names(grid_lines),
+                        "site": level_names(site_lines) if site else []}
     check(sorted(blocks) == sorted(TABLES), "tables: %s" % sorted(blocks))
-    for row in rows:
-        listed = [l.split()[0] for l in blocks[row["coll"]].splitlines()[1:-1]
-                  if not l.strip().startswith("restrictions:")]
-        check(row["algo"] in listed, "%s/%s missing from --algorithms:\n%s" %
-              (row["coll"], row["algo"], blocks[row["coll"]]))
+    for coll, levels in blocks.items():
+        for level, listed in levels.items():
+            want = [row["algo"] for row in rows
+                    if row["coll"] == coll and row["level"] == level]
+            check(listed == want, "%s %s level: --algorithms lists %s, "
+                  "--csv %s" % (coll, level, listed, want))
+    # The site levels and their variables, as the settings table has them.
+    sites = {coll for coll, levels in blocks.items() if levels["site"]}
+    check(sites == {"bcast", "allreduce", "allgather", "allgatherv",
+                    "alltoall", "alltoallv", "alltoallw"},
+          "tables with a site level: %s" % sorted(sites))
+    for coll in ("allgatherv", "alltoallv", "alltoallw"):
+        check(blocks[coll]["site"] == blocks[coll[:-1]]["site"],
+              "%s shares %s's site level" % (coll, coll[:-1]))
+        check("site level (GRIDCOLL_%s_LOCAL=NAME)" % coll[:-1].upper() in
+              r.stdout, "no GRIDCOLL_%s_LOCAL heading" % coll[:-1].upper())
 
 
 def stats_lines(env, args):
+    """The grid lines' and the site-level lines' fields, sorted."""
     rc, out, err = gridrun(LAYOUT, [STATS] + args,
                            env=dict(env, GRIDCOLL_STATS="1"))
     check(rc == 0, "coll_stats %s exited %d:\n%s\n%s" %
           (" ".join(args), rc, out, err))
-    found = [STATS_LINE.fullmatch(l) for l in err.splitlines()
-             if l.startswith("gridcoll-stats:")]
-    check(all(found), "malformed gridcoll-stats line in:\n" + err)
-    return sorted(m.groups() for m in found), out, err
+    lines = [l for l in err.splitlines() if l.startswith("gridcoll-stats:")]
+    grid = [STATS_LINE.fullmatch(l) for l in lines if " level=" not in l]
+    site = [SITE_STATS_LINE.fullmatch(l) for l in lines if " level=" in l]
+    check(all(grid) and all(site), "malformed gridcoll-stats line in:\n" + err)
+    return (sorted(m.groups() for m in grid),
+            sorted(m.groups() for m in site), out, err)
 
 
-def check_stats(env, args, want):
+def check_stats(env, args, want, want_site=None):
     """want: {(site, coll, algo): (calls, wan_bytes, wan_messages)}; each
-    site also prints its coll=internal line."""
-    got, out, err = stats_lines(env, args)
+    site also prints its coll=internal line.  want_site: {(site, coll,
+    algo): calls} of the site level (default: none)."""
+    got, got_site, out, err = stats_lines(env, args)
     forced = env["GRIDCOLL_" + args[0].upper()]
     check(out.split() == ["used=" + forced],
           "GridColl_Algorithm_used should name %s:\n%s" % (forced, out))
@@ -261,6 +296,9 @@ def check_stats(env, args, want):
     expected = sorted(k + tuple(str(v) for v in want[k]) for k in want)
     check(used == expected, "stats lines\n%s\nexpected\n%s" %
           ("\n".join(map(str, used)), "\n".join(map(str, expected))))
+    expected = sorted(k + (str(v),) for k, v in (want_site or {}).items())
+    check(got_site == expected, "site-level stats lines\n%s\nexpected\n%s"
+          % ("\n".join(map(str, got_site)), "\n".join(map(str, expected))))
 
 
 def test_allreduce_default_switch():
@@ -324,11 +362,36 @@ def test_stats_alltoall_direct():
 def test_stats_bcast_hier():
     # The root (alpha) sends the buffer once to beta's leader per call (in
     # one message: m is below any pipeline segment); beta takes part in
-    # every call but sends nothing across the WAN.
+    # every call but sends nothing across the WAN.  Every call's local
+    # bcasts: mpich by default below 256 KiB, shm when forced.
     k, m = 4, 1000
-    check_stats({"GRIDCOLL_BCAST": "hier"}, ["bcast", str(k), str(m)],
-                {("alpha", "bcast", "hier"): (k, m * k, k),
-                 ("beta", "bcast", "hier"): (k, 0, 0)})
+    for local, env in (("mpich", {}), ("shm", {"GRIDCOLL_BCAST_LOCAL": "shm"})):
+        check_stats(dict(env, GRIDCOLL_BCAST="hier"),
+                    ["bcast", str(k), str(m)],
+                    {("alpha", "bcast", "hier"): (k, m * k, k),
+                     ("beta", "bcast", "hier"): (k, 0, 0)},
+                    {("alpha", "bcast", local): k,
+                     ("beta", "bcast", local): k})
+
+
+def test_stats_alltoall_site_default():
+    """The site rules, counted per site: bruck from 8 members for pairs of
+    1..256 bytes, else mpich.  lg's pair inside a site carries a rank's 9
+    blocks of 64 bytes spread over the site's n members: 72 bytes on 8
+    members, 82 on 7, 288 on 2, 576 on 1."""
+    k = 2
+    for sizes, want in (("8,1", {"alpha": "bruck", "beta": "mpich"}),
+                        ("7,2", {"alpha": "mpich", "beta": "mpich"})):
+        rc, out, err = gridrun(["--site-sizes", sizes],
+                               [STATS, "alltoall", str(k), "64"],
+                               env={"GRIDCOLL_STATS": "1",
+                                    "GRIDCOLL_ALLTOALL": "lg"})
+        check(rc == 0, "coll_stats exited %d:\n%s\n%s" % (rc, out, err))
+        got = sorted(m.groups() for m in SITE_STATS_LINE.finditer(err))
+        expected = sorted((site, "alltoall", algo, str(k))
+                          for site, algo in want.items())
+        check(got == expected, "%s: site-level stats %s, expected %s" %
+              (sizes, got, expected))
 
 
 if __name__ == "__main__":

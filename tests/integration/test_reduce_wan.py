@@ -17,13 +17,10 @@ model's (the algorithms' file headers in libgridcoll/coll/):
                         result to the root in segments."""
 
 import os
-import re
-import subprocess
 
-from harness import BIN, check, main, run_self_checking
+from harness import BIN, algorithms, check, main, run_self_checking
 
 PROGRAM = os.path.join(BIN, "reduce_wan")
-INFO = os.path.join(BIN, "gridcoll-info")
 
 # Three and five ranks; three sites with a one-rank site in the middle.
 LAYOUTS = [("sizes_3_5", [3, 5]), ("sizes_2_1_2", [2, 1, 2])]
@@ -36,21 +33,6 @@ DOUBLE, MATRIX = 8, 16
 SIZES = [0, 8, 1000, 65536, 1048576]
 
 TIMEOUT = 90
-
-
-def algorithms(collective):
-    """Algorithm names of one table, from gridcoll-info --algorithms."""
-    out = subprocess.run([INFO, "--algorithms"], stdout=subprocess.PIPE,
-                         text=True, check=True).stdout
-    names, inside = [], False
-    for line in out.splitlines():
-        if not line.startswith(" "):
-            inside = line.startswith(collective + " (")
-        elif inside:
-            m = re.match(r"  (\w+) ", line)  # not "  default:", restrictions
-            if m:
-                names.append(m.group(1))
-    return names
 
 
 def reduce_scatter_calls(n):

@@ -41,7 +41,7 @@ def algorithms(coll):
                         "--csv"], stdout=subprocess.PIPE, text=True,
                        check=True, timeout=30)
     return [row["algo"] for row in csv.DictReader(io.StringIO(r.stdout))
-            if row["coll"] == coll]
+            if row["coll"] == coll and row["level"] == "grid"]
 
 
 def rows(path):
