@@ -253,6 +253,14 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
     return wait_for(TEST_SOME, incount, requests, outcount, indices, statuses);
 }
 
+/* MPICH calls the layer's cancel_fn inside PMPI_Cancel: it must run under
+ * the library lock, like every entry into the layer (gc_lock.h). */
+int MPI_Cancel(MPI_Request *request)
+{
+    GC_ENTER();
+    return PMPI_Cancel(request);
+}
+
 /* MPICH answers from the request's state: the engine must have moved
  * first, or a cross-site request would never be seen complete. */
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
