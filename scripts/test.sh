@@ -11,7 +11,9 @@
 #    integration tests bind fixed loopback ports;
 # 4. builds build-asan/ with clang, address + undefined-behaviour sanitizers
 #    and the libFuzzer targets, and runs every test there too (including the
-#    bounded fuzz run).
+#    bounded fuzz run);
+# 5. builds the programs of the progress-thread tests in build-tsan/ with
+#    clang's thread sanitizer and runs those tests there.
 #
 # Every step runs even when an earlier one failed (except tests of a tree
 # that did not build); the summary at the end lists what failed and the exit
@@ -102,6 +104,13 @@ configure_and_build() {
         cmake --build "$dir"
 }
 
+configure_tsan() {
+    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DGRIDCOLL_WERROR=ON -DCMAKE_C_COMPILER=clang -DGRIDCOLL_TSAN=ON &&
+        cmake --build build-tsan --target gridrun gridrelay gridwan \
+            nbc_check coll_check p2p_check
+}
+
 # Unit tests are self-contained and run in parallel; integration (and any
 # other) tests bind fixed ports, so they run one at a time.
 run_ctest() {
@@ -131,6 +140,16 @@ if step "Build: build-asan/ (clang, ASan+UBSan, libFuzzer)" \
     configure_and_build build-asan -DCMAKE_C_COMPILER=clang \
     -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON; then
     step "Tests: build-asan/ (incl. fuzz)" run_ctest build-asan || true
+fi
+
+# The progress thread against the program: ThreadSanitizer on the layer
+# (MPICH itself is not instrumented), only what the thread tests run.
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
+if step "Build: build-tsan/ (clang, ThreadSanitizer; thread test programs)" \
+    configure_tsan; then
+    step "Tests: build-tsan/ (integration.mpi_thread)" \
+        ctest --test-dir build-tsan --output-on-failure -R integration.mpi_thread ||
+        true
 fi
 
 banner "Summary"

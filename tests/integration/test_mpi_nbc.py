@@ -15,13 +15,10 @@ MPI_Iallreduce, the
 reductions, allgather and alltoall under every algorithm of their tables,
 and the neighbourhood collectives in their three forms on a Cartesian grid
 (reorder 0 and 1) and a distributed graph.
-
-The progress thread (GRIDCOLL_ASYNC_PROGRESS=1): nbc_check's progress
-case has rank 0 compute outside MPI in the middle of an MPI_Ibarrier; the
-others must leave before it ends with the thread, and must wait for it
-without (on the layouts where rank 0 has a peer on its site, and on one
-site, MPICH alone).  With the thread, nbc_check, coll_check in both forms
-and p2p_check (MPI_Cancel runs in the engine's turn then) run whole."""
+nbc_check's progress case runs here without the progress thread: the
+others must wait for rank 0, which computes outside MPI (where rank 0 has a
+peer on its site, and on one site, MPICH alone); test_mpi_thread.py runs it
+with the thread."""
 
 import os
 import re
@@ -39,11 +36,6 @@ COLL_CASES = [
     "alltoallw"]
 NBC_CASES = ["ibcast", "overlap", "ibarrier", "persistent", "freedom",
              "algorithms", "neighbor", "progress"]
-P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
-             "wildcards", "get_count", "proc_null", "non_overtaking",
-             "non_overtaking_any_source", "tag_out_of_order", "sendrecv",
-             "probe", "wait_test", "cancel", "datatypes", "truncate",
-             "many_outstanding", "large", "comm_isolation"]
 THREAD = {"GRIDCOLL_ASYNC_PROGRESS": "1"}
 
 LAYOUTS = [
@@ -93,12 +85,4 @@ if __name__ == "__main__":
              for name, args in LAYOUTS]
     tests += [("nbc_check_%s" % name, nbc_test(args))
               for name, args in NBC_LAYOUTS]
-    tests += [("thread_nbc_check_%s" % name, nbc_test(args, thread=True))
-              for name, args in NBC_LAYOUTS]
-    tests += [("thread_coll_check_%s" % form,
-               lambda form=form: run("coll_check", LAYOUTS[2][1], COLL_CASES,
-                                     dict(THREAD, COLL_CHECK_FORM=form)))
-              for form in ("blocking", "nonblocking", "persistent")]
-    tests += [("thread_p2p_check", lambda: run("p2p_check", LAYOUTS[2][1],
-                                               P2P_CASES, THREAD))]
     main(tests)

@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""The progress thread (GRIDCOLL_ASYNC_PROGRESS=1, libgridcoll/gc_thread.c).
+
+nbc_check's progress case has rank 0 compute outside MPI in the middle of
+an MPI_Ibarrier: with the thread the others must leave before it ends (on
+one site MPICH's own progress thread does it).  With the thread running
+beside the program, nbc_check on every layout, coll_check in its three
+forms and p2p_check (MPI_Cancel of cross-site receives, whose callback
+then defers to the engine) run whole and byte-exact.  Run in the
+ThreadSanitizer build too (scripts/test.sh), where a race between the
+thread and the program fails the rank."""
+
+from harness import main
+from test_mpi_nbc import COLL_CASES, LAYOUTS, NBC_LAYOUTS, THREAD, nbc_test, run
+
+P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
+             "wildcards", "get_count", "proc_null", "non_overtaking",
+             "non_overtaking_any_source", "tag_out_of_order", "sendrecv",
+             "probe", "wait_test", "cancel", "datatypes", "truncate",
+             "many_outstanding", "large", "comm_isolation"]
+SIZES_2_1_2 = LAYOUTS[2][1]
+
+
+def coll_test(form):
+    return lambda: run("coll_check", SIZES_2_1_2, COLL_CASES,
+                       dict(THREAD, COLL_CHECK_FORM=form))
+
+
+if __name__ == "__main__":
+    tests = [("nbc_check_%s" % name, nbc_test(args, thread=True))
+             for name, args in NBC_LAYOUTS]
+    tests += [("coll_check_%s" % form, coll_test(form))
+              for form in ("blocking", "nonblocking", "persistent")]
+    tests += [("p2p_check", lambda: run("p2p_check", SIZES_2_1_2, P2P_CASES,
+                                        THREAD))]
+    main(tests)
