@@ -34,7 +34,8 @@
  *   T_C1 + max over sites (alpha_w + beta_w n_s (N - n_s) m) + T_scatter
  * where the coordinator alone injects and absorbs all of its site's WAN
  * traffic and the local phase funnels (N - n_s) m bytes from every
- * member into it.  Wins for small messages and many sites, where the
+ * member into it; the v-forms add the size gather, N - n_s + S - 1
+ * uint64 from every member.  Wins for small messages and many sites, where the
  * S - 1 start-ups per site (against sum max(n_s, n_t) for LG) dominate.
  */
 #include <limits.h>
@@ -402,9 +403,9 @@ int alltoall_grid_hier(struct coll_sched *s, const struct coll_args *a)
         return status;
     int coordinator = h->me == 0, wan = h->remote_count > 0;
     int sizes = -1, laid = -1;
+    int late = coordinator && wan && h->k.block == 0;
     if (wan && h->k.block == 0)
         sizes = sizes_step(s, h);
-    int late = coordinator && sizes >= 0;
     if (late)
         laid = coll_sched_call(s, lay_out, h, sizes);
     /* The WAN messages in, sized by lay_out. */
@@ -413,8 +414,9 @@ int alltoall_grid_hier(struct coll_sched *s, const struct coll_args *a)
         in[t] = h->recv_step[t] = coll_sched_recv(
             s, c->leader[h->remote[t]], TAG_ALLTOALL, NULL, -1, MPI_BYTE, laid);
     int packed = coll_sched_call(s, pack_bundles, h, -1);
-    /* Members enter the exchange after the sizes step, as the
-     * coordinator, which waits for it, does. */
+    /* Every member starts the exchange after the size gather, as the
+     * coordinator must: a member blocked in the exchange (blocking runs)
+     * before it posted the gather would leave the coordinator waiting. */
     int before[3] = {packed, sizes, laid}, exchanged;
     int ready = coll_sched_join(s, before, 3);
     if (a->request == NULL) {

@@ -20,8 +20,7 @@
  *                  MPI_Iscan, MPI_Iallgather, MPI_Ialltoall, MPI_Ialltoallv
  *                  (uneven blocks) and their _init forms, started twice
  *                  with the send buffer changed between starts, under
- *                  every algorithm of their tables (GridColl_Set_algorithm;
- *                  blocking-only ones are skipped by the library),
+ *                  every algorithm of their tables (GridColl_Set_algorithm),
  *                  several sizes
  *   neighbor       the five neighbourhood collectives, blocking,
  *                  nonblocking and persistent, on a periodic 2-D
