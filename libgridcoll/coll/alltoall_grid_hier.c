@@ -170,9 +170,10 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
 
 /*
  * Coordinator: the WAN messages' layout.  The message to site t holds, by
- * destination y, the blocks of every member x for y (dest_off[y] is
- * where); the one from site t, by member x of this site, x's total from
- * t; the scatter gives member x its parts of every site's message.
+ * destination y, the blocks of every member x for y (from dest_off[i],
+ * y remote rank i); the one from site t, by member x of this site, x's
+ * total from t; the scatter gives member x its parts of every site's
+ * message.
  */
 static int lay_out_wan(struct coll_sched *s, struct hier *h)
 {
@@ -208,10 +209,9 @@ static int lay_out_wan(struct coll_sched *s, struct hier *h)
     for (int t = 0; t < h->remote_count; t++)
         if (h->soff[t + 1] - h->soff[t] > INT_MAX)
             return MPI_ERR_COUNT;
-    if (alltoall_room(s, &h->wsend, &h->wsend_cap, h->soff[h->remote_count]) !=
-            0 ||
-        alltoall_room(s, &h->wrecv, &h->wrecv_cap, h->roff[h->remote_count]) !=
-            0 ||
+    size_t sent = h->soff[h->remote_count], got = h->roff[h->remote_count];
+    if (alltoall_room(s, &h->wsend, &h->wsend_cap, sent) != 0 ||
+        alltoall_room(s, &h->wrecv, &h->wrecv_cap, got) != 0 ||
         alltoall_room(s, &h->scat, &h->scat_cap, scat) != 0)
         return MPI_ERR_NO_MEM;
     /* The coordinator's own part stays at the scatter's start. */
@@ -256,8 +256,8 @@ static int lay_out(struct coll_sched *s, void *arg)
     return h->me == 0 && h->remote_count > 0 ? lay_out_wan(s, h) : MPI_SUCCESS;
 }
 
-/* Pack the outgoing bundles: the block for each member, and at the start
- * of the coordinator's every block for other sites. */
+/* Pack the outgoing bundles: the block for each member, and in the
+ * coordinator's, after its block, every block for other sites. */
 static int pack_bundles(struct coll_sched *s, void *arg)
 {
     (void)s;
