@@ -337,7 +337,7 @@ coll_build_fn allgather_grid_hier;
 coll_build_fn alltoall_grid_direct;
 coll_build_fn neighbor_grid_direct;
 coll_build_fn alltoall_grid_lg;
-coll_algo_fn alltoall_grid_hier;
+coll_build_fn alltoall_grid_hier;
 
 /* Their cost functions (model mode), next to each algorithm. */
 coll_cost_fn bcast_grid_hier_cost;

@@ -371,7 +371,7 @@ static const struct coll_algo alltoall_algos[] = {
      "MagPIe: each site's blocks for other sites gathered at one "
      "coordinator, one WAN message per ordered pair of sites, local "
      "scatter",
-     "", NULL, alltoall_grid_hier, alltoall_grid_hier_cost, 0, NULL},
+     "", NULL, NULL, alltoall_grid_hier_cost, 0, alltoall_grid_hier},
     {"direct",
      "every pair of ranks on different sites exchanges one message "
      "over the relays; local phase inside each site",

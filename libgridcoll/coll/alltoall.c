@@ -1,7 +1,7 @@
 /*
  * Shared parts of the all-to-all algorithms (coll/alltoall.h): the call
- * as packed block sizes, size tables inside a site, and running the
- * local phase with the schedule the site level of the table chose.
+ * as packed block sizes, buffers sized at run time, and running the local
+ * phase with the schedule the site level of the table chose.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,18 +36,6 @@ static int call_fill(const struct coll_args *a, struct alltoall_call *k)
                                       &k->rlen[r]);
     }
     return status;
-}
-
-int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k)
-{
-    struct gc_comm *c = a->comm;
-    *k = (struct alltoall_call){0};
-    k->slen = malloc((size_t)c->size * sizeof *k->slen);
-    k->rlen = malloc((size_t)c->size * sizeof *k->rlen);
-    if (k->slen == NULL || k->rlen == NULL)
-        return coll_no_mem(c);
-    int status = site_map_build(c, &k->map);
-    return status == MPI_SUCCESS ? call_fill(a, k) : status;
 }
 
 int alltoall_call_sched(struct coll_sched *s, const struct coll_args *a,
@@ -109,14 +97,6 @@ int alltoall_keep_sides(struct coll_sched *s, const struct coll_args *a,
     return MPI_SUCCESS;
 }
 
-void alltoall_call_free(struct alltoall_call *k)
-{
-    free(k->slen);
-    free(k->rlen);
-    site_map_free(&k->map);
-    k->slen = k->rlen = NULL;
-}
-
 int alltoall_pack(const struct alltoall_call *k, int r, unsigned char *at)
 {
     return coll_pack(k->c, k->src + k->out->displs[r], k->out->counts[r],
@@ -130,29 +110,14 @@ int alltoall_unpack(const struct alltoall_call *k, int r,
                        k->rcv->counts[r], k->rcv->types[r]);
 }
 
-int alltoall_local_sizes(struct alltoall_call *k, const int *send_counts,
-                         const uint64_t *send, const int *recv_counts,
-                         uint64_t *recv)
+int alltoall_room(struct coll_sched *s, unsigned char **buf, size_t *cap,
+                  size_t bytes)
 {
-    struct gc_comm *c = k->c;
-    size_t n = (size_t)c->local_size;
-    int *sd = malloc(n * sizeof *sd), *rd = malloc(n * sizeof *rd);
-    int status = MPI_SUCCESS;
-    if (sd == NULL || rd == NULL) {
-        status = coll_no_mem(c);
-        goto cleanup;
-    }
-    sd[0] = rd[0] = 0;
-    for (size_t x = 1; x < n; x++) {
-        sd[x] = sd[x - 1] + send_counts[x - 1];
-        rd[x] = rd[x - 1] + recv_counts[x - 1];
-    }
-    status = PMPI_Alltoallv(send, send_counts, sd, MPI_UINT64_T, recv,
-                            recv_counts, rd, MPI_UINT64_T, c->local);
-cleanup:
-    free(sd);
-    free(rd);
-    return status;
+    if (*buf != NULL && bytes <= *cap)
+        return 0;
+    *buf = coll_sched_alloc(s, bytes);
+    *cap = bytes;
+    return *buf != NULL ? 0 : -1;
 }
 
 int alltoall_type_bytes(MPI_Count count, MPI_Datatype type, MPI_Count *bytes)

@@ -2,7 +2,7 @@
  * What the all-to-all algorithms share (coll/alltoall.c):
  *   - the grid algorithms (alltoall_grid_direct, _lg, _hier): the call as
  *     packed block sizes per peer, packing and unpacking one block,
- *     exchanging size tables inside a site;
+ *     buffers sized at run time;
  *   - their local phase: an exchange among the members of one site, run by
  *     one of the intra-site schedules (alltoall_site_*.c), the site level
  *     of the all-to-alls' table (gc_coll_select.c: GRIDCOLL_ALLTOALL_LOCAL,
@@ -34,10 +34,7 @@ struct alltoall_call {
     struct site_map map;
 };
 
-/* Free with alltoall_call_free, also after a failure. */
-int alltoall_call_init(const struct coll_args *a, struct alltoall_call *k);
-void alltoall_call_free(struct alltoall_call *k);
-/* The same in schedule memory (nothing to free). */
+/* The call as the algorithms see it, in schedule memory. */
 struct coll_sched;
 int alltoall_call_sched(struct coll_sched *s, const struct coll_args *a,
                         struct alltoall_call *k);
@@ -62,14 +59,12 @@ int alltoall_unpack(const struct alltoall_call *k, int r,
                     const unsigned char *at);
 
 /*
- * Inside the site: this rank sends send_counts[x] values of send[] (in
- * local-rank order, back to back) to local rank x and receives
- * recv_counts[x] values from x into recv[], back to back.  For the tables
- * of block sizes the v-forms need (a collective on `local`).
+ * *buf with room for `bytes`: the schedule's memory, allocated again when
+ * *cap is too little (a later run of a persistent alltoallv may need
+ * more); 0, or -1 when out of memory.
  */
-int alltoall_local_sizes(struct alltoall_call *k, const int *send_counts,
-                         const uint64_t *send, const int *recv_counts,
-                         uint64_t *recv);
+int alltoall_room(struct coll_sched *s, unsigned char **buf, size_t *cap,
+                  size_t bytes);
 
 /* ---- the local phase -------------------------------------------------------
  *

@@ -251,17 +251,6 @@ static int lg_sizes_step(struct coll_sched *s, struct lg *g)
     return coll_sched_local(s, &l, -1);
 }
 
-/* *buf with room for `bytes`, from the schedule when it has too little. */
-static int room(struct coll_sched *s, unsigned char **buf, size_t *cap,
-                size_t bytes)
-{
-    if (*buf != NULL && bytes <= *cap)
-        return 0;
-    *buf = coll_sched_alloc(s, bytes);
-    *cap = bytes;
-    return *buf != NULL ? 0 : -1;
-}
-
 /*
  * Once every size is known: the bundles' layout (both sides of the
  * local exchange) and the WAN messages' (soff), with the buffers and the
@@ -299,10 +288,9 @@ static int lay_out(struct coll_sched *s, void *arg)
     }
     for (int m = 0; m < g->msgs; m++)
         g->soff[m + 1] += g->soff[m];
-    /* A later run of a persistent alltoallv may need more room. */
-    if (room(s, &g->sbund, &g->sbund_cap, (size_t)stotal) != 0 ||
-        room(s, &g->rbund, &g->rbund_cap, (size_t)rtotal) != 0 ||
-        room(s, &g->wsend, &g->wsend_cap, g->soff[g->msgs]) != 0)
+    if (alltoall_room(s, &g->sbund, &g->sbund_cap, (size_t)stotal) != 0 ||
+        alltoall_room(s, &g->rbund, &g->rbund_cap, (size_t)rtotal) != 0 ||
+        alltoall_room(s, &g->wsend, &g->wsend_cap, g->soff[g->msgs]) != 0)
         return MPI_ERR_NO_MEM;
     if (g->bundle_step >= 0) {
         struct sched_local *l = coll_sched_local_args(s, g->bundle_step);

@@ -10,11 +10,13 @@ derived type freed before the wait, several collectives outstanding on
 two communicators completed in shuffled order with point-to-point in
 between, an Ibarrier that must not complete early, persistent
 collectives started 100 times with the buffer changed between starts and
-started in different orders on different ranks, a user op freed right after
-MPI_Iallreduce, the
-reductions, allgather and alltoall under every algorithm of their tables,
-and the neighbourhood collectives in their three forms on a Cartesian grid
-(reorder 0 and 1) and a distributed graph.
+started in different orders on different ranks, a user op freed right
+after MPI_Iallreduce, the reductions, allgather, alltoall and alltoallv
+under every algorithm of their tables (persistent ones started twice,
+the send buffer changed in between), and the neighbourhood collectives
+in their three forms on a Cartesian grid (reorder 0 and 1) and a
+distributed graph.
+
 nbc_check's progress case runs here without the progress thread: the
 others must wait for rank 0, which computes outside MPI (where rank 0 has a
 peer on its site, and on one site, MPICH alone); test_mpi_thread.py runs it

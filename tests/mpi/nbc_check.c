@@ -17,10 +17,11 @@
  *                  orders on different ranks (only the *_init calls must
  *                  be ordered), a user op freed right after MPI_Ireduce
  *   algorithms     MPI_Iallreduce, MPI_Ireduce, MPI_Ireduce_scatter_block,
- *                  MPI_Iscan, MPI_Iallgather, MPI_Ialltoall and their
- *                  _init forms under every algorithm of their tables
- *                  (GridColl_Set_algorithm; blocking-only ones are
- *                  skipped by the library), several sizes
+ *                  MPI_Iscan, MPI_Iallgather, MPI_Ialltoall, MPI_Ialltoallv
+ *                  (uneven blocks) and their _init forms, started twice
+ *                  with the send buffer changed between starts, under
+ *                  every algorithm of their tables (GridColl_Set_algorithm),
+ *                  several sizes
  *   neighbor       the five neighbourhood collectives, blocking,
  *                  nonblocking and persistent, on a periodic 2-D
  *                  Cartesian grid (reorder 0 and 1) and on a distributed
@@ -328,18 +329,53 @@ static void freedom_case(void)
 
 /* ---- every algorithm of the tables ------------------------------------- */
 
-/* Rank r's element i, and the sum over ranks lo..hi of element i. */
-static int elem(int r, int i)
+/*
+ * Rank r's element i in start `run` of a call (a persistent call's send
+ * buffer changes between starts: a schedule that read it when built
+ * fails), and the sum over ranks lo..hi of element i.
+ */
+static int elem(int r, int i, int run)
 {
-    return r * 131 + i % 977;
+    return r * 131 + i % 977 + run * 1009;
 }
 
-static int elem_sum(int lo, int hi, int i)
+static int elem_sum(int lo, int hi, int i, int run)
 {
     int sum = 0;
     for (int r = lo; r <= hi; r++)
-        sum += elem(r, i);
+        sum += elem(r, i, run);
     return sum;
+}
+
+/* Alltoallv: the ints rank r sends rank q, uneven by pair, and where
+ * they start among r's blocks. */
+static int vcount(int r, int q, int count)
+{
+    return count + (r + q) % 3;
+}
+
+static int vdispl(int r, int q, int count)
+{
+    int at = 0;
+    for (int p = 0; p < q; p++)
+        at += vcount(r, p, count);
+    return at;
+}
+
+/* Alltoallv: every block from every rank, byte for byte. */
+static void check_alltoallv(const int *recv, int count, const char *algo,
+                            int persistent, int run)
+{
+    int at = 0;
+    for (int r = 0; r < size; r++) {
+        int from = vdispl(r, rank, count);
+        for (int j = 0; j < vcount(r, rank, count); j++, at++)
+            if (recv[at] != elem(r, from + j, run))
+                fail("alltoallv %s%s count %d: element %d of rank %d's "
+                     "block is %d, expected %d",
+                     algo, persistent ? " (persistent)" : "", count, j, r,
+                     recv[at], elem(r, from + j, run));
+    }
 }
 
 /* One call of `coll` with `count` ints per block, as I-form (persistent
@@ -347,16 +383,23 @@ static int elem_sum(int lo, int hi, int i)
 static void one_algorithm(const char *coll, const char *algo, int count,
                           int persistent)
 {
-    int n = count * size;
+    int v = strcmp(coll, "alltoallv") == 0;
+    int n = count * size + (v ? 2 * size : 0);
     int *send = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *send);
     int *recv = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *recv);
-    int *counts = xmalloc((size_t)size * sizeof *counts);
+    int *counts = xmalloc(4 * (size_t)size * sizeof *counts);
+    int *sdispls = counts + size, *rcounts = counts + 2 * size,
+        *rdispls = counts + 3 * size;
     for (int i = 0; i < n; i++) {
-        send[i] = elem(rank, i);
+        send[i] = elem(rank, i, 0);
         recv[i] = -7;
     }
-    for (int r = 0; r < size; r++)
-        counts[r] = count;
+    for (int r = 0; r < size; r++) {
+        counts[r] = v ? vcount(rank, r, count) : count;
+        sdispls[r] = v ? vdispl(rank, r, count) : 0;
+        rcounts[r] = v ? vcount(r, rank, count) : 0;
+        rdispls[r] = r > 0 ? rdispls[r - 1] + rcounts[r - 1] : 0;
+    }
     MPI_Request req;
     MPI_Info info = MPI_INFO_NULL;
     MPI_Comm w = MPI_COMM_WORLD;
@@ -386,6 +429,12 @@ static void one_algorithm(const char *coll, const char *algo, int count,
                                              MPI_INT, w, info, &req)
                         : MPI_Iallgather(send, count, MPI_INT, recv, count,
                                          MPI_INT, w, &req);
+    else if (v)
+        rc = persistent
+                 ? MPI_Alltoallv_init(send, counts, sdispls, MPI_INT, recv,
+                                      rcounts, rdispls, MPI_INT, w, info, &req)
+                 : MPI_Ialltoallv(send, counts, sdispls, MPI_INT, recv, rcounts,
+                                  rdispls, MPI_INT, w, &req);
     else
         rc = persistent ? MPI_Alltoall_init(send, count, MPI_INT, recv, count,
                                             MPI_INT, w, info, &req)
@@ -393,26 +442,34 @@ static void one_algorithm(const char *coll, const char *algo, int count,
                                         MPI_INT, w, &req);
     mpi_check(rc, coll);
     for (int run = 0; run < (persistent ? 2 : 1); run++) {
-        /* Only an inactive request's buffer may change. */
-        for (int i = 0; run > 0 && i < n; i++)
+        /* Only an inactive request's buffers may change. */
+        for (int i = 0; run > 0 && i < n; i++) {
+            send[i] = elem(rank, i, run);
             recv[i] = -7;
+        }
         if (persistent)
             MPI_CHECK(MPI_Start(&req));
         MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        if (v) {
+            check_alltoallv(recv, count, algo, persistent, run);
+            continue;
+        }
         for (int i = 0; i < count; i++) {
             int got, want;
             if (strcmp(coll, "allreduce") == 0 ||
                 (strcmp(coll, "reduce") == 0 && rank == size - 1))
-                got = recv[i], want = elem_sum(0, size - 1, i);
+                got = recv[i], want = elem_sum(0, size - 1, i, run);
             else if (strcmp(coll, "reduce_scatter") == 0)
-                got = recv[i], want = elem_sum(0, size - 1, rank * count + i);
+                got = recv[i],
+                want = elem_sum(0, size - 1, rank * count + i, run);
             else if (strcmp(coll, "scan") == 0)
-                got = recv[i], want = elem_sum(0, rank, i);
+                got = recv[i], want = elem_sum(0, rank, i, run);
             else if (strcmp(coll, "allgather") == 0)
-                got = recv[(size - 1) * count + i], want = elem(size - 1, i);
+                got = recv[(size - 1) * count + i],
+                want = elem(size - 1, i, run);
             else if (strcmp(coll, "alltoall") == 0)
                 got = recv[(size - 1) * count + i],
-                want = elem(size - 1, rank * count + i);
+                want = elem(size - 1, rank * count + i, run);
             else
                 continue;
             if (got != want)
@@ -430,9 +487,9 @@ static void one_algorithm(const char *coll, const char *algo, int count,
 
 static void algorithms_case(void)
 {
-    static const char *const colls[] = {"allreduce", "reduce",
-                                        "scan",      "reduce_scatter",
-                                        "allgather", "alltoall"};
+    static const char *const colls[] = {
+        "allreduce", "reduce",   "scan",     "reduce_scatter",
+        "allgather", "alltoall", "alltoallv"};
     static const int counts[] = {1, 1000, 70000};
     for (size_t k = 0; k < sizeof colls / sizeof *colls; k++) {
         for (int i = 0;; i++) {
