@@ -60,9 +60,7 @@
  *     synchronised clocks (PTP); with clocks apart, the times are off by
  *     the offset, or every window is missed.
  * Nonblocking forms (issue 13): "ialltoall", ..., "ibarrier" time the
- * MPI_I* call and its MPI_Wait under the same table; a forced algorithm
- * that is not written as a schedule has none, the library runs the
- * default instead and the row shows n/a.  --overlap, as OSU's
+ * MPI_I* call and its MPI_Wait under the same table.  --overlap, as OSU's
  * osu_iallreduce and its kind: per algorithm and size the warm-up calls
  * and 5 calls (post + wait) give a target, every rank calibrates a busy
  * loop (no MPI inside) to last that long, and each round times, back to
@@ -229,9 +227,7 @@ static void usage(FILE *out)
         "                barrier gather scatter, or the nonblocking form of\n"
         "                one with an i in front (ialltoall, ibcast, ...,\n"
         "                ibarrier): MPI_Ialltoall, ... then MPI_Wait, the\n"
-        "                same algorithm tables (a forced algorithm that has\n"
-        "                no nonblocking form shows n/a: the library ran\n"
-        "                another)\n"
+        "                same algorithm tables\n"
         "  --sizes LIST  message sizes in bytes, comma-separated, with an\n"
         "                optional K, M or G (binary) [8,1k,64k,1m]; bytes is\n"
         "                  alltoall, alltoallv: the block of one pair of\n"

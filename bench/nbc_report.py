@@ -47,7 +47,8 @@ def overlap(path):
         rows = groups[key]
         med = lambda k: statistics.median(float(r[k]) for r in rows)
         every = "every %d units" % key[4] if key[4] else "none"
-        lib = {"new": "GridColl"}.get(key[1], key[1])
+        lib = {"new": "GridColl", "thread": "GridColl + progress thread"}.get(
+            key[1], key[1])
         print("| %s | %s | %s | %s | %s | %d | %.1f | %.1f | %.1f | %s | "
               "%.0f .. %.0f | %.0f |" % (
                   key[0], lib, key[2], size_name(key[3]), every, len(rows),

@@ -5,6 +5,9 @@
 #   overlap   gridcoll-bench ialltoall and iallreduce --overlap
 #             --test-every N, 64 KiB to 1 MiB, the automatic choice, on
 #             2+2 and 4+4: OUT/nbc-overlap.csv, lib "new";
+#   thread    the same with GRIDCOLL_ASYNC_PROGRESS=1 (the progress
+#             thread), with --test-every N and without MPI_Test
+#             (--test-every 0): lib "thread";
 #   native    the same with MPICH alone (gridcoll-bench-plain under
 #             gridrun --native: one MPICH job across the namespace
 #             sites, no relays): OUT/nbc-overlap.csv, lib "native";
@@ -27,7 +30,7 @@
 #   bench/run-nbc.sh --build build --old-lib ../old-build/lib --out DIR
 set -eu
 
-build=build old_lib= out=. runs=3 budget=3000 what="overlap native blocking halo"
+build=build old_lib= out=. runs=3 budget=3000 what="overlap thread native blocking halo"
 # --points: the blocking part on these points only (SITES:COLL:SIZES,
 # space-separated, e.g. "2,2:gather:1m 4,4:bcast:8,64k"), --iters timed
 # calls each; default every collective at 8,64k,1m, 9 calls.
@@ -45,7 +48,7 @@ while [ $# -gt 0 ]; do
     --points) points=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     *) echo "usage: $0 [--build DIR] [--old-lib DIR] [--out DIR] [--runs N]" \
-            "[--budget S] [--only 'overlap blocking halo native']" \
+            "[--budget S] [--only 'overlap thread native blocking halo']" \
             "[--test-every N] [--points LIST] [--iters N]" >&2
        exit 2 ;;
     esac
@@ -77,6 +80,9 @@ job() {
     # ranks alone (the bench's RUNPATH gives way to it).
     if [ "$lib" = native ]; then
         set -- --native -- "$bin/gridcoll-bench-plain" "$@"
+    elif [ "$lib" = thread ]; then
+        set -- -- env LD_LIBRARY_PATH="$new_lib" GRIDCOLL_ASYNC_PROGRESS=1 \
+            "$bin/gridcoll-bench" "$@"
     else
         set -- -- env LD_LIBRARY_PATH="$lib" "$bin/gridcoll-bench" "$@"
     fi
@@ -154,6 +160,16 @@ for run in $(seq 1 "$runs"); do
                     "$sites" -- "$coll" --sizes 64k,256k,1m --algos auto \
                     --iters 10 --warmup 2 --overlap \
                     --test-every "$test_every"
+            done ;;
+        esac
+        case " $what " in *" thread "*)
+            for every in "$test_every" 0; do
+                for coll in ialltoall iallreduce; do
+                    job "$out/nbc-overlap.csv" "$layout,thread,$run" thread \
+                        600 "$sites" -- "$coll" --sizes 64k,256k,1m \
+                        --algos auto --iters 10 --warmup 2 --overlap \
+                        --test-every "$every"
+                done
             done ;;
         esac
         case " $what " in *" native "*)

@@ -177,7 +177,6 @@ struct coll_args {
     } u;
 };
 
-typedef int coll_algo_fn(const struct coll_args *a);
 struct coll_sched;
 /* Add this member's steps for the call to s (engine/coll_sched.h). */
 typedef int coll_build_fn(struct coll_sched *s, const struct coll_args *a);
@@ -205,15 +204,13 @@ union coll_site_run {
 struct coll_algo {
     const char *name;
     const char *description;
-    const char *restrictions; /* "" when it runs everywhere */
+    const char *restrictions; /* NULL or "" when it runs everywhere */
     /* NULL: usable for every call; else 1 when usable for this one. */
     int (*usable)(const struct coll_args *a);
-    coll_algo_fn *run;
     /* Predicted time in seconds; NULL: not a candidate in model mode. */
     coll_cost_fn *cost;
     int segmented; /* its cost depends on the segment size */
-    /* Written as a schedule: builds it (then `run` is NULL), for every
-     * form of the collective; else only the blocking one runs `run`. */
+    /* Grid level: builds the schedule of every form of the collective. */
     coll_build_fn *build;
     /* A site algorithm has a name, description, restrictions and maybe
      * `usable`; the four fields before this comment are the grid's. */

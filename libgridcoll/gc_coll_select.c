@@ -59,37 +59,51 @@ static const struct coll_when k_divides = {
  */
 
 static const struct coll_algo barrier_algos[] = {
-    {"hier",
-     "local barrier, site leaders exchange one empty message each "
-     "(one WAN latency), local barrier",
-     "", NULL, NULL, NULL, 0, barrier_grid_hier},
+    {.name = "hier",
+     .description =
+         "local barrier, site leaders exchange one empty message each "
+         "(one WAN latency), local barrier",
+     .build = barrier_grid_hier},
 };
 static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
 
 static const struct coll_algo bcast_algos[] = {
-    {"hier",
-     "MagPIe: the root sends the packed buffer to one leader per "
-     "site in segments, each site broadcasts every segment locally "
-     "as it arrives (one WAN latency)",
-     "", NULL, NULL, bcast_grid_hier_cost, 1, bcast_grid_hier},
-    {"multilane",
-     "two binary trees per site, half the message each, leaves swap "
-     "halves, trees chained site to site, pipelined in segments "
-     "(each byte crosses each WAN link once)",
-     "", NULL, NULL, bcast_grid_multilane_cost, 1, bcast_grid_multilane},
-    {"binomial",
-     "binomial tree over all ranks numbered site by site, whole "
-     "message per edge",
-     "", NULL, NULL, bcast_grid_binomial_cost, 0, bcast_grid_binomial},
-    {"scatter_allgather",
-     "van de Geijn: binomial scatter of p blocks, ring allgather, "
-     "ranks numbered site by site",
-     "packed message up to 1 GiB", bcast_grid_scatter_allgather_usable, NULL,
-     bcast_grid_scatter_allgather_cost, 0, bcast_grid_scatter_allgather},
-    {"chain",
-     "pipelined chain through all ranks, site by site, in segments "
-     "(each byte crosses each WAN link once)",
-     "", NULL, NULL, bcast_grid_chain_cost, 1, bcast_grid_chain},
+    {.name = "hier",
+     .description =
+         "MagPIe: the root sends the packed buffer to one leader per "
+         "site in segments, each site broadcasts every segment locally "
+         "as it arrives (one WAN latency)",
+     .cost = bcast_grid_hier_cost,
+     .segmented = 1,
+     .build = bcast_grid_hier},
+    {.name = "multilane",
+     .description =
+         "two binary trees per site, half the message each, leaves swap "
+         "halves, trees chained site to site, pipelined in segments "
+         "(each byte crosses each WAN link once)",
+     .cost = bcast_grid_multilane_cost,
+     .segmented = 1,
+     .build = bcast_grid_multilane},
+    {.name = "binomial",
+     .description = "binomial tree over all ranks numbered site by site, whole "
+                    "message per edge",
+     .cost = bcast_grid_binomial_cost,
+     .build = bcast_grid_binomial},
+    {.name = "scatter_allgather",
+     .description =
+         "van de Geijn: binomial scatter of p blocks, ring allgather, "
+         "ranks numbered site by site",
+     .restrictions = "packed message up to 1 GiB",
+     .usable = bcast_grid_scatter_allgather_usable,
+     .cost = bcast_grid_scatter_allgather_cost,
+     .build = bcast_grid_scatter_allgather},
+    {.name = "chain",
+     .description =
+         "pipelined chain through all ranks, site by site, in segments "
+         "(each byte crosses each WAN link once)",
+     .cost = bcast_grid_chain_cost,
+     .segmented = 1,
+     .build = bcast_grid_chain},
     /* site: the local bcasts of hier */
     {.name = "shm",
      .description = "the source writes each segment into its node's shared "
@@ -123,12 +137,15 @@ static const struct coll_rule bcast_rules[] = {
 };
 
 static const struct coll_algo reduce_algos[] = {
-    {"hier",
-     "MagPIe: local reduce on every site, leaders send partial "
-     "results to the root in segments, folded in rank order as they "
-     "arrive (non-commutative op on interleaved sites: every "
-     "contribution to the root)",
-     "", NULL, NULL, reduce_grid_hier_cost, 1, reduce_grid_hier},
+    {.name = "hier",
+     .description =
+         "MagPIe: local reduce on every site, leaders send partial "
+         "results to the root in segments, folded in rank order as they "
+         "arrive (non-commutative op on interleaved sites: every "
+         "contribution to the root)",
+     .cost = reduce_grid_hier_cost,
+     .segmented = 1,
+     .build = reduce_grid_hier},
 };
 static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
 
@@ -160,22 +177,29 @@ static int sites_contiguous(const struct coll_args *a)
     "contiguous range of ranks"
 
 static const struct coll_algo allreduce_algos[] = {
-    {"reduce_bcast",
-     "hierarchical Reduce to rank 0, then hierarchical Bcast "
-     "(two WAN latencies)",
-     "", NULL, NULL, allreduce_grid_reduce_bcast_cost, 0,
-     allreduce_grid_reduce_bcast},
-    {"hier",
-     "local reduce, every leader sends its site's partial result to every "
-     "other leader (one WAN latency), fold in site order, local bcast",
-     SITE_ORDER_RESTRICTION, partials_in_order, NULL, allreduce_grid_hier_cost,
-     0, allreduce_grid_hier},
-    {"multileader",
-     "local reduce-scatter, every member exchanges its slice with the "
-     "members of the other sites whose slices overlap it (segmented), "
-     "fold, local allgather",
-     SITE_ORDER_RESTRICTION, partials_in_order, NULL,
-     allreduce_grid_multileader_cost, 1, allreduce_grid_multileader},
+    {.name = "reduce_bcast",
+     .description = "hierarchical Reduce to rank 0, then hierarchical Bcast "
+                    "(two WAN latencies)",
+     .cost = allreduce_grid_reduce_bcast_cost,
+     .build = allreduce_grid_reduce_bcast},
+    {.name = "hier",
+     .description =
+         "local reduce, every leader sends its site's partial result to every "
+         "other leader (one WAN latency), fold in site order, local bcast",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = partials_in_order,
+     .cost = allreduce_grid_hier_cost,
+     .build = allreduce_grid_hier},
+    {.name = "multileader",
+     .description =
+         "local reduce-scatter, every member exchanges its slice with the "
+         "members of the other sites whose slices overlap it (segmented), "
+         "fold, local allgather",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = partials_in_order,
+     .cost = allreduce_grid_multileader_cost,
+     .segmented = 1,
+     .build = allreduce_grid_multileader},
     /* site: the local reduce and bcast of hier, the reduce-scatter of
      * multileader */
     {.name = "shm",
@@ -212,16 +236,19 @@ static const struct coll_rule allreduce_rules[] = {
 };
 
 static const struct coll_algo reduce_scatter_algos[] = {
-    {"reduce_scatterv",
-     "hierarchical Reduce of the whole vector to rank 0, "
-     "then hierarchical Scatterv of the pieces (two WAN latencies)",
-     "", NULL, NULL, NULL, 0, reduce_scatter_grid_reduce_scatterv},
-    {"hier",
-     "local reduce-scatter over every member of a site, each member sends "
-     "the pieces of its slice straight to their owners on other sites "
-     "(segmented, one WAN latency), owners fold in site order",
-     SITE_ORDER_RESTRICTION, scatter_partials_in_order, NULL, NULL, 0,
-     reduce_scatter_grid_hier},
+    {.name = "reduce_scatterv",
+     .description =
+         "hierarchical Reduce of the whole vector to rank 0, "
+         "then hierarchical Scatterv of the pieces (two WAN latencies)",
+     .build = reduce_scatter_grid_reduce_scatterv},
+    {.name = "hier",
+     .description =
+         "local reduce-scatter over every member of a site, each member sends "
+         "the pieces of its slice straight to their owners on other sites "
+         "(segmented, one WAN latency), owners fold in site order",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = scatter_partials_in_order,
+     .build = reduce_scatter_grid_hier},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule reduce_scatter_rules[] = {
@@ -230,16 +257,19 @@ static const struct coll_rule reduce_scatter_rules[] = {
 };
 
 static const struct coll_algo scan_algos[] = {
-    {"gather_scatter",
-     "every contribution to rank 0 (Gather), prefixes in "
-     "rank order there, Scatter back (two WAN latencies)",
-     "", NULL, NULL, NULL, 0, scan_grid_gather_scatter},
-    {"hier",
-     "local scan, each site's last member sends the site total to the "
-     "leaders of the sites after it (one WAN latency), leaders fold the "
-     "prefix and broadcast it locally, members apply it",
-     "every site's members one contiguous range of ranks, for any op",
-     sites_contiguous, NULL, NULL, 0, scan_grid_hier},
+    {.name = "gather_scatter",
+     .description = "every contribution to rank 0 (Gather), prefixes in "
+                    "rank order there, Scatter back (two WAN latencies)",
+     .build = scan_grid_gather_scatter},
+    {.name = "hier",
+     .description =
+         "local scan, each site's last member sends the site total to the "
+         "leaders of the sites after it (one WAN latency), leaders fold the "
+         "prefix and broadcast it locally, members apply it",
+     .restrictions =
+         "every site's members one contiguous range of ranks, for any op",
+     .usable = sites_contiguous,
+     .build = scan_grid_hier},
 };
 /* hier whenever it can run the call; the rank-order fallback else. */
 static const struct coll_rule scan_rules[] = {
@@ -248,30 +278,31 @@ static const struct coll_rule scan_rules[] = {
 };
 
 static const struct coll_algo gather_algos[] = {
-    {"hier",
-     "MagPIe: local gather to each site leader, leaders send their "
-     "site's packed blocks to the root",
-     "", NULL, NULL, NULL, 0, gather_grid_hier},
+    {.name = "hier",
+     .description =
+         "MagPIe: local gather to each site leader, leaders send their "
+         "site's packed blocks to the root",
+     .build = gather_grid_hier},
 };
 static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
 
 static const struct coll_algo scatter_algos[] = {
-    {"hier",
-     "MagPIe: the root sends each site leader its site's packed "
-     "blocks, local scatter",
-     "", NULL, NULL, NULL, 0, scatter_grid_hier},
+    {.name = "hier",
+     .description = "MagPIe: the root sends each site leader its site's packed "
+                    "blocks, local scatter",
+     .build = scatter_grid_hier},
 };
 static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
 
 static const struct coll_algo allgather_algos[] = {
-    {"gather_bcast",
-     "hierarchical Gather(v) to rank 0, hierarchical Bcast "
-     "of the whole result",
-     "", NULL, NULL, NULL, 0, allgatherv_grid_gather_bcast},
-    {"hier",
-     "intra-site allgather (site level), leaders exchange "
-     "their sites' packed blocks (one WAN latency), local bcast",
-     "", NULL, NULL, NULL, 0, allgather_grid_hier},
+    {.name = "gather_bcast",
+     .description = "hierarchical Gather(v) to rank 0, hierarchical Bcast "
+                    "of the whole result",
+     .build = allgatherv_grid_gather_bcast},
+    {.name = "hier",
+     .description = "intra-site allgather (site level), leaders exchange "
+                    "their sites' packed blocks (one WAN latency), local bcast",
+     .build = allgather_grid_hier},
     /* site: Kumar & Kale's strategies (allgather_site.h), the local
      * allgather of hier and of allreduce multileader */
     {.name = "ring",
@@ -362,20 +393,26 @@ static const struct coll_rule allgather_rules[] = {
 /* Alltoall, Alltoallv and Alltoallw: every algorithm moves packed blocks,
  * so per-pair counts and datatypes only change byte counts. */
 static const struct coll_algo alltoall_algos[] = {
-    {"lg",
-     "Steffenel's Local Group: blocks regrouped inside each site, then "
-     "every block crosses the WAN once, max(n_s, n_t) messages from "
-     "site s to site t, straight to the destination ranks",
-     "", NULL, NULL, alltoall_grid_lg_cost, 0, alltoall_grid_lg},
-    {"hier",
-     "MagPIe: each site's blocks for other sites gathered at one "
-     "coordinator, one WAN message per ordered pair of sites, local "
-     "scatter",
-     "", NULL, NULL, alltoall_grid_hier_cost, 0, alltoall_grid_hier},
-    {"direct",
-     "every pair of ranks on different sites exchanges one message "
-     "over the relays; local phase inside each site",
-     "", NULL, NULL, alltoall_grid_direct_cost, 0, alltoall_grid_direct},
+    {.name = "lg",
+     .description =
+         "Steffenel's Local Group: blocks regrouped inside each site, then "
+         "every block crosses the WAN once, max(n_s, n_t) messages from "
+         "site s to site t, straight to the destination ranks",
+     .cost = alltoall_grid_lg_cost,
+     .build = alltoall_grid_lg},
+    {.name = "hier",
+     .description =
+         "MagPIe: each site's blocks for other sites gathered at one "
+         "coordinator, one WAN message per ordered pair of sites, local "
+         "scatter",
+     .cost = alltoall_grid_hier_cost,
+     .build = alltoall_grid_hier},
+    {.name = "direct",
+     .description =
+         "every pair of ranks on different sites exchanges one message "
+         "over the relays; local phase inside each site",
+     .cost = alltoall_grid_direct_cost,
+     .build = alltoall_grid_direct},
     /* site: the exchange inside each site of lg and hier (alltoall.h) */
     {.name = "lin",
      .description = "linear shift: in phase p rank i sends to (i+p) mod n "
@@ -450,10 +487,11 @@ static const struct coll_rule alltoallv_rules[] = {
 };
 
 static const struct coll_algo neighbor_algos[] = {
-    {"direct",
-     "every rank sends each neighbour its block and receives each of its "
-     "own, inside a site over MPICH, between sites over the relays",
-     "", NULL, NULL, NULL, 0, neighbor_grid_direct},
+    {.name = "direct",
+     .description =
+         "every rank sends each neighbour its block and receives each of its "
+         "own, inside a site over MPICH, between sites over the relays",
+     .build = neighbor_grid_direct},
 };
 static const struct coll_rule neighbor_rules[] = {{0, 0, 0, "direct"}};
 
@@ -565,11 +603,16 @@ static void list_names(const struct coll_table *t, enum coll_level level,
     }
 }
 
-/* Runs blocking calls only: a grid algorithm not written as a schedule
- * (engine/coll_sched.h), a site algorithm marked so. */
+static const char *restrictions_of(const struct coll_algo *algo)
+{
+    return algo->restrictions != NULL ? algo->restrictions : "";
+}
+
+/* Runs blocking calls only: a site algorithm marked so (every grid
+ * algorithm is a schedule, engine/coll_sched.h). */
 static int blocking_only(const struct coll_algo *algo)
 {
-    return algo->level == COLL_GRID ? algo->build == NULL : algo->blocking;
+    return algo->level == COLL_SITE && algo->blocking;
 }
 
 static int usable(const struct coll_algo *algo, const struct coll_args *a)
@@ -600,7 +643,7 @@ static int forced_algo(const struct coll_table *t, enum coll_level level,
     else
         snprintf(text, sizeof text,
                  "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
-                 source, name, t->algos[*index].restrictions, names);
+                 source, name, restrictions_of(&t->algos[*index]), names);
     return gc_error(a->comm->handle, MPI_ERR_ARG, text);
 }
 
@@ -907,14 +950,6 @@ void gc_coll_account_wan(size_t bytes)
     current->wan_messages++;
 }
 
-/* Set by gc_coll_note_mismatch while a collective runs. */
-static int size_mismatch;
-
-void gc_coll_note_mismatch(void)
-{
-    size_mismatch = 1;
-}
-
 /*
  * A schedule algorithm: built for this call, then run to its end
  * (blocking), started behind a request (nonblocking) or kept for
@@ -963,23 +998,7 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
         index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
     slot->calls++;
     last_run[kind] = &t->algos[index];
-    if (t->algos[index].build != NULL)
-        return run_schedule(kind, &t->algos[index], a, slot);
-    /* Its local phases must reach MPICH after those of the schedules
-     * started before it on this communicator. */
-    coll_sched_drain(a->comm);
-    struct coll_stats *outer = current;
-    current = slot;
-    a->comm->coll_seq++;
-    int outer_mismatch = size_mismatch;
-    size_mismatch = 0;
-    status = t->algos[index].run(a);
-    if (status == MPI_SUCCESS && size_mismatch)
-        status = coll_arg_error(a->comm, MPI_ERR_TRUNCATE, a->fn,
-                                "the members' message sizes differ");
-    size_mismatch = outer_mismatch;
-    current = outer;
-    return status;
+    return run_schedule(kind, &t->algos[index], a, slot);
 }
 
 /*
@@ -1059,11 +1078,10 @@ static void print_level(FILE *out, const struct coll_table *t,
         if (algo->level != level)
             continue;
         fprintf(out, "  %-20s %s\n", algo->name, algo->description);
-        if (algo->restrictions[0] != '\0' || blocking_only(algo))
-            fprintf(out, "  %-20s restrictions: %s%s%s\n", "",
-                    algo->restrictions,
-                    algo->restrictions[0] != '\0' && blocking_only(algo) ? "; "
-                                                                         : "",
+        const char *restrictions = restrictions_of(algo);
+        if (restrictions[0] != '\0' || blocking_only(algo))
+            fprintf(out, "  %-20s restrictions: %s%s%s\n", "", restrictions,
+                    restrictions[0] != '\0' && blocking_only(algo) ? "; " : "",
                     blocking_only(algo) ? "blocking calls only" : "");
     }
     fprintf(out, "  %s:", level == COLL_GRID ? "default" : "site default");
@@ -1136,7 +1154,7 @@ void coll_print_algorithms_csv(FILE *out)
                     algo->level == COLL_GRID ? "grid" : "site", algo->name);
             print_csv_field(out, algo->description);
             fputc(',', out);
-            print_csv_field(out, algo->restrictions);
+            print_csv_field(out, restrictions_of(algo));
             fprintf(out, ",%d\n", blocking_only(algo));
         }
 }

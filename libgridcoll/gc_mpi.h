@@ -270,12 +270,6 @@ void gc_p2p_shutdown(void);
  * WAN; it counts for the collective algorithm running, or for the layer.
  */
 void gc_coll_account_wan(size_t bytes);
-/*
- * A collective's transfer between sites had another length than this
- * member expected: the running collective returns MPI_ERR_TRUNCATE once
- * all its phases are done (gc_coll_select.c, coll_run).
- */
-void gc_coll_note_mismatch(void);
 /* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
 void gc_coll_print_stats(void);
 

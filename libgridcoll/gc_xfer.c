@@ -48,21 +48,6 @@ int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
     return MPI_SUCCESS;
 }
 
-/*
- * A transfer's result.  A length other than the expected one means the
- * members called the collective with different sizes (an erroneous
- * program): the phase goes on with the bytes that came, so every member
- * finishes the collective instead of some waiting forever, and coll_run
- * reports MPI_ERR_TRUNCATE at the end (gc_coll_note_mismatch).
- */
-static int xfer_result(const struct op *op)
-{
-    if (op->error != MPI_ERR_TRUNCATE)
-        return op->error;
-    gc_coll_note_mismatch();
-    return MPI_SUCCESS;
-}
-
 int gc_xfer_waitall(int count, struct gc_xfer **reqs)
 {
     int status = MPI_SUCCESS;
@@ -77,9 +62,8 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
         gc_progress(0);
         while (!op->done)
             gc_progress(10);
-        int error = xfer_result(op);
-        if (error != MPI_SUCCESS && status == MPI_SUCCESS)
-            status = error;
+        if (op->error != MPI_SUCCESS && status == MPI_SUCCESS)
+            status = op->error;
         gc_op_free(op);
         reqs[i] = NULL;
     }
