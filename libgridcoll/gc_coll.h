@@ -91,6 +91,7 @@ int coll_parse_size(const char *text, size_t *value);
 
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);
+int coll_check_count(const struct gc_comm *c, const char *fn, int count);
 int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
                       const int *counts);
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);

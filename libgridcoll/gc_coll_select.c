@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/allgather_site.h"
-#include "coll/alltoall.h"
+#include "coll/allgather/allgather_site.h"
+#include "coll/alltoall/alltoall.h"
 #include "coll/node_shm.h"
 #include "engine/coll_request.h"
 #include "gc_coll.h"

@@ -4,7 +4,7 @@
  * the algorithms MPICH runs on a site; the all-to-all adds Steffenel's
  * contention signature (eq. 4-5).
  */
-#include "model_cost.h"
+#include "coll/model_cost.h"
 
 static double log2_ceil(int n)
 {

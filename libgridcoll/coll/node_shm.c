@@ -3,7 +3,7 @@
  * segment, flag words, datatype helpers, and the choice of the local
  * phases.
  */
-#include "node_shm.h"
+#include "coll/node_shm.h"
 
 #include <limits.h>
 #include <sched.h>

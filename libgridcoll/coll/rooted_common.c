@@ -2,7 +2,7 @@
  * The root's layout and the remote members' steps of the hier Gatherv
  * and Scatterv; rooted_common.h says what each is for.
  */
-#include "rooted_common.h"
+#include "coll/rooted_common.h"
 
 #include <limits.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bcast_common.h"
+#include "coll/bcast/bcast_common.h"
 
 #define MAX_SITES 4
 
