@@ -414,10 +414,17 @@ static void algorithms_case(void)
 
 enum { NB_BLOCK = 3, NB_MAX = 16 }; /* ints per block, neighbours at most */
 
-/* What `from` sends in its block `k` (k-th destination), element e. */
-static int nb_value(int from, int k, int e)
+/* What `from` sends in its block `k` (k-th destination), element e, in
+ * the run-th start of a persistent call. */
+static int nb_value(int from, int k, int e, int run)
 {
-    return from * 1000 + k * 10 + e;
+    return run * 100000 + from * 1000 + k * 10 + e;
+}
+
+/* Ints in that block in the v- and w-forms: 1 to NB_BLOCK. */
+static int nb_count(int from, int k)
+{
+    return 1 + (from + 2 * k) % NB_BLOCK;
 }
 
 /*
@@ -460,10 +467,12 @@ static const char *nb_forced(MPI_Comm comm, int outdeg, const int *dests,
 
 /*
  * One neighbourhood collective on `comm` in the given form (0 blocking,
- * 1 nonblocking, 2 persistent started twice), then the receive buffer
- * checked: recv block j holds what sources[j] sent in the block whose
- * index `sent_as[j]` gives.  A forced algorithm must have run it, or,
- * when it must refuse the communicator, the call fail with MPI_ERR_ARG.
+ * 1 nonblocking, 2 persistent started twice, the data changed between
+ * the starts), then the receive buffer checked: recv block j holds what
+ * sources[j] sent in the block whose index `sent_as[j]` gives, in the
+ * v- and w-forms nb_count ints of it (the rest untouched).  A forced algorithm
+ * must have run it, or, when it must refuse the communicator, the call fail
+ * with MPI_ERR_ARG.
  */
 static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
                    int indeg, const int *sources, int outdeg, const int *dests,
@@ -485,12 +494,20 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
         br[i] = (MPI_Aint)rdispls[i] * (MPI_Aint)sizeof(int);
         types[i] = MPI_INT;
     }
-    for (int k = 0; k < outdeg; k++)
-        for (int e = 0; e < NB_BLOCK; e++)
-            send[k * NB_BLOCK + e] = nb_value(me, kind == 0 ? 0 : k, e);
+    /* Allgatherv: one block of this rank's size for all. */
+    int sized = kind == 1 || kind >= 3;
+    for (int k = 0; sized && k < outdeg; k++)
+        counts[k] = nb_count(me, kind == 1 ? 0 : k);
+    for (int j = 0; sized && j < indeg; j++)
+        if (sources[j] != MPI_PROC_NULL)
+            rcounts[j] = nb_count(sources[j], kind == 1 ? 0 : sent_as[j]);
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Status st;
     for (int run = 0; run < (form == 2 ? 2 : 1); run++) {
+        for (int k = 0; k < outdeg; k++)
+            for (int e = 0; e < NB_BLOCK; e++)
+                send[k * NB_BLOCK + e] =
+                    nb_value(me, kind <= 1 ? 0 : k, e, run);
         for (int i = 0; i < (indeg + 1) * 2 * NB_BLOCK; i++)
             recv[i] = -1;
         int rc = MPI_SUCCESS;
@@ -513,18 +530,18 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
                                                  MPI_INFO_NULL, &req);
                 break;
             case 3:
-                rc = MPI_Neighbor_allgatherv(send, NB_BLOCK, MPI_INT, recv,
+                rc = MPI_Neighbor_allgatherv(send, counts[0], MPI_INT, recv,
                                              rcounts, rdispls, MPI_INT, comm);
                 break;
             case 4:
-                rc = MPI_Ineighbor_allgatherv(send, NB_BLOCK, MPI_INT, recv,
+                rc = MPI_Ineighbor_allgatherv(send, counts[0], MPI_INT, recv,
                                               rcounts, rdispls, MPI_INT, comm,
                                               &req);
                 break;
             case 5:
-                rc = MPI_Neighbor_allgatherv_init(send, NB_BLOCK, MPI_INT, recv,
-                                                  rcounts, rdispls, MPI_INT,
-                                                  comm, MPI_INFO_NULL, &req);
+                rc = MPI_Neighbor_allgatherv_init(
+                    send, counts[0], MPI_INT, recv, rcounts, rdispls, MPI_INT,
+                    comm, MPI_INFO_NULL, &req);
                 break;
             case 6:
                 rc = MPI_Neighbor_alltoall(send, NB_BLOCK, MPI_INT, recv,
@@ -587,15 +604,16 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
             MPI_CHECK(MPI_Start(&req));
         if (form != 0)
             MPI_CHECK(MPI_Wait(&req, &st));
-        int gaps = kind == 1 || kind >= 3;
         for (int j = 0; j < indeg; j++) {
             const int *block =
-                recv + (gaps ? (indeg - 1 - j) * 2 * NB_BLOCK : j * NB_BLOCK);
+                recv + (sized ? (indeg - 1 - j) * 2 * NB_BLOCK : j * NB_BLOCK);
+            int null = sources[j] == MPI_PROC_NULL;
+            int n = null ? 0 : sized ? rcounts[j] : NB_BLOCK;
             for (int e = 0; e < NB_BLOCK; e++) {
-                int want =
-                    sources[j] == MPI_PROC_NULL
-                        ? -1
-                        : nb_value(sources[j], kind <= 1 ? 0 : sent_as[j], e);
+                int want = e >= n
+                               ? -1
+                               : nb_value(sources[j],
+                                          kind <= 1 ? 0 : sent_as[j], e, run);
                 if (block[e] != want)
                     fail("%s: block %d element %d is %d, expected %d", what, j,
                          e, block[e], want);
