@@ -41,6 +41,7 @@
 
 #include "check_util.h"
 #include "gridcoll.h"
+#include "neighbor_util.h"
 
 static int rank, size;
 
@@ -412,7 +413,7 @@ static void algorithms_case(void)
 
 /* ---- neighbourhood collectives ----------------------------------------- */
 
-enum { NB_BLOCK = 3, NB_MAX = 16 }; /* ints per block, neighbours at most */
+enum { NB_BLOCK = 3 }; /* ints per block */
 
 /* What `from` sends in its block `k` (k-th destination), element e, in
  * the run-th start of a persistent call. */
@@ -431,37 +432,18 @@ static int nb_count(int from, int k)
  * The algorithm GRIDCOLL_NEIGHBOR forces on `comm` (NULL: none, or the
  * communicator is MPICH's, on one site), and whether it must refuse the
  * communicator: "bundled" needs two or more blocks from one site to
- * another (every member's destinations counted by site pair).
+ * another.
  */
 static const char *nb_forced(MPI_Comm comm, int outdeg, const int *dests,
                              int *refused)
 {
     const char *algo = getenv("GRIDCOLL_NEIGHBOR");
-    int sites, me, n;
+    int sites;
     *refused = 0;
     MPI_CHECK(GridColl_Comm_site_count(comm, &sites));
     if (algo == NULL || algo[0] == '\0' || sites < 2)
         return NULL;
-    MPI_CHECK(MPI_Comm_rank(comm, &me));
-    MPI_CHECK(MPI_Comm_size(comm, &n));
-    int *site = xmalloc((size_t)n * sizeof *site);
-    int *blocks = xmalloc((size_t)n * (size_t)n * sizeof *blocks);
-    int *all = xmalloc((size_t)n * (size_t)n * sizeof *all);
-    for (int r = 0; r < n; r++)
-        MPI_CHECK(GridColl_Comm_site_of(comm, r, &site[r]));
-    for (int i = 0; i < n * n; i++)
-        blocks[i] = 0;
-    for (int i = 0; i < outdeg; i++)
-        if (dests[i] != MPI_PROC_NULL && site[dests[i]] != site[me])
-            blocks[site[me] * n + site[dests[i]]]++;
-    MPI_CHECK(MPI_Allreduce(blocks, all, n * n, MPI_INT, MPI_SUM, comm));
-    int most = 0;
-    for (int i = 0; i < n * n; i++)
-        most = all[i] > most ? all[i] : most;
-    *refused = strcmp(algo, "bundled") == 0 && most < 2;
-    free(site);
-    free(blocks);
-    free(all);
+    *refused = strcmp(algo, "bundled") == 0 && !nb_bundles(comm, outdeg, dests);
     return algo;
 }
 
@@ -634,42 +616,6 @@ static int nb_mpich(void)
 {
     const char *mpich = getenv("NBC_CHECK_MPICH");
     return mpich != NULL && strcmp(mpich, "1") == 0;
-}
-
-/*
- * Where duplicate neighbours' blocks land, from every rank's
- * destinations: receive slot j from peer p gets p's blocks to this rank
- * in order (MPI's definition by Isend/Irecv loops; also MPICH 4.0.2's
- * Neighbor_alltoallv and _alltoallw): in_order[j]; MPICH 4.0.2's own
- * Neighbor_alltoall matches them in reverse: reversed[j].
- */
-static void nb_expect(MPI_Comm comm, int indeg, const int *srcs, int outdeg,
-                      const int *dests, int *in_order, int *reversed)
-{
-    int me, n;
-    MPI_CHECK(MPI_Comm_rank(comm, &me));
-    MPI_CHECK(MPI_Comm_size(comm, &n));
-    int mine[NB_MAX + 1] = {outdeg};
-    memcpy(mine + 1, dests, (size_t)outdeg * sizeof *dests);
-    int *all = xmalloc((size_t)n * (NB_MAX + 1) * sizeof *all);
-    MPI_CHECK(MPI_Allgather(mine, NB_MAX + 1, MPI_INT, all, NB_MAX + 1, MPI_INT,
-                            comm));
-    for (int j = 0; j < indeg; j++) {
-        int p = srcs[j], blocks[NB_MAX], count = 0, nth = 0;
-        if (p == MPI_PROC_NULL)
-            continue;
-        const int *p_dests = all + (size_t)p * (NB_MAX + 1);
-        for (int k = 0; k < p_dests[0]; k++)
-            if (p_dests[1 + k] == me)
-                blocks[count++] = k;
-        for (int i = 0; i < j; i++)
-            nth += srcs[i] == p;
-        if (nth >= count)
-            fail("slot %d from %d has no block", j, p);
-        in_order[j] = blocks[nth];
-        reversed[j] = blocks[count - 1 - nth];
-    }
-    free(all);
 }
 
 /*
