@@ -234,18 +234,22 @@ static const struct coll_algo neighbor_algos[] = {
      "", NULL, NULL, NULL, 0, neighbor_grid_direct},
     {"bundled",
      "the blocks from one site to another gathered at one member of each "
-     "site and sent as one relay message (sizes in a header), split and "
-     "delivered there; where one block crosses, and inside sites, direct",
+     "site and sent as one relay message (v-, w-forms: after a header of "
+     "their sizes), split and delivered there; where one block crosses, "
+     "and inside sites, direct",
      "two or more blocks from one site to another",
      neighbor_grid_bundled_usable, NULL, NULL, 0, neighbor_grid_bundled},
 };
 /*
- * bundled for allgather and alltoall blocks up to 8 KiB (the v- and
- * w-forms, whose sizes members do not share, stay direct): each bundled
- * block saves a WAN message, g = 9.3 us at the relays (docs/model.md),
- * and costs two local hops and copies, about 4 m / 5 GB/s, even at
- * m = 8 KiB; Kumar and Kale (section 4.6) measured combining ahead of
- * direct sends below 8 KB.  usable() only where a bundle saves messages.
+ * bundled where it saves WAN messages (usable: the topology's plan has a
+ * direction with two or more blocks) and blocks are small: each bundled
+ * block saves a WAN message, the relays' gap g = 9.3 us a message on the
+ * reference model (docs/model.md), and costs two local hops and two
+ * copies, 4 m bytes moved inside the site: 6.6 us at m = 8 KiB and
+ * 5 GB/s, still below g.  Kumar and Kale (section 4.6) also measured
+ * combining ahead of direct sends below 8 KB.  bytes is the block size
+ * of allgather and alltoall, equal on every member; the v- and w-forms
+ * (bytes 0, sizes the members do not share) stay direct.
  */
 static const struct coll_rule neighbor_rules[] = {
     {0, 1, 8 * 1024, "bundled"},

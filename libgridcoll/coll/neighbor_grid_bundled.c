@@ -90,7 +90,6 @@ struct nb_blocks {
 
 /* This member's part in the traffic with one other site. */
 struct nb_pair {
-    struct gc_comm *c;
     const struct gc_plan_pair *p;
     struct nb_blocks out, in; /* its blocks in bundled directions */
     /* Coordinator: members' sizes (member m's at at[m]: n_out[m] sizes
@@ -105,7 +104,7 @@ struct nb_pair {
     size_t *deliv_at; /* [members + 1] shares of the incoming one */
     unsigned char *bout, *bin, *deliv;
     size_t bout_cap, bin_cap, deliv_cap;
-    int *gather_step, *scatter_step; /* [members] */
+    int *gather_step, *deliver_step; /* [members] */
     int wan_send, wan_recv;
 };
 
@@ -203,7 +202,7 @@ static int lay_out(struct coll_sched *s, void *arg)
             return MPI_ERR_NO_MEM;
         coll_sched_retarget(s, x->wan_recv, x->bin, (int)bin);
         for (int m = 0; m < members; m++)
-            coll_sched_retarget(s, x->scatter_step[m],
+            coll_sched_retarget(s, x->deliver_step[m],
                                 x->deliv + x->deliv_at[m],
                                 (int)(x->deliv_at[m + 1] - x->deliv_at[m]));
         if (x->me >= 0)
@@ -335,13 +334,13 @@ static int coord_init(struct coll_sched *s, const struct coll_args *a,
     x->out_at = coll_sched_alloc(s, (members + 1) * sizeof *x->out_at);
     x->deliv_at = coll_sched_alloc(s, (members + 1) * sizeof *x->deliv_at);
     x->gather_step = coll_sched_alloc(s, members * sizeof *x->gather_step);
-    x->scatter_step = coll_sched_alloc(s, members * sizeof *x->scatter_step);
+    x->deliver_step = coll_sched_alloc(s, members * sizeof *x->deliver_step);
     if (!x->at || !x->out_at || !x->deliv_at || !x->gather_step ||
-        !x->scatter_step)
+        !x->deliver_step)
         return coll_no_mem(c);
     for (size_t m = 0; m < members; m++) {
         x->at[m + 1] = x->at[m] + (size_t)p->n_out[m] + (size_t)p->n_in[m];
-        x->gather_step[m] = x->scatter_step[m] = -1;
+        x->gather_step[m] = x->deliver_step[m] = -1;
         if (p->member[m] == c->rank)
             x->me = (int)m;
     }
@@ -410,7 +409,7 @@ static int coordinator(struct coll_sched *s, const struct coll_args *a,
         int split_step = coll_sched_call(s, split, x, x->wan_recv);
         for (int m = 0; m < members; m++)
             if (m != x->me && p->n_in[m] > 0)
-                x->scatter_step[m] =
+                x->deliver_step[m] =
                     coll_sched_send(s, p->member[m], TAG_NEIGHBOR_SPLIT, NULL,
                                     -1, MPI_BYTE, split_step);
         if (x->in.n > 0)
@@ -465,7 +464,6 @@ int neighbor_grid_bundled(struct coll_sched *s, const struct coll_args *a)
         struct nb_pair *x = coll_sched_alloc(s, sizeof *x);
         if (x == NULL)
             return coll_no_mem(c);
-        x->c = c;
         x->p = p;
         status = my_blocks(s, a, t, x);
         if (status == MPI_SUCCESS)

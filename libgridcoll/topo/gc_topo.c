@@ -336,10 +336,10 @@ cleanup:
 /*
  * The end of every constructor: `*newcomm` is what gc_comm_split_grid
  * made.  A grid communicator gets `t` (which this function owns from now
- * on) and its plan (from `whole`, a distributed graph's vertices' lists,
- * else from t); one all of whose members are on this site gets MPICH's topology
- * of the same description, `make` called on a communicator already in the new
- * rank order, which replaces it.
+ * on) and its site-pair plan (from `whole`, a distributed graph's
+ * vertices' lists, else from t); one all of whose members are on this
+ * site gets MPICH's topology of the same description, `make` called on a
+ * communicator already in the new rank order, which replaces it.
  */
 typedef int make_fn(MPI_Comm local, const struct gc_topo *t, MPI_Comm *out);
 
