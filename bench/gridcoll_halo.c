@@ -15,8 +15,10 @@
  * (bench_mpi.h), timed on every rank, the slowest rank's time; rank 0
  * prints the median, 10th and 90th percentiles over the timed exchanges,
  * and cut_pairs, the neighbour pairs whose two ranks are on different
- * sites (each a WAN message each way per exchange; GRIDCOLL_STATS=1
- * prints the WAN messages the library sent).  The first exchange is
+ * sites (each a WAN message each way per exchange under the direct
+ * algorithm; GRIDCOLL_STATS=1 prints the WAN messages the library sent),
+ * and the algorithm of the library's neighbor table that ran (--algo
+ * forces one, GridColl_Set_algorithm).  The first exchange is
  * checked byte for byte: a block carries its sender's world rank and
  * direction.  Exit status: 0; 1 wrong result; 2 usage or MPI error, or
  * the start window missed 8 times in a row.
@@ -40,6 +42,7 @@ struct options {
     uint64_t bytes;
     long iters, warmup;
     enum bench_start start;
+    const char *algo; /* NULL: the library's default */
     int csv;
 };
 
@@ -50,7 +53,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: " PROG " --dims AxB [--periodic] [--reorder 0|1]\n"
             "       [--bytes N] [--iters N] [--warmup N]\n"
-            "       [--start barrier|window] [--csv]\n"
+            "       [--start barrier|window] [--algo NAME] [--csv]\n"
             "Times MPI_Neighbor_alltoall on an A x B Cartesian communicator\n"
             "of MPI_COMM_WORLD (A x B = its size), one block of N bytes per\n"
             "neighbour, the halo exchange of a 2-D stencil.\n"
@@ -63,13 +66,16 @@ static void usage(FILE *out)
             "  --start barrier|window\n"
             "                 how the ranks start an exchange, as\n"
             "                 gridcoll-bench --start [barrier]\n"
+            "  --algo NAME    force this algorithm of the neighbor table\n"
+            "                 (gridcoll-info --algorithms) [the default]\n"
             "  --csv          CSV instead of an aligned table\n"
             "  --help         this text\n"
             "cut_pairs: neighbour pairs split between sites, each a WAN\n"
-            "message each way per exchange.  median_us, p10_us, p90_us:\n"
-            "the slowest rank's time per exchange, over the timed ones.\n"
+            "message each way per exchange under direct.  median_us, p10_us,\n"
+            "p90_us: the slowest rank's time per exchange, over the timed\n"
+            "ones.  algo: the algorithm that ran (-: MPICH's, one site).\n"
             "Columns: dims,periodic,reorder,sites,ranks,bytes,cut_pairs,"
-            "median_us,p10_us,p90_us\n");
+            "median_us,p10_us,p90_us,algo\n");
 }
 
 static int parse_count(const char *text, long min, long *out)
@@ -126,6 +132,12 @@ static int parse_options(int argc, char **argv, struct options *o)
         } else if (strcmp(a, "--warmup") == 0 && has_value) {
             if (parse_count(argv[++i], 0, &o->warmup) != 0) {
                 err = "--warmup: a number from 0 to 1000000";
+                goto bad;
+            }
+        } else if (strcmp(a, "--algo") == 0 && has_value) {
+            o->algo = argv[++i];
+            if (GridColl_Set_algorithm("neighbor", o->algo) != MPI_SUCCESS) {
+                err = "--algo: not an algorithm of the neighbor table";
                 goto bad;
             }
         } else if (strcmp(a, "--start") == 0 && has_value) {
@@ -289,19 +301,24 @@ int main(int argc, char **argv)
                p90 = bench_quantile(t, o.iters, 0.9) * 1e6;
         char dims[32];
         snprintf(dims, sizeof dims, "%dx%d", o.dims[0], o.dims[1]);
+        const char *used = GridColl_Algorithm_used("neighbor");
+        if (used == NULL)
+            used = "-";
         if (rank == 0 && o.csv)
             printf("dims,periodic,reorder,sites,ranks,bytes,cut_pairs,"
-                   "median_us,p10_us,p90_us\n%s,%d,%d,%d,%d,%zu,%d,%.2f,%.2f,"
-                   "%.2f\n",
+                   "median_us,p10_us,p90_us,algo\n%s,%d,%d,%d,%d,%zu,%d,%.2f,"
+                   "%.2f,%.2f,%s\n",
                    dims, o.periodic, o.reorder, sites, size, n, cut, med, p10,
-                   p90);
+                   p90, used);
         else if (rank == 0)
-            printf("%-6s  %8s  %7s  %5s  %5s  %10s  %9s  %11s  %11s  %11s\n"
+            printf("%-6s  %8s  %7s  %5s  %5s  %10s  %9s  %11s  %11s  %11s  "
+                   "%s\n"
                    "%-6s  %8d  %7d  %5d  %5d  %10zu  %9d  %11.2f  %11.2f  "
-                   "%11.2f\n",
+                   "%11.2f  %s\n",
                    "dims", "periodic", "reorder", "sites", "ranks", "bytes",
-                   "cut_pairs", "median_us", "p10_us", "p90_us", dims,
-                   o.periodic, o.reorder, sites, size, n, cut, med, p10, p90);
+                   "cut_pairs", "median_us", "p10_us", "p90_us", "algo", dims,
+                   o.periodic, o.reorder, sites, size, n, cut, med, p10, p90,
+                   used);
     } else if (rank == 0) {
         printf("FAIL dims=%dx%d reorder=%d bytes=%zu: wrong result (the "
                "ranks that saw it say where on stderr)\n",

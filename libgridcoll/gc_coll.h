@@ -36,6 +36,10 @@ enum coll_tag {
     TAG_SCAN,            /* last member -> leaders: a site's total */
     TAG_NODE_BCAST,      /* site source -> node leaders (local_p2p) */
     TAG_NEIGHBOR,        /* rank -> its neighbours in a topology */
+    TAG_NEIGHBOR_SIZES,  /* member -> coordinator: its bundled blocks' sizes */
+    TAG_NEIGHBOR_GATHER, /* member -> coordinator: its blocks for a site */
+    TAG_NEIGHBOR_BUNDLE, /* coordinator -> coordinator: a site's blocks */
+    TAG_NEIGHBOR_SPLIT,  /* coordinator -> member: its blocks from a site */
 };
 
 /* Comm ranks grouped by site, each site's members in site-rank order. */

@@ -333,6 +333,8 @@ coll_build_fn allgatherv_grid_gather_bcast;
 coll_build_fn allgather_grid_hier;
 coll_build_fn alltoall_grid_direct;
 coll_build_fn neighbor_grid_direct;
+coll_build_fn neighbor_grid_bundled;
+int neighbor_grid_bundled_usable(const struct coll_args *a);
 coll_build_fn alltoall_grid_lg;
 coll_build_fn alltoall_grid_hier;
 

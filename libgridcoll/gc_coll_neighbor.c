@@ -4,7 +4,8 @@
  * MPI_Neighbor_alltoall(v,w), blocking, nonblocking and persistent.  The
  * entry points check their arguments, describe every block as
  * Neighbor_alltoallw would (struct coll_neighbor_args) and run the
- * algorithm of the "neighbor" table (coll/neighbor_grid_direct.c).
+ * algorithm of the "neighbor" table (coll/neighbor_grid_direct.c,
+ * coll/neighbor_grid_bundled.c).
  */
 #include <stdlib.h>
 
@@ -119,6 +120,12 @@ static int neighbor(struct gc_comm *c, const char *fn,
                           .fn = fn,
                           .request = form->request,
                           .persistent = form->persistent};
+    /* Allgather and alltoall: MPI makes the block's type signature the
+     * same on every member (the v- and w-forms leave bytes 0). */
+    if (snd->counts == NULL && rcv->counts == NULL)
+        status = coll_packed_size(c, rcv->count, rcv->type, &a.bytes);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
     a.u.neighbor = n;
     status = coll_run(GC_COLL_NEIGHBOR, &a);
 cleanup:

@@ -68,6 +68,7 @@ void gc_topo_free(struct gc_topo *t)
     free(t->destweights);
     free(t->nbr_sources);
     free(t->nbr_destinations);
+    gc_plan_free(&t->plan);
     free(t);
 }
 
@@ -134,6 +135,61 @@ static int neighbors_init(struct gc_topo *t, int rank)
     return t->nbr_sources != NULL && t->nbr_destinations != NULL ? 0 : -1;
 }
 
+/*
+ * The site-pair plan of member `me` of grid communicator g: from the
+ * whole graph `whole` (a distributed graph's, gathered by its
+ * constructor; its site left to fill), or from t's description.  The
+ * Cartesian receives are posted +1 neighbour first in each dimension, as
+ * coll/neighbor_grid_direct.c posts them.
+ */
+static int plan_init(struct gc_topo *t, const struct gc_comm *g,
+                     const struct gc_plan_graph *whole)
+{
+    struct gc_plan_graph graph = {.n = g->size, .site = g->site};
+    int *index = NULL, *out = NULL, *in = NULL, status = -1;
+    if (whole != NULL) {
+        graph = *whole;
+        graph.site = g->site;
+        return gc_plan_build(&graph, g->rank, &t->plan);
+    }
+    if (t->kind == MPI_GRAPH) {
+        index = malloc((size_t)(g->size + 1) * sizeof *index);
+        if (index == NULL)
+            return -1;
+        index[0] = 0;
+        memcpy(index + 1, t->index, (size_t)g->size * sizeof *index);
+        graph.out_index = graph.in_index = index;
+        graph.out_adj = graph.in_adj = t->edges;
+        status = gc_plan_build(&graph, g->rank, &t->plan);
+        free(index);
+        return status;
+    }
+    int degree = 2 * t->ndims;
+    size_t entries = (size_t)g->size * (size_t)degree + 1;
+    index = malloc((size_t)(g->size + 1) * sizeof *index);
+    out = malloc(entries * sizeof *out);
+    in = malloc(entries * sizeof *in);
+    if (index != NULL && out != NULL && in != NULL) {
+        for (int r = 0; r <= g->size; r++)
+            index[r] = r * degree;
+        for (int r = 0; r < g->size; r++)
+            for (int d = 0; d < t->ndims; d++) {
+                int *o = out + (size_t)r * (size_t)degree + 2 * d;
+                int *i = in + (size_t)r * (size_t)degree + 2 * d;
+                o[0] = i[1] = cart_step(t, r, d, -1);
+                o[1] = i[0] = cart_step(t, r, d, 1);
+            }
+        graph.out_index = graph.in_index = index;
+        graph.out_adj = out;
+        graph.in_adj = in;
+        status = gc_plan_build(&graph, g->rank, &t->plan);
+    }
+    free(index);
+    free(out);
+    free(in);
+    return status;
+}
+
 static struct gc_topo *topo_copy(const struct gc_topo *s)
 {
     struct gc_topo *t = malloc(sizeof *t);
@@ -155,7 +211,8 @@ static struct gc_topo *topo_copy(const struct gc_topo *s)
         s->destweights ? copy_ints(s->destweights, s->outdegree) : NULL;
     t->nbr_sources = copy_ints(s->nbr_sources, s->nbr_in);
     t->nbr_destinations = copy_ints(s->nbr_destinations, s->nbr_out);
-    if ((s->dims && !t->dims) || (s->periods && !t->periods) ||
+    int plan_failed = gc_plan_copy(&s->plan, &t->plan) != 0;
+    if (plan_failed || (s->dims && !t->dims) || (s->periods && !t->periods) ||
         (s->index && !t->index) || (s->edges && !t->edges) ||
         (s->sources && !t->sources) ||
         (s->sourceweights && !t->sourceweights) ||
@@ -279,21 +336,23 @@ cleanup:
 /*
  * The end of every constructor: `*newcomm` is what gc_comm_split_grid
  * made.  A grid communicator gets `t` (which this function owns from now
- * on); one all of whose members are on this site gets MPICH's topology of
- * the same description, `make` called on a communicator already in the
- * new rank order, which replaces it.
+ * on) and its site-pair plan (from `whole`, a distributed graph's
+ * vertices' lists, else from t); one all of whose members are on this
+ * site gets MPICH's topology of the same description, `make` called on a
+ * communicator already in the new rank order, which replaces it.
  */
 typedef int make_fn(MPI_Comm local, const struct gc_topo *t, MPI_Comm *out);
 
 static int finish(struct gc_comm *parent, struct gc_topo *t, make_fn *make,
-                  MPI_Comm *newcomm, const char *function)
+                  const struct gc_plan_graph *whole, MPI_Comm *newcomm,
+                  const char *function)
 {
     int status = MPI_SUCCESS;
     struct gc_comm *g = gc_comm_find(*newcomm);
     if (*newcomm == MPI_COMM_NULL)
         goto cleanup;
     if (g != NULL) {
-        if (neighbors_init(t, g->rank) != 0) {
+        if (neighbors_init(t, g->rank) != 0 || plan_init(t, g, whole) != 0) {
             PMPI_Comm_free(newcomm);
             gc_comm_release(g);
             status = gc_report(parent->handle, MPI_ERR_NO_MEM, function,
@@ -319,7 +378,8 @@ cleanup:
  * from now on; NULL when `error`), *newcomm set once the split worked.
  */
 static int split_finish(struct gc_comm *c, int color, int key, int error,
-                        struct gc_topo *t, make_fn *make, MPI_Comm *newcomm,
+                        struct gc_topo *t, make_fn *make,
+                        const struct gc_plan_graph *whole, MPI_Comm *newcomm,
                         const char *function)
 {
     MPI_Comm made = MPI_COMM_NULL;
@@ -328,7 +388,7 @@ static int split_finish(struct gc_comm *c, int color, int key, int error,
         gc_topo_free(t);
         return status;
     }
-    status = finish(c, t, make, &made, function);
+    status = finish(c, t, make, whole, &made, function);
     *newcomm = made;
     return status;
 }
@@ -437,8 +497,8 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
         color = 0;
         key = new_rank[c->rank];
     }
-    int status =
-        split_finish(c, color, key, error, t, make_cart, comm_cart, function);
+    int status = split_finish(c, color, key, error, t, make_cart, NULL,
+                              comm_cart, function);
     free(new_rank);
     return status;
 }
@@ -637,7 +697,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     }
     int status = gc_comm_split_grid(c, color, key, error, &made, function);
     if (status == MPI_SUCCESS) {
-        status = finish(c, sub, make_cart, &made, function);
+        status = finish(c, sub, make_cart, NULL, &made, function);
         sub = NULL;
         *newcomm = made;
     }
@@ -755,8 +815,8 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
         color = 0;
         key = new_rank[c->rank];
     }
-    int status =
-        split_finish(c, color, key, error, t, make_graph, comm_graph, function);
+    int status = split_finish(c, color, key, error, t, make_graph, NULL,
+                              comm_graph, function);
     free(new_rank);
     return status;
 }
@@ -1084,6 +1144,86 @@ static int dist_layout(struct gc_comm *c, const struct edge_list *edges,
     return MPI_SUCCESS;
 }
 
+/* A distributed graph's whole graph (vertex v's lists), for its plan. */
+struct whole {
+    struct gc_plan_graph g;
+    int *index; /* out_index then in_index, n + 1 each */
+    int *adj;   /* out_adj then in_adj */
+};
+
+static void whole_free(struct whole *w)
+{
+    free(w->index);
+    free(w->adj);
+}
+
+static int whole_alloc(struct whole *w, int n, int64_t entries)
+{
+    w->index = malloc(2 * ((size_t)n + 1) * sizeof *w->index);
+    w->adj = malloc((size_t)(2 * entries + 1) * sizeof *w->adj);
+    w->g.n = n;
+    w->g.out_index = w->index;
+    w->g.in_index = w->index + n + 1;
+    return w->index != NULL && w->adj != NULL ? 0 : -1;
+}
+
+/* From the gathered adjacent lists: vertex v's at all + v * stride. */
+static int whole_from_lists(int n, const int *all, int stride, struct whole *w)
+{
+    int64_t out = 0, in = 0;
+    for (int v = 0; v < n; v++) {
+        in += all[(size_t)v * (size_t)stride];
+        out += all[(size_t)v * (size_t)stride + 1];
+    }
+    if (whole_alloc(w, n, out > in ? out : in) != 0)
+        return -1;
+    int *out_index = w->index, *in_index = w->index + n + 1;
+    int *out_adj = w->adj, *in_adj = w->adj + (out > in ? out : in);
+    out_index[0] = in_index[0] = 0;
+    for (int v = 0; v < n; v++) {
+        const int *p = all + (size_t)v * (size_t)stride;
+        memcpy(in_adj + in_index[v], p + 2, (size_t)p[0] * sizeof(int));
+        memcpy(out_adj + out_index[v], p + 2 + 2 * p[0],
+               (size_t)p[1] * sizeof(int));
+        in_index[v + 1] = in_index[v] + p[0];
+        out_index[v + 1] = out_index[v] + p[1];
+    }
+    w->g.out_adj = out_adj;
+    w->g.in_adj = in_adj;
+    return 0;
+}
+
+/* From MPI_Dist_graph_create's edges: vertex v's in the order given. */
+static int whole_from_edges(int n, const struct edge_list *e, struct whole *w)
+{
+    if (whole_alloc(w, n, e->count) != 0)
+        return -1;
+    int *out_index = w->index, *in_index = w->index + n + 1;
+    int *out_adj = w->adj, *in_adj = w->adj + e->count;
+    memset(w->index, 0, 2 * ((size_t)n + 1) * sizeof *w->index);
+    for (int64_t k = 0; k < e->count; k++) {
+        out_index[e->src[k] + 1]++;
+        in_index[e->dst[k] + 1]++;
+    }
+    for (int v = 0; v < n; v++) {
+        out_index[v + 1] += out_index[v];
+        in_index[v + 1] += in_index[v];
+    }
+    /* Fill with the starts as cursors, then shift them back. */
+    for (int64_t k = 0; k < e->count; k++) {
+        out_adj[out_index[e->src[k]]++] = e->dst[k];
+        in_adj[in_index[e->dst[k]]++] = e->src[k];
+    }
+    for (int v = n; v > 0; v--) {
+        out_index[v] = out_index[v - 1];
+        in_index[v] = in_index[v - 1];
+    }
+    out_index[0] = in_index[0] = 0;
+    w->g.out_adj = out_adj;
+    w->g.in_adj = in_adj;
+    return 0;
+}
+
 int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                                    const int sources[],
                                    const int sourceweights[], int outdegree,
@@ -1101,6 +1241,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
     (void)info; /* hints about the graph; none is used */
     struct dist_header header = {0}, *headers = NULL;
     struct edge_list edges = {0};
+    struct whole whole = {0};
     struct gc_topo *t = NULL;
     int *mine = NULL, *all = NULL, *new_rank = NULL, stride = 0;
     int key = c->rank, any_error = 0, any_reorder = 0;
@@ -1148,15 +1289,21 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
     header.weighted = weighted;
     if (error != MPI_SUCCESS)
         header.count = 0;
-    /* Errors and reorder flags first; the lists travel only when the
-     * ranks are reordered (every member needs the whole graph then). */
+    /* Errors and reorder flags first, then the lists: every member
+     * needs the whole graph, for the site-pair plan and to reorder. */
     int status = dist_headers(c, &header, &headers, function);
     if (status != MPI_SUCCESS && error == MPI_SUCCESS)
         error = status;
     if (error == MPI_SUCCESS)
         dist_flags(c, headers, &any_error, &any_reorder);
-    if (error == MPI_SUCCESS && !any_error && any_reorder) {
+    if (error == MPI_SUCCESS && !any_error) {
         error = dist_lists(c, headers, mine, &all, &stride, function);
+        if (error == MPI_SUCCESS &&
+            whole_from_lists(c->size, all, stride, &whole) != 0)
+            error =
+                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+    }
+    if (error == MPI_SUCCESS && !any_error && any_reorder) {
         for (int r = 0; error == MPI_SUCCESS && r < c->size; r++) {
             const int *p = all + (size_t)r * (size_t)stride;
             const int *dst = p + 2 + 2 * p[0];
@@ -1184,7 +1331,9 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
         error = gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     /* Another member's error: the split's exchange fails every member
      * with its class. */
-    status = split_finish(c, 0, key, error, t, NULL, comm_dist_graph, function);
+    status = split_finish(c, 0, key, error, t, NULL, &whole.g, comm_dist_graph,
+                          function);
+    whole_free(&whole);
     edges_free(&edges);
     free(headers);
     free(all);
@@ -1208,6 +1357,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
     (void)info;
     struct dist_header header = {0}, *headers = NULL;
     struct edge_list edges = {0};
+    struct whole whole = {0};
     struct gc_topo *t = NULL;
     int *mine = NULL, *all = NULL, *new_rank = NULL, stride = 0;
     int key = c->rank, any_error = 0, any_reorder = 0;
@@ -1277,6 +1427,9 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
         }
         if (error == MPI_SUCCESS)
             error = dist_layout(c, &edges, any_reorder, function, &new_rank);
+        if (error == MPI_SUCCESS && whole_from_edges(c->size, &edges, &whole))
+            error =
+                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS && !any_error) {
         /* Vertex v's edges in the order given: MPI-4.0 §8.5.4 leaves
@@ -1308,7 +1461,9 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
             error =
                 gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
-    status = split_finish(c, 0, key, error, t, NULL, comm_dist_graph, function);
+    status = split_finish(c, 0, key, error, t, NULL, &whole.g, comm_dist_graph,
+                          function);
+    whole_free(&whole);
     edges_free(&edges);
     free(headers);
     free(all);

@@ -8,6 +8,7 @@
 #define GC_TOPO_H
 
 #include "gc_mpi.h"
+#include "topo_plan.h"
 
 struct gc_topo {
     int kind; /* MPI_CART, MPI_GRAPH or MPI_DIST_GRAPH */
@@ -27,6 +28,10 @@ struct gc_topo {
     /* Neighbour lists in MPI's order, for gc_topo_neighbors. */
     int nbr_in, nbr_out;
     int *nbr_sources, *nbr_destinations;
+    /* This member's part of the site-pair plan (topo_plan.h), made with
+     * the communicator: for MPI_DIST_GRAPH only the constructor sees the
+     * whole graph. */
+    struct gc_plan plan;
 };
 
 /*

@@ -12,7 +12,7 @@ timed (every algorithm is a schedule); --overlap (with
 called only in the --test-every rows, the overlapped calls' results
 checked, usage errors.  gridcoll-halo on 2+4 ranks, a 2x3 grid: the
 cut pairs of reorder 0 and 1 and the WAN messages the library counts for
-them.  gridcoll-mpibench stream with
+them under --algo direct and bundled.  gridcoll-mpibench stream with
 --omit: the ramp-up is streamed but left out of the timed part.
 bench/proc_cpu.py: the CPU time of the processes a command starts."""
 
@@ -185,31 +185,36 @@ def test_overlap_usage():
 def test_halo():
     # A 2x3 grid on sites of 2 and 4 ranks: in rank order the first site
     # holds half a row, 3 neighbour pairs cross; reorder = 1 gives it a
-    # column, 2 cross.  Every exchange sends one WAN message per crossing
-    # pair from each site, as the library's statistics count them.
+    # column, 2 cross.  Under direct every exchange sends one WAN message
+    # per crossing pair from each site, under bundled one in all, the
+    # same bytes, as the library's statistics count them.
     header = ("dims,periodic,reorder,sites,ranks,bytes,cut_pairs,median_us,"
-              "p10_us,p90_us")
+              "p10_us,p90_us,algo")
     for reorder, cut in ((0, 3), (1, 2)):
-        rc, out, err = gridrun(["--site-sizes", "2,4"], [
-            "env", "GRIDCOLL_STATS=1", HALO, "--dims", "2x3", "--reorder",
-            str(reorder), "--bytes", "1k", "--csv"] + TINY)
-        check(rc == 0, "gridcoll-halo exited %d:\n%s\n%s" % (rc, out, err))
-        check(out.splitlines()[:1] == [header], "header:\n" + out)
-        rows = list(csv.DictReader(io.StringIO(out)))
-        check(len(rows) == 1, "rows:\n" + out)
-        r = rows[0]
-        check((r["dims"], r["reorder"], r["sites"], r["ranks"], r["bytes"],
-               r["cut_pairs"]) == ("2x3", str(reorder), "2", "6", "1024",
-                                   str(cut)), "row %s" % r)
-        check(0 < float(r["p10_us"]) <= float(r["median_us"]) <=
-              float(r["p90_us"]), "row %s" % r)
-        stats = re.findall(r"^gridcoll-stats: site=\w+ coll=neighbor "
-                           r"algo=\w+ calls=(\d+) wan_bytes=(\d+) "
-                           r"wan_messages=(\d+)$", err, re.M)
-        # 1 warm-up and 3 timed exchanges.
-        want = [("4", str(4 * cut * 1024), str(4 * cut))] * 2
-        check(stats == want, "neighbor statistics %s, expected %s:\n%s" %
-              (stats, want, err))
+        for algo, messages in (("direct", cut), ("bundled", 1)):
+            rc, out, err = gridrun(["--site-sizes", "2,4"], [
+                "env", "GRIDCOLL_STATS=1", HALO, "--dims", "2x3",
+                "--reorder", str(reorder), "--bytes", "1k", "--algo", algo,
+                "--csv"] + TINY)
+            check(rc == 0, "gridcoll-halo exited %d:\n%s\n%s" % (rc, out,
+                                                                   err))
+            check(out.splitlines()[:1] == [header], "header:\n" + out)
+            rows = list(csv.DictReader(io.StringIO(out)))
+            check(len(rows) == 1, "rows:\n" + out)
+            r = rows[0]
+            check((r["dims"], r["reorder"], r["sites"], r["ranks"],
+                   r["bytes"], r["cut_pairs"], r["algo"]) ==
+                  ("2x3", str(reorder), "2", "6", "1024", str(cut), algo),
+                  "row %s" % r)
+            check(0 < float(r["p10_us"]) <= float(r["median_us"]) <=
+                  float(r["p90_us"]), "row %s" % r)
+            stats = re.findall(r"^gridcoll-stats: site=\w+ coll=neighbor "
+                               r"algo=%s calls=(\d+) wan_bytes=(\d+) "
+                               r"wan_messages=(\d+)$" % algo, err, re.M)
+            # 1 warm-up and 3 timed exchanges.
+            want = [("4", str(4 * cut * 1024), str(4 * messages))] * 2
+            check(stats == want, "neighbor statistics %s, expected %s:\n%s"
+                  % (stats, want, err))
     rc, out, err = gridrun(["--site-sizes", "2,4"], [HALO, "--dims", "2x2"])
     check(rc == 2 and "must be the number of ranks" in err,
           "--dims 2x2 on 6 ranks: exit %d:\n%s" % (rc, err))

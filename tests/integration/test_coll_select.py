@@ -266,9 +266,9 @@ def test_info_lists_every_table():
               r.stdout, "no GRIDCOLL_%s_LOCAL heading" % coll[:-1].upper())
 
 
-def stats_lines(env, args):
+def stats_lines(env, args, layout=LAYOUT):
     """The grid lines' and the site-level lines' fields, sorted."""
-    rc, out, err = gridrun(LAYOUT, [STATS] + args,
+    rc, out, err = gridrun(layout, [STATS] + args,
                            env=dict(env, GRIDCOLL_STATS="1"))
     check(rc == 0, "coll_stats %s exited %d:\n%s\n%s" %
           (" ".join(args), rc, out, err))
@@ -280,12 +280,14 @@ def stats_lines(env, args):
             sorted(m.groups() for m in site), out, err)
 
 
-def check_stats(env, args, want, want_site=None):
+def check_stats(env, args, want, want_site=None, layout=LAYOUT,
+                used_algo=None):
     """want: {(site, coll, algo): (calls, wan_bytes, wan_messages)}; each
     site also prints its coll=internal line.  want_site: {(site, coll,
-    algo): calls} of the site level (default: none)."""
-    got, got_site, out, err = stats_lines(env, args)
-    forced = env["GRIDCOLL_" + args[0].upper()]
+    algo): calls} of the site level (default: none).  used_algo: the
+    algorithm the default rules pick (else the forced one)."""
+    got, got_site, out, err = stats_lines(env, args, layout)
+    forced = used_algo or env["GRIDCOLL_" + args[0].upper()]
     check(out.split() == ["used=" + forced],
           "GridColl_Algorithm_used should name %s:\n%s" % (forced, out))
     internal = [g for g in got if g[1] == "internal"]
@@ -392,6 +394,26 @@ def test_stats_alltoall_site_default():
                           for site, algo in want.items())
         check(got == expected, "%s: site-level stats %s, expected %s" %
               (sizes, got, expected))
+
+
+def test_stats_neighbor_halo():
+    """A halo exchange (MPI_Neighbor_alltoall) on a periodic 4 x 2 grid
+    split over 4 + 4 ranks, rows 0-1 on alpha, 2-3 on beta: the cut is
+    rows 1|2 and the wrap-around 3|0, 4 blocks of m bytes each way per
+    call.  direct sends each in a message of its own; bundled the 4 in one
+    relay message per site (no header: MPI fixes every block's size), the
+    same bytes.  The default picks bundled up to 8 KiB a block, direct
+    above."""
+    k, m, halo = 3, 100, ["--site-sizes", "4,4"]
+    for algo, messages in (("direct", 4 * k), ("bundled", k)):
+        check_stats({"GRIDCOLL_NEIGHBOR": algo}, ["neighbor", str(k), str(m)],
+                    {(site, "neighbor", algo): (k, 4 * m * k, messages)
+                     for site in ("alpha", "beta")}, layout=halo)
+    for m, algo, messages in ((8192, "bundled", k), (8193, "direct", 4 * k)):
+        check_stats({}, ["neighbor", str(k), str(m)],
+                    {(site, "neighbor", algo): (k, 4 * m * k, messages)
+                     for site in ("alpha", "beta")}, layout=halo,
+                    used_algo=algo)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ started in different orders on different ranks, a user op freed right
 after MPI_Iallreduce, the reductions, allgather, alltoall and alltoallv
 under every algorithm of their tables (persistent ones started twice,
 the send buffer changed in between), and the neighbourhood collectives
-in their three forms on a Cartesian grid (reorder 0 and 1) and a
-distributed graph.
+in their three forms on Cartesian grids, a graph and distributed graphs,
+also with GRIDCOLL_NEIGHBOR forcing each algorithm of the neighbor table
+on every multi-site layout.
 
 nbc_check's progress case runs here without the progress thread: the
 others must wait for rank 0, which computes outside MPI (where rank 0 has a
@@ -49,11 +50,11 @@ NBC_LAYOUTS = LAYOUTS + [("sizes_2_2", ["--site-sizes", "2,2"]),
                          ("sizes_1_1_1", ["--site-sizes", "1,1,1"])]
 
 
-def run(program, layout, cases, env_extra=None):
+def run(program, layout, cases, env_extra=None, args=()):
     env = dict(os.environ, **(env_extra or {}))
     # gridrun's own --timeout tears the job down cleanly.
     r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT)] + layout +
-                       ["--", os.path.join(BIN, program)],
+                       ["--", os.path.join(BIN, program)] + list(args),
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=TIMEOUT + 30, env=env)
     out = r.stdout + r.stderr
@@ -81,10 +82,20 @@ def nbc_test(layout, thread=False):
     return lambda: run("nbc_check", layout, NBC_CASES, env)
 
 
+def neighbor_test(algo, layout):
+    # nbc_check checks that the forced algorithm ran each call, or that
+    # bundled refused a communicator no two blocks cross between sites in.
+    return lambda: run("nbc_check", layout, ["neighbor"],
+                       {"GRIDCOLL_NEIGHBOR": algo}, ["neighbor"])
+
+
 if __name__ == "__main__":
     tests = [("coll_check_%s_%s" % (form, name), coll_test(form, args))
              for form in ("nonblocking", "persistent")
              for name, args in LAYOUTS]
     tests += [("nbc_check_%s" % name, nbc_test(args))
               for name, args in NBC_LAYOUTS]
+    tests += [("neighbor_%s_%s" % (algo, name), neighbor_test(algo, args))
+              for algo in ("direct", "bundled")
+              for name, args in NBC_LAYOUTS if "--sites" not in args]
     main(tests)

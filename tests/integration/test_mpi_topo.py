@@ -5,7 +5,10 @@ run through gridrun on one site (every call is MPICH's) and on 2+2, 1+3 and
 shifts, Cart_sub members, graph neighbours, weights, error classes) must be
 the same byte for byte as the single-site run of the same size; the
 reorder = 1 cases check themselves (bijective coordinates, sites' members in
-their old order, the cut topo_reorder.c computes, data along the neighbours)
+their old order, the cut topo_reorder.c computes, data along the neighbours
+by point to point and, across sites, by MPI_Neighbor_alltoall(v) under
+every algorithm of the neighbor table, bundled refusing a communicator
+no two blocks cross between sites in)
 and print their cut ("CUT" lines), which must not exceed the identity's and,
 for the layouts where a better order exists, must be lower."""
 

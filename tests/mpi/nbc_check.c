@@ -23,9 +23,14 @@
  *                  every algorithm of their tables (GridColl_Set_algorithm),
  *                  several sizes
  *   neighbor       the five neighbourhood collectives, blocking,
- *                  nonblocking and persistent, on a periodic 2-D
- *                  Cartesian grid (reorder 0 and 1) and on a distributed
- *                  graph that names one neighbour twice
+ *                  nonblocking and persistent, on Cartesian grids
+ *                  (periodic 2-D with reorder 0 and 1, non-periodic 2-D,
+ *                  3-D with periodic dimensions of size 1 and 2), a graph
+ *                  and distributed graphs (adjacent, and weighted through
+ *                  MPI_Dist_graph_create with reorder) naming neighbours
+ *                  twice; under GRIDCOLL_NEIGHBOR=algo, checked to run
+ *                  that algorithm, or for "bundled" to refuse a
+ *                  communicator where no two blocks cross between sites
  *   progress       rank 0 computes 1.5 s between MPI_Ibarrier and
  *                  MPI_Wait without calling MPI: with
  *                  GRIDCOLL_ASYNC_PROGRESS=1 the others leave the barrier
@@ -45,6 +50,7 @@
 
 #include "check_util.h"
 #include "gridcoll.h"
+#include "neighbor_util.h"
 
 static int rank, size;
 
@@ -509,30 +515,60 @@ static void algorithms_case(void)
 
 enum { NB_BLOCK = 3 }; /* ints per block */
 
-/* What `from` sends in its block `k` (k-th destination), element e. */
-static int nb_value(int from, int k, int e)
+/* What `from` sends in its block `k` (k-th destination), element e, in
+ * the run-th start of a persistent call. */
+static int nb_value(int from, int k, int e, int run)
 {
-    return from * 1000 + k * 10 + e;
+    return run * 100000 + from * 1000 + k * 10 + e;
+}
+
+/* Ints in that block in the v- and w-forms: 1 to NB_BLOCK. */
+static int nb_count(int from, int k)
+{
+    return 1 + (from + 2 * k) % NB_BLOCK;
+}
+
+/*
+ * The algorithm GRIDCOLL_NEIGHBOR forces on `comm` (NULL: none, or the
+ * communicator is MPICH's, on one site), and whether it must refuse the
+ * communicator: "bundled" needs two or more blocks from one site to
+ * another.
+ */
+static const char *nb_forced(MPI_Comm comm, int outdeg, const int *dests,
+                             int *refused)
+{
+    const char *algo = getenv("GRIDCOLL_NEIGHBOR");
+    int sites;
+    *refused = 0;
+    MPI_CHECK(GridColl_Comm_site_count(comm, &sites));
+    if (algo == NULL || algo[0] == '\0' || sites < 2)
+        return NULL;
+    *refused = strcmp(algo, "bundled") == 0 && !nb_bundles(comm, outdeg, dests);
+    return algo;
 }
 
 /*
  * One neighbourhood collective on `comm` in the given form (0 blocking,
- * 1 nonblocking, 2 persistent started twice), then the receive buffer
- * checked: recv block j holds what sources[j] sent in the block whose
- * index `sent_as[j]` gives.
+ * 1 nonblocking, 2 persistent started twice, the data changed between
+ * the starts), then the receive buffer checked: recv block j holds what
+ * sources[j] sent in the block whose index `sent_as[j]` gives, in the
+ * v- and w-forms nb_count ints of it (the rest untouched).  A forced algorithm
+ * must have run it, or, when it must refuse the communicator, the call fail
+ * with MPI_ERR_ARG.
  */
 static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
-                   int indeg, const int *sources, int outdeg,
+                   int indeg, const int *sources, int outdeg, const int *dests,
                    const int *sent_as)
 {
-    int me;
+    int me, refused;
     MPI_CHECK(MPI_Comm_rank(comm, &me));
+    const char *forced = nb_forced(comm, outdeg, dests, &refused);
     int *send = xmalloc((size_t)(outdeg + 1) * NB_BLOCK * sizeof *send);
     int *recv = xmalloc((size_t)(indeg + 1) * 2 * NB_BLOCK * sizeof *recv);
-    int counts[16], displs[16], rcounts[16], rdispls[16];
-    MPI_Aint bs[16], br[16];
-    MPI_Datatype types[16];
-    for (int i = 0; i < 16; i++) {
+    int counts[NB_MAX], displs[NB_MAX], rcounts[NB_MAX], rdispls[NB_MAX];
+    MPI_Aint bs[NB_MAX], br[NB_MAX];
+    MPI_Datatype types[NB_MAX];
+    for (int i = 0; i < NB_MAX; i++) {
         counts[i] = rcounts[i] = NB_BLOCK;
         displs[i] = i * NB_BLOCK;
         rdispls[i] = (indeg - 1 - i) * 2 * NB_BLOCK; /* reversed, gaps */
@@ -540,12 +576,20 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
         br[i] = (MPI_Aint)rdispls[i] * (MPI_Aint)sizeof(int);
         types[i] = MPI_INT;
     }
-    for (int k = 0; k < outdeg; k++)
-        for (int e = 0; e < NB_BLOCK; e++)
-            send[k * NB_BLOCK + e] = nb_value(me, kind == 0 ? 0 : k, e);
+    /* Allgatherv: one block of this rank's size for all. */
+    int sized = kind == 1 || kind >= 3;
+    for (int k = 0; sized && k < outdeg; k++)
+        counts[k] = nb_count(me, kind == 1 ? 0 : k);
+    for (int j = 0; sized && j < indeg; j++)
+        if (sources[j] != MPI_PROC_NULL)
+            rcounts[j] = nb_count(sources[j], kind == 1 ? 0 : sent_as[j]);
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Status st;
     for (int run = 0; run < (form == 2 ? 2 : 1); run++) {
+        for (int k = 0; k < outdeg; k++)
+            for (int e = 0; e < NB_BLOCK; e++)
+                send[k * NB_BLOCK + e] =
+                    nb_value(me, kind <= 1 ? 0 : k, e, run);
         for (int i = 0; i < (indeg + 1) * 2 * NB_BLOCK; i++)
             recv[i] = -1;
         int rc = MPI_SUCCESS;
@@ -568,18 +612,18 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
                                                  MPI_INFO_NULL, &req);
                 break;
             case 3:
-                rc = MPI_Neighbor_allgatherv(send, NB_BLOCK, MPI_INT, recv,
+                rc = MPI_Neighbor_allgatherv(send, counts[0], MPI_INT, recv,
                                              rcounts, rdispls, MPI_INT, comm);
                 break;
             case 4:
-                rc = MPI_Ineighbor_allgatherv(send, NB_BLOCK, MPI_INT, recv,
+                rc = MPI_Ineighbor_allgatherv(send, counts[0], MPI_INT, recv,
                                               rcounts, rdispls, MPI_INT, comm,
                                               &req);
                 break;
             case 5:
-                rc = MPI_Neighbor_allgatherv_init(send, NB_BLOCK, MPI_INT, recv,
-                                                  rcounts, rdispls, MPI_INT,
-                                                  comm, MPI_INFO_NULL, &req);
+                rc = MPI_Neighbor_allgatherv_init(
+                    send, counts[0], MPI_INT, recv, rcounts, rdispls, MPI_INT,
+                    comm, MPI_INFO_NULL, &req);
                 break;
             case 6:
                 rc = MPI_Neighbor_alltoall(send, NB_BLOCK, MPI_INT, recv,
@@ -622,119 +666,178 @@ static void nb_run(MPI_Comm comm, const char *what, int form, int kind,
                                                  MPI_INFO_NULL, &req);
                 break;
             }
+            if (refused) {
+                int cls = MPI_SUCCESS;
+                if (rc != MPI_SUCCESS)
+                    MPI_CHECK(MPI_Error_class(rc, &cls));
+                if (cls != MPI_ERR_ARG)
+                    fail("%s: GRIDCOLL_NEIGHBOR=%s returned %d, expected "
+                         "MPI_ERR_ARG (no two blocks cross between sites)",
+                         what, forced, rc);
+                break;
+            }
             mpi_check(rc, what);
+            const char *used = GridColl_Algorithm_used("neighbor");
+            if (forced != NULL && (used == NULL || strcmp(used, forced) != 0))
+                fail("%s: ran %s, GRIDCOLL_NEIGHBOR=%s", what,
+                     used ? used : "nothing", forced);
         }
         if (form == 2)
             MPI_CHECK(MPI_Start(&req));
         if (form != 0)
             MPI_CHECK(MPI_Wait(&req, &st));
-        int gaps = kind == 1 || kind >= 3;
         for (int j = 0; j < indeg; j++) {
             const int *block =
-                recv + (gaps ? (indeg - 1 - j) * 2 * NB_BLOCK : j * NB_BLOCK);
+                recv + (sized ? (indeg - 1 - j) * 2 * NB_BLOCK : j * NB_BLOCK);
+            int null = sources[j] == MPI_PROC_NULL;
+            int n = null ? 0 : sized ? rcounts[j] : NB_BLOCK;
             for (int e = 0; e < NB_BLOCK; e++) {
-                int want =
-                    sources[j] == MPI_PROC_NULL
-                        ? -1
-                        : nb_value(sources[j], kind <= 1 ? 0 : sent_as[j], e);
+                int want = e >= n
+                               ? -1
+                               : nb_value(sources[j],
+                                          kind <= 1 ? 0 : sent_as[j], e, run);
                 if (block[e] != want)
                     fail("%s: block %d element %d is %d, expected %d", what, j,
                          e, block[e], want);
             }
         }
     }
-    if (form == 2)
+    if (form == 2 && !refused)
         MPI_CHECK(MPI_Request_free(&req));
     free(send);
     free(recv);
 }
 
+static const char *const nb_kinds[] = {"allgather", "allgatherv", "alltoall",
+                                       "alltoallv", "alltoallw"};
+
+/* NBC_CHECK_MPICH=1: the communicator is on one site, MPICH runs it. */
+static int nb_mpich(void)
+{
+    const char *mpich = getenv("NBC_CHECK_MPICH");
+    return mpich != NULL && strcmp(mpich, "1") == 0;
+}
+
+/*
+ * Every kind and form of the neighbourhood collectives on `comm`.  On a
+ * Cartesian grid (sent_as) the block a rank sends to its k-th neighbour
+ * arrives as the block of the opposite direction, also where both are one
+ * process (a periodic dimension of size 1 or 2: MPI-4.0 section 8.6);
+ * MPI_PROC_NULL slots stay untouched.  On a graph (sent_as NULL) blocks
+ * from one peer land in order.
+ */
+static void nb_all(MPI_Comm comm, const char *name, int indeg, const int *srcs,
+                   int outdeg, const int *dests, const int *sent_as)
+{
+    static const char *const forms[] = {"", "I", "_init"};
+    int in_order[NB_MAX], reversed[NB_MAX];
+    MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    nb_expect(comm, indeg, srcs, outdeg, dests, in_order, reversed);
+    for (int kind = 0; kind < 5; kind++)
+        for (int form = 0; form < 3; form++) {
+            const int *expect = sent_as != NULL ? sent_as : in_order;
+            if (nb_mpich() && kind >= 2)
+                expect = kind == 2 ? reversed : in_order;
+            char what[128];
+            snprintf(what, sizeof what, "%s MPI_%sneighbor_%s%s", name,
+                     forms[form][0] == 'I' ? "I" : "", nb_kinds[kind],
+                     form == 2 ? "_init" : "");
+            nb_run(comm, what, form, kind, indeg, srcs, outdeg, dests, expect);
+        }
+}
+
+static void nb_cart(int ndims, const int *dims, const int *periods, int reorder)
+{
+    MPI_Comm cart;
+    MPI_CHECK(
+        MPI_Cart_create(MPI_COMM_WORLD, ndims, dims, periods, reorder, &cart));
+    int sources[NB_MAX], sent_as[NB_MAX];
+    char name[64];
+    int at = snprintf(name, sizeof name, "cart ");
+    for (int d = 0; d < ndims; d++) {
+        MPI_CHECK(
+            MPI_Cart_shift(cart, d, 1, &sources[2 * d], &sources[2 * d + 1]));
+        sent_as[2 * d] = 2 * d + 1; /* the -1 neighbour sent its +1 block */
+        sent_as[2 * d + 1] = 2 * d;
+        at += snprintf(name + at, sizeof name - (size_t)at, "%s%d%s",
+                       d > 0 ? "x" : "", dims[d], periods[d] ? "p" : "");
+    }
+    snprintf(name + at, sizeof name - (size_t)at, " reorder=%d", reorder);
+    nb_all(cart, name, 2 * ndims, sources, 2 * ndims, sources, sent_as);
+    MPI_CHECK(MPI_Comm_free(&cart));
+}
+
+/* Right neighbour twice, then left. */
+static void right_right_left(int p, int n, int *out)
+{
+    out[0] = out[1] = (p + 1) % n;
+    out[2] = (p + n - 1) % n;
+}
+
+/* Right, left, right, left: each ring edge twice both ways. */
+static void ring_twice(int p, int n, int *out)
+{
+    for (int k = 0; k < 4; k++)
+        out[k] = k % 2 == 0 ? (p + 1) % n : (p + n - 1) % n;
+}
+
 static void neighbor_case(void)
 {
-    static const char *const kinds[] = {"allgather", "allgatherv", "alltoall",
-                                        "alltoallv", "alltoallw"};
-    static const char *const forms[] = {"", "I", "_init"};
-    /* A periodic 2-D grid: the block a rank sends to its k-th neighbour
-     * arrives as the block of the opposite direction. */
+    /* Periodic 2-D, as MPI_Dims_create splits the ranks. */
     for (int reorder = 0; reorder <= 1; reorder++) {
         int dims[2] = {0, 0}, periods[2] = {1, 1};
         MPI_CHECK(MPI_Dims_create(size, 2, dims));
-        MPI_Comm cart;
-        MPI_CHECK(
-            MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, reorder, &cart));
-        int sources[4], sent_as[4];
-        for (int d = 0; d < 2; d++) {
-            int lo, hi;
-            MPI_CHECK(MPI_Cart_shift(cart, d, 1, &lo, &hi));
-            sources[2 * d] = lo;     /* -1 neighbour: it sent its +1 block */
-            sources[2 * d + 1] = hi; /* +1 neighbour: it sent its -1 block */
-            /* Also where both are one process (dims[d] <= 2): MPI-4.0
-             * section 8.6, and MPICH 4.0.2 on one site. */
-            sent_as[2 * d] = 2 * d + 1;
-            sent_as[2 * d + 1] = 2 * d;
-        }
-        /* MPICH 4.0.2's own Neighbor_alltoallv and _alltoallw (not its
-         * Neighbor_alltoall) pair such a dimension's blocks first to
-         * first; NBC_CHECK_MPICH=1 expects that where MPICH runs them
-         * (communicators on one site). */
-        const char *mpich = getenv("NBC_CHECK_MPICH");
-        int first_to_first[4];
-        for (int d = 0; d < 2; d++)
-            for (int side = 0; side < 2; side++)
-                first_to_first[2 * d + side] =
-                    dims[d] <= 2 ? 2 * d + side : sent_as[2 * d + side];
-        for (int kind = 0; kind < 5; kind++)
-            for (int form = 0; form < 3; form++) {
-                int *expect =
-                    mpich != NULL && strcmp(mpich, "1") == 0 && kind >= 3
-                        ? first_to_first
-                        : sent_as;
-                char what[96];
-                snprintf(what, sizeof what,
-                         "cart reorder=%d MPI_%sneighbor_%s%s", reorder,
-                         forms[form][0] == 'I' ? "I" : "", kinds[kind],
-                         form == 2 ? "_init" : "");
-                nb_run(cart, what, form, kind, 4, sources, 4, expect);
-            }
-        MPI_CHECK(MPI_Comm_free(&cart));
+        nb_cart(2, dims, periods, reorder);
     }
-    /*
-     * A distributed graph naming its right neighbour twice.  Receive slot
-     * j from peer p gets p's blocks to this rank in order (MPI's
-     * definition by Isend/Irecv loops); MPICH 4.0.2's own
-     * Neighbor_alltoall matches them in reverse.
-     */
-    int right = (rank + 1) % size, left = (rank + size - 1) % size;
-    int dests[3] = {right, right, left}, srcs[3] = {left, left, right};
-    int in_order[3], reversed[3];
-    for (int j = 0; j < 3; j++) {
-        int p = srcs[j], p_dests[3] = {(p + 1) % size, (p + 1) % size,
-                                       (p + size - 1) % size};
-        int mine = 0, nth = 0, blocks[3];
-        for (int k = 0; k < 3; k++)
-            if (p_dests[k] == rank)
-                blocks[mine++] = k;
-        for (int i = 0; i < j; i++)
-            nth += srcs[i] == p;
-        in_order[j] = blocks[nth];
-        reversed[j] = blocks[mine - 1 - nth];
+    /* Non-periodic 2-D, reordered. */
+    int dims2[2] = {0, 0}, open2[2] = {0, 0};
+    MPI_CHECK(MPI_Dims_create(size, 2, dims2));
+    nb_cart(2, dims2, open2, 1);
+    /* 3-D with a periodic dimension of size 2 (one neighbour both ways;
+     * of size 1 when the ranks are odd), a periodic one of size 1 (this
+     * rank both ways) and a non-periodic one. */
+    int even = size % 2 == 0;
+    int dims3[3] = {even ? 2 : 1, 1, even ? size / 2 : size};
+    int periods3[3] = {1, 1, 0};
+    nb_cart(3, dims3, periods3, 0);
+    /* A graph naming each ring neighbour twice on both sides. */
+    int *index = xmalloc((size_t)size * sizeof *index), ring[4];
+    int *edges = xmalloc((size_t)size * 4 * sizeof *edges);
+    for (int r = 0; r < size; r++) {
+        index[r] = 4 * (r + 1);
+        ring_twice(r, size, edges + 4 * r);
     }
-    const char *mpich = getenv("NBC_CHECK_MPICH");
     MPI_Comm graph;
+    MPI_CHECK(MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &graph));
+    ring_twice(rank, size, ring);
+    nb_all(graph, "graph", 4, ring, 4, ring, NULL);
+    MPI_CHECK(MPI_Comm_free(&graph));
+    free(index);
+    free(edges);
+    /* A distributed graph naming its right neighbour twice. */
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    int dests[3], srcs[3] = {left, left, right};
+    right_right_left(rank, size, dests);
+    MPI_Comm dist;
     MPI_CHECK(MPI_Dist_graph_create_adjacent(
         MPI_COMM_WORLD, 3, srcs, MPI_UNWEIGHTED, 3, dests, MPI_UNWEIGHTED,
-        MPI_INFO_NULL, 0, &graph));
-    for (int kind = 0; kind < 5; kind++)
-        for (int form = 0; form < 3; form++) {
-            char what[96];
-            snprintf(what, sizeof what, "dist graph kind %d form %d", kind,
-                     form);
-            int mpich_alltoall =
-                mpich != NULL && strcmp(mpich, "1") == 0 && kind == 2;
-            nb_run(graph, what, form, kind, 3, srcs, 3,
-                   mpich_alltoall ? reversed : in_order);
-        }
-    MPI_CHECK(MPI_Comm_free(&graph));
+        MPI_INFO_NULL, 0, &dist));
+    nb_all(dist, "dist graph", 3, srcs, 3, dests, NULL);
+    MPI_CHECK(MPI_Comm_free(&dist));
+    /* The same edges with weights through MPI_Dist_graph_create,
+     * reordered: the lists come back in the order the members gave the
+     * edges (MPI_Dist_graph_neighbors), in the new ranks. */
+    int weights[3] = {1, 5, 2}, degree = 3;
+    MPI_CHECK(MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &degree, dests,
+                                    weights, MPI_INFO_NULL, 1, &dist));
+    int in, out, weighted, wsrc[NB_MAX], wdst[NB_MAX], sw[NB_MAX], dw[NB_MAX];
+    MPI_CHECK(MPI_Dist_graph_neighbors_count(dist, &in, &out, &weighted));
+    if (in != 3 || out != 3 || !weighted)
+        fail("weighted dist graph: degrees %d %d weighted %d", in, out,
+             weighted);
+    MPI_CHECK(MPI_Dist_graph_neighbors(dist, in, wsrc, sw, out, wdst, dw));
+    nb_all(dist, "weighted dist graph", in, wsrc, out, wdst, NULL);
+    MPI_CHECK(MPI_Comm_free(&dist));
 }
 
 int main(int argc, char **argv)

@@ -16,7 +16,9 @@
  *    for self-consistency (coordinates <-> ranks bijective, each site's
  *    members in their old relative order, the cut equal to what
  *    topo_reorder.c computes for this layout and not above the identity's),
- *    data exchanged along the neighbours byte for byte; they print
+ *    data exchanged along the neighbours byte for byte (point to point,
+ *    and across sites MPI_Neighbor_alltoall(v) under every algorithm of
+ *    the neighbor table); they print
  *    "CUT <case> identity I reorder R" lines.
  * Conventions of check_util.h: MPI_ERRORS_RETURN, "OK <case>" after each
  * case, "FAIL <case>: rank R: ..." and MPI_Abort on the first mismatch.
@@ -32,6 +34,7 @@
 
 #include "check_util.h"
 #include "gridcoll.h"
+#include "neighbor_util.h"
 #include "topo_reorder.h"
 
 #define LINE 512
@@ -689,6 +692,76 @@ static void shift_exchange(MPI_Comm cart, int ndims)
         }
 }
 
+/*
+ * MPI_Neighbor_alltoall and _alltoallv along the topology under every
+ * algorithm of the neighbor table (GridColl_Set_algorithm), byte for
+ * byte: block k of rank p (its k-th destination) carries p and k, in the
+ * v-form 1 to 4 ints of it.  On a Cartesian grid the block from slot j's
+ * neighbour is the one it sent to slot j ^ 1 (MPI-4.0 section 8.6), else
+ * blocks from one peer arrive in order.  bundled must refuse (MPI_ERR_ARG)
+ * a communicator where no site sends another two blocks.  Multi-site runs
+ * only: MPICH pairs duplicate neighbours its own way (nbc_check).
+ */
+static void neighbor_exchange(MPI_Comm comm, const char *name, int indeg,
+                              const int *srcs, int outdeg, const int *dests,
+                              int cart)
+{
+    enum { W = 4 };
+    if (!multi_site)
+        return;
+    int me, sent_as[NB_MAX], reversed[NB_MAX];
+    MPI_CHECK(MPI_Comm_rank(comm, &me));
+    nb_expect(comm, indeg, srcs, outdeg, dests, sent_as, reversed);
+    for (int j = 0; cart && j < indeg; j++)
+        sent_as[j] = j ^ 1;
+    int bundles = nb_bundles(comm, outdeg, dests);
+    int send[NB_MAX * W], recv[NB_MAX * W], scounts[NB_MAX], sdispls[NB_MAX];
+    int rcounts[NB_MAX], rdispls[NB_MAX];
+    for (int k = 0; k < outdeg; k++) {
+        scounts[k] = 1 + (me + k) % W;
+        sdispls[k] = k * W;
+        for (int e = 0; e < W; e++)
+            send[k * W + e] = me * 1000 + k * 10 + e;
+    }
+    for (int j = 0; j < indeg; j++) {
+        rcounts[j] =
+            srcs[j] == MPI_PROC_NULL ? 0 : 1 + (srcs[j] + sent_as[j]) % W;
+        rdispls[j] = j * W;
+    }
+    for (int i = 0;; i++) {
+        const char *algo = GridColl_Algorithm_name("neighbor", i);
+        if (algo == NULL)
+            break;
+        MPI_CHECK(GridColl_Set_algorithm("neighbor", algo));
+        for (int v = 0; v < 2; v++) {
+            for (int x = 0; x < NB_MAX * W; x++)
+                recv[x] = -1;
+            int rc = v ? MPI_Neighbor_alltoallv(send, scounts, sdispls, MPI_INT,
+                                                recv, rcounts, rdispls, MPI_INT,
+                                                comm)
+                       : MPI_Neighbor_alltoall(send, W, MPI_INT, recv, W,
+                                               MPI_INT, comm);
+            if (strcmp(algo, "bundled") == 0 && !bundles) {
+                expect_class(rc, MPI_ERR_ARG, "bundled without two blocks");
+                continue;
+            }
+            mpi_check(rc, name);
+            for (int j = 0; j < indeg; j++)
+                for (int e = 0; e < W; e++) {
+                    int n = srcs[j] == MPI_PROC_NULL ? 0 : v ? rcounts[j] : W;
+                    int want =
+                        e < n ? srcs[j] * 1000 + sent_as[j] * 10 + e : -1;
+                    if (recv[j * W + e] != want)
+                        fail("%s: %s %s: slot %d element %d is %d, expected "
+                             "%d",
+                             name, algo, v ? "alltoallv" : "alltoall", j, e,
+                             recv[j * W + e], want);
+                }
+        }
+    }
+    MPI_CHECK(GridColl_Set_algorithm("neighbor", NULL));
+}
+
 static void reorder_cart_one(int ndims, const int *dims, const int *periods)
 {
     char name[64];
@@ -737,6 +810,10 @@ static void reorder_cart_one(int ndims, const int *dims, const int *periods)
         }
         free(seen);
         shift_exchange(cart, ndims);
+        int nbr[2 * 8];
+        for (int d = 0; d < ndims; d++)
+            MPI_CHECK(MPI_Cart_shift(cart, d, 1, &nbr[2 * d], &nbr[2 * d + 1]));
+        neighbor_exchange(cart, name, 2 * ndims, nbr, 2 * ndims, nbr, 1);
         /* rows: collectives on a Cart_sub of the reordered grid */
         int remain[8] = {0};
         remain[ndims - 1] = 1;
@@ -869,6 +946,7 @@ static void case_reorder_dist(void)
     for (int i = 0; i < in; i++)
         if (got_from[i] != src[i])
             fail("reorder_dist: got %d from %d", got_from[i], src[i]);
+    neighbor_exchange(g, "reorder_dist", in, src, out, dst, 0);
     if (world_rank == 0) {
         printf("CUT reorder_dist n=%d step %d identity %lld reorder %lld\n", n,
                step, (long long)identity, (long long)want);

@@ -30,69 +30,84 @@
  *   MPI_Cart_create(reorder = 1) (topo/topo_reorder.c) keeps d_w to the
  *   ranks on the cut between sites.
  *
- * Not done yet: bundling the messages of a site's ranks to one other
- * site into one relay transfer per step (fewer, larger WAN messages
- * when many ranks sit on the cut).
+ * neighbor_grid_bundled.c sends the blocks between two sites with many
+ * cut edges in one relay message instead.
  */
+#include "coll/neighbor/neighbor.h"
+
 #include <limits.h>
 
-#include "engine/coll_sched.h"
 #include "gc_coll.h"
-#include "gc_coll_algo.h"
 
-int neighbor_grid_direct(struct coll_sched *s, const struct coll_args *a)
+int neighbor_block_len(const struct coll_args *a, int count, MPI_Datatype type,
+                       size_t *len)
+{
+    int status = coll_packed_size(a->comm, count, type, len);
+    if (status == MPI_SUCCESS && *len > INT_MAX)
+        status = coll_arg_error(a->comm, MPI_ERR_COUNT, a->fn,
+                                "a block to another site is over 2 GiB");
+    return status;
+}
+
+int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a, int j)
 {
     struct gc_comm *c = a->comm;
     const struct coll_neighbor_args *n = &a->u.neighbor;
-    int my_site = c->site[c->rank];
-    for (int k = 0; k < n->indegree; k++) {
-        int j = n->cart ? k ^ 1 : k;
-        int peer = n->sources[j];
-        if (peer == MPI_PROC_NULL || n->rcounts[j] == 0)
-            continue;
-        char *at = (char *)n->rbuf + n->rdispls[j];
-        MPI_Datatype type = coll_sched_type(s, n->rtypes[j]);
-        if (c->site[peer] == my_site) {
-            coll_sched_recv(s, peer, TAG_NEIGHBOR, at, n->rcounts[j], type, -1);
-            continue;
-        }
-        size_t len;
-        int status = coll_packed_size(c, n->rcounts[j], type, &len);
-        if (status != MPI_SUCCESS)
-            return status;
-        if (len > INT_MAX)
-            return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                                  "a block to another site is over 2 GiB");
-        unsigned char *bytes = coll_sched_alloc(s, len);
-        if (bytes == NULL)
-            return coll_no_mem(c);
-        coll_sched_unpack(s, bytes, len, at, n->rcounts[j], type,
-                          coll_sched_recv(s, peer, TAG_NEIGHBOR, bytes,
-                                          (int)len, MPI_BYTE, -1));
+    int peer = n->sources[j];
+    if (peer == MPI_PROC_NULL || n->rcounts[j] == 0)
+        return MPI_SUCCESS;
+    char *at = (char *)n->rbuf + n->rdispls[j];
+    MPI_Datatype type = coll_sched_type(s, n->rtypes[j]);
+    if (c->site[peer] == c->site[c->rank]) {
+        coll_sched_recv(s, peer, TAG_NEIGHBOR, at, n->rcounts[j], type, -1);
+        return MPI_SUCCESS;
     }
-    for (int i = 0; i < n->outdegree; i++) {
-        int peer = n->destinations[i];
-        if (peer == MPI_PROC_NULL || n->scounts[i] == 0)
-            continue;
-        const char *at = (const char *)n->sbuf + n->sdispls[i];
-        MPI_Datatype type = coll_sched_type(s, n->stypes[i]);
-        if (c->site[peer] == my_site) {
-            coll_sched_send(s, peer, TAG_NEIGHBOR, at, n->scounts[i], type, -1);
-            continue;
-        }
-        size_t len;
-        int status = coll_packed_size(c, n->scounts[i], type, &len);
-        if (status != MPI_SUCCESS)
-            return status;
-        if (len > INT_MAX)
-            return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                                  "a block to another site is over 2 GiB");
-        unsigned char *bytes = coll_sched_alloc(s, len);
-        if (bytes == NULL)
-            return coll_no_mem(c);
-        coll_sched_send(
-            s, peer, TAG_NEIGHBOR, bytes, (int)len, MPI_BYTE,
-            coll_sched_pack(s, at, n->scounts[i], type, bytes, len, -1));
-    }
+    size_t len;
+    int status = neighbor_block_len(a, n->rcounts[j], type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    unsigned char *bytes = coll_sched_alloc(s, len);
+    if (bytes == NULL)
+        return coll_no_mem(c);
+    coll_sched_unpack(
+        s, bytes, len, at, n->rcounts[j], type,
+        coll_sched_recv(s, peer, TAG_NEIGHBOR, bytes, (int)len, MPI_BYTE, -1));
     return MPI_SUCCESS;
+}
+
+int neighbor_direct_send(struct coll_sched *s, const struct coll_args *a, int i)
+{
+    struct gc_comm *c = a->comm;
+    const struct coll_neighbor_args *n = &a->u.neighbor;
+    int peer = n->destinations[i];
+    if (peer == MPI_PROC_NULL || n->scounts[i] == 0)
+        return MPI_SUCCESS;
+    const char *at = (const char *)n->sbuf + n->sdispls[i];
+    MPI_Datatype type = coll_sched_type(s, n->stypes[i]);
+    if (c->site[peer] == c->site[c->rank]) {
+        coll_sched_send(s, peer, TAG_NEIGHBOR, at, n->scounts[i], type, -1);
+        return MPI_SUCCESS;
+    }
+    size_t len;
+    int status = neighbor_block_len(a, n->scounts[i], type, &len);
+    if (status != MPI_SUCCESS)
+        return status;
+    unsigned char *bytes = coll_sched_alloc(s, len);
+    if (bytes == NULL)
+        return coll_no_mem(c);
+    coll_sched_send(
+        s, peer, TAG_NEIGHBOR, bytes, (int)len, MPI_BYTE,
+        coll_sched_pack(s, at, n->scounts[i], type, bytes, len, -1));
+    return MPI_SUCCESS;
+}
+
+int neighbor_grid_direct(struct coll_sched *s, const struct coll_args *a)
+{
+    const struct coll_neighbor_args *n = &a->u.neighbor;
+    int status = MPI_SUCCESS;
+    for (int k = 0; k < n->indegree && status == MPI_SUCCESS; k++)
+        status = neighbor_direct_recv(s, a, n->cart ? k ^ 1 : k);
+    for (int i = 0; i < n->outdegree && status == MPI_SUCCESS; i++)
+        status = neighbor_direct_send(s, a, i);
+    return status;
 }
