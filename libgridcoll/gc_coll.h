@@ -1,8 +1,9 @@
 /*
- * Internals shared by the collective files: gc_coll.c (helpers, the
- * issue-3 fallbacks of the gather family), gc_coll_reduce.c (the
- * reduction entry points and fallbacks), gc_coll_alltoall.c,
- * gc_coll_neighbor.c and coll/ (one algorithm per file); the schedule
+ * Internals shared by the collective files: the MPI entry points
+ * (gc_coll.c, gc_coll_reduce.c, gc_coll_alltoall.c, gc_coll_neighbor.c),
+ * the helpers they and the algorithms share (coll/coll_common.c,
+ * coll/reduce/reduce_common.c, coll/rooted_common.c, coll/local_phase.c)
+ * and the algorithms, coll/<collective>/, one per file; the schedule
  * engine is in engine/.  Layer-wide collectives are in gc_mpi.h.
  */
 #ifndef GC_COLL_H
@@ -176,10 +177,10 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
 /*
  * Phases that schedules are built of (engine/coll_sched.h), arguments
  * already checked: this member's steps of the hier Bcast
- * (coll/bcast_grid_hier.c, with the default segment size), Reduce
- * (coll/reduce_grid_hier.c, `segsize` bytes per segment), Gatherv and
- * Scatterv (coll/gather_grid_hier.c, coll/scatter_grid_hier.c), the
- * first of them after step `after` (-1: none).  *done is a step that
+ * (coll/bcast/bcast_grid_hier.c, with the default segment size), Reduce
+ * (coll/reduce/reduce_grid_hier.c, `segsize` bytes per segment), Gatherv and
+ * Scatterv (coll/gather/gather_grid_hier.c, coll/scatter/scatter_grid_hier.c),
+ * the first of them after step `after` (-1: none).  *done is a step that
  * finishes after all of them.  Types and the counts/displs arrays are
  * copied or held by the schedule.
  */

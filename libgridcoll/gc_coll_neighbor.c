@@ -4,8 +4,8 @@
  * MPI_Neighbor_alltoall(v,w), blocking, nonblocking and persistent.  The
  * entry points check their arguments, describe every block as
  * Neighbor_alltoallw would (struct coll_neighbor_args) and run the
- * algorithm of the "neighbor" table (coll/neighbor_grid_direct.c,
- * coll/neighbor_grid_bundled.c).
+ * algorithm of the "neighbor" table (coll/neighbor/neighbor_grid_direct.c,
+ * coll/neighbor/neighbor_grid_bundled.c).
  */
 #include <stdlib.h>
 

@@ -3,9 +3,10 @@
  * (gc_runtime.c), grid communicators (gc_comm.c, gc_comm_create.c,
  * gc_group.c), the point-to-point engine (gc_p2p_engine.c), the MPI
  * point-to-point calls (gc_p2p.c), the collectives' internal transfers
- * (gc_xfer.c), the completion calls (gc_request.c), collectives
- * (gc_coll.c), datatypes (gc_datatype.c) and the generated wrappers
- * (gc_wrappers.c, from gen_wrappers.py).
+ * (gc_xfer.c), the completion calls (gc_request.c), the library lock
+ * and progress thread (gc_thread.c), collectives (gc_coll*.c, coll/),
+ * datatypes (gc_datatype.c) and the generated wrappers (gc_wrappers.c,
+ * from gen_wrappers.py).
  * docs/design/mpi-layer.md explains the design.
  */
 #ifndef GC_MPI_H
@@ -246,7 +247,7 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs);
  */
 int gc_xfer_test(struct gc_xfer **req, int *done);
 
-/* ---- collectives used by the layer itself (gc_coll.c) ------------------ */
+/* ---- collectives used by the layer itself (coll/internal_coll.c) ------- */
 
 /* Barrier over every member of c, one WAN round between site leaders. */
 int gc_coll_barrier(struct gc_comm *c);

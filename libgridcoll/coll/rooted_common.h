@@ -1,6 +1,6 @@
 /*
- * Shared by the hier Gatherv and Scatterv (coll/gather_grid_hier.c,
- * coll/scatter_grid_hier.c) and the collectives built on them: the
+ * Shared by the hier Gatherv and Scatterv (coll/gather/gather_grid_hier.c,
+ * coll/scatter/scatter_grid_hier.c) and the collectives built on them: the
  * root's layout of every site's part, and the steps of a member of a
  * site without the root, whose bytes pass through its leader in one WAN
  * message.

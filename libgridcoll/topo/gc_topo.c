@@ -140,7 +140,7 @@ static int neighbors_init(struct gc_topo *t, int rank)
  * whole graph `whole` (a distributed graph's, gathered by its
  * constructor; its site left to fill), or from t's description.  The
  * Cartesian receives are posted +1 neighbour first in each dimension, as
- * coll/neighbor_grid_direct.c posts them.
+ * coll/neighbor/neighbor_grid_direct.c posts them.
  */
 static int plan_init(struct gc_topo *t, const struct gc_comm *g,
                      const struct gc_plan_graph *whole)

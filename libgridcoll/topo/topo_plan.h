@@ -1,7 +1,7 @@
 /*
  * The site-pair plan of a process topology (topo_plan.c): which blocks of
  * a neighbourhood collective cross between each pair of sites, and who
- * bundles them (coll/neighbor_grid_bundled.c).  Pure functions, no MPI,
+ * bundles them (coll/neighbor/neighbor_grid_bundled.c).  Pure functions, no MPI,
  * so that the topology constructors (gc_topo.c) and the unit test
  * (tests/unit/test_topo_plan.c) share one copy.
  *

@@ -1,5 +1,5 @@
 /*
- * Multilane bcast trees (libgridcoll/coll/bcast_grid_multilane.c,
+ * Multilane bcast trees (libgridcoll/coll/bcast/bcast_grid_multilane.c,
  * docs/algorithms.md "Bcast") on every layout of up to four sites with up
  * to 40, 20, 9 and 6 members per site (1, 2, 3, 4 sites); the root is the
  * first position, its site the first.  For each layout:

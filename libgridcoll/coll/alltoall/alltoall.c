@@ -1,5 +1,5 @@
 /*
- * Shared parts of the all-to-all algorithms (coll/alltoall.h): the call
+ * Shared parts of the all-to-all algorithms (coll/alltoall/alltoall.h): the call
  * as packed block sizes, buffers sized at run time, and running the local
  * phase with the schedule the site level of the table chose.
  */

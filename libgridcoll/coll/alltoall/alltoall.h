@@ -1,5 +1,5 @@
 /*
- * What the all-to-all algorithms share (coll/alltoall.c):
+ * What the all-to-all algorithms share (coll/alltoall/alltoall.c):
  *   - the grid algorithms (alltoall_grid_direct, _lg, _hier): the call as
  *     packed block sizes per peer, packing and unpacking one block,
  *     buffers sized at run time;

@@ -1,7 +1,7 @@
 /*
  * Shared by the reductions whose partial results cross the WAN in pieces
- * (coll/reduce_grid_hier.c, coll/reduce_scatter_grid_hier.c,
- * coll/allreduce_grid_multileader.c): the pieces, cut into segments, and
+ * (coll/reduce/reduce_grid_hier.c, coll/reduce_scatter/reduce_scatter_grid_hier.c,
+ * coll/allreduce/allreduce_grid_multileader.c): the pieces, cut into segments, and
  * the fold that combines the partial results of several sources in a
  * fixed order as their pieces arrive, so the fold overlaps the transfer
  * of later pieces.
