@@ -85,18 +85,21 @@ def blocking(path):
 def halo(path):
     groups = {}
     for r in csv.DictReader(open(path)):
-        key = (r["layout"], r["dims"], int(r["periodic"]), int(r["reorder"]))
+        key = (r["layout"], r["dims"], int(r["periodic"]), int(r["reorder"]),
+               int(r["bytes"]), r["algo"])
         groups.setdefault(key, []).append(r)
-    print("| layout | dims | reorder | jobs | cut pairs | WAN messages per "
-          "site and exchange | ms per exchange (min .. max of jobs) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| layout | dims | reorder | block | algorithm | jobs | cut pairs | "
+          "WAN messages per site and exchange | ms per exchange (min .. max "
+          "of jobs) |")
+    print("|---|---|---:|---:|---|---:|---:|---:|---:|")
     for key in sorted(groups):
         rows = groups[key]
         per = sorted({"%g" % (int(r[side]) / int(r["calls"]))
                       for r in rows
                       for side in ("wan_messages_alpha", "wan_messages_beta")})
-        print("| %s | %s%s | %d | %d | %s | %s | %s |" % (
-            key[0], key[1], " periodic" if key[2] else "", key[3], len(rows),
+        print("| %s | %s%s | %d | %s | %s | %d | %s | %s | %s |" % (
+            key[0], key[1], " periodic" if key[2] else "", key[3],
+            size_name(key[4]), key[5], len(rows),
             "/".join(sorted({r["cut_pairs"] for r in rows})), "/".join(per),
             spread([float(r["median_us"]) / 1e3 for r in rows], "%.1f")))
 

@@ -6,8 +6,7 @@
 #             --test-every N, 64 KiB to 1 MiB, the automatic choice, on
 #             2+2 and 4+4: OUT/nbc-overlap.csv, lib "new";
 #   thread    the same with GRIDCOLL_ASYNC_PROGRESS=1 (the progress
-#             thread), with --test-every N and without MPI_Test
-#             (--test-every 0): lib "thread";
+#             thread): lib "thread";
 #   native    the same with MPICH alone (gridcoll-bench-plain under
 #             gridrun --native: one MPICH job across the namespace
 #             sites, no relays): OUT/nbc-overlap.csv, lib "native";
@@ -19,9 +18,11 @@
 #             OUT/nbc-blocking.csv (with --points: only those points,
 #             OUT/nbc-blocking-points.csv);
 #   halo      gridcoll-halo --dims 2x4 and 4x2, --reorder 0 and 1, 64 KiB
-#             blocks, on 4+4 with GRIDCOLL_STATS=1: OUT/nbc-halo.csv, the
-#             bench's row plus the neighbour collectives' WAN messages
-#             and calls per site (alpha, beta) from the library's stats.
+#             blocks, the default algorithm; and --dims 4x2 --reorder 1
+#             with --algo direct and bundled at 4 KiB and 64 KiB; on 4+4
+#             with GRIDCOLL_STATS=1: OUT/nbc-halo.csv, the bench's row
+#             plus the neighbour collectives' WAN messages and calls per
+#             site (alpha, beta) from the library's stats.
 # Every bench row is prefixed with layout, lib, run and the 1-minute load
 # average as its job started; bench/nbc_report.py OUT prints the tables.
 # Every job is bounded (gridrun --timeout); none starts after --budget
@@ -102,7 +103,7 @@ job() {
     rm -f "$tmp" "$tmp.err"
 }
 
-# halo RUN DIMS REORDER: one gridcoll-halo job on 4+4.
+# halo RUN DIMS REORDER BYTES [ALGO]: one gridcoll-halo job on 4+4.
 halo() {
     if [ $(($(date +%s) - start)) -ge "$budget" ]; then
         echo "run-nbc: budget of $budget s spent, skipping halo $*" >&2
@@ -110,11 +111,11 @@ halo() {
     fi
     load=$(cut -d' ' -f1 /proc/loadavg)
     tmp=$(mktemp)
-    echo "run-nbc: halo 4+4 run $1 --dims $2 --reorder $3" >&2
+    echo "run-nbc: halo 4+4 run $1 --dims $2 --reorder $3 --bytes $4 $5" >&2
     timeout 330 "$bin/gridrun" --timeout 300 --no-model --wan "$wan" \
         --site-sizes 4,4 -- env GRIDCOLL_STATS=1 "$bin/gridcoll-halo" \
-        --dims "$2" --reorder "$3" --bytes 64k --iters 20 --warmup 2 \
-        --start window --csv >"$tmp" 2>"$tmp.err" ||
+        --dims "$2" --reorder "$3" --bytes "$4" ${5:+--algo "$5"} \
+        --iters 20 --warmup 2 --start window --csv >"$tmp" 2>"$tmp.err" ||
         { echo "run-nbc: halo failed:" >&2; tail -5 "$tmp.err" >&2; }
     stats() {
         sed -n "s/.*site=$1 coll=neighbor .*calls=\([0-9]*\) .*wan_messages=\([0-9]*\).*/\2,\1/p" \
@@ -149,7 +150,12 @@ for run in $(seq 1 "$runs"); do
     [ -z "$points" ] || continue
     case " $what " in *" halo "*)
         for dims in 2x4 4x2; do
-            for reorder in 0 1; do halo "$run" "$dims" "$reorder"; done
+            for reorder in 0 1; do halo "$run" "$dims" "$reorder" 64k; done
+        done
+        for bytes in 4k 64k; do
+            for algo in direct bundled; do
+                halo "$run" 4x2 1 "$bytes" "$algo"
+            done
         done ;;
     esac
     for sites in 2,2 4,4; do
@@ -163,13 +169,11 @@ for run in $(seq 1 "$runs"); do
             done ;;
         esac
         case " $what " in *" thread "*)
-            for every in "$test_every" 0; do
-                for coll in ialltoall iallreduce; do
-                    job "$out/nbc-overlap.csv" "$layout,thread,$run" thread \
-                        600 "$sites" -- "$coll" --sizes 64k,256k,1m \
-                        --algos auto --iters 10 --warmup 2 --overlap \
-                        --test-every "$every"
-                done
+            for coll in ialltoall iallreduce; do
+                job "$out/nbc-overlap.csv" "$layout,thread,$run" thread 600 \
+                    "$sites" -- "$coll" --sizes 64k,256k,1m --algos auto \
+                    --iters 10 --warmup 2 --overlap \
+                    --test-every "$test_every"
             done ;;
         esac
         case " $what " in *" native "*)
