@@ -1,6 +1,6 @@
 /*
- * Shared parts of the all-to-all algorithms (coll/alltoall/alltoall.h): the call
- * as packed block sizes, buffers sized at run time, and running the local
+ * Shared parts of the all-to-all algorithms (coll/alltoall/alltoall.h): the
+ * call as packed block sizes, buffers sized at run time, and running the local
  * phase with the schedule the site level of the table chose.
  */
 #include <stdio.h>
@@ -226,11 +226,69 @@ int alltoall_local_run(struct gc_comm *c, const char *fn,
     return gc_error(c->handle, status, text);
 }
 
-int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
-                   const struct alltoall_exchange *x)
+int alltoall_bundles_init(struct coll_sched *s, const struct coll_args *a,
+                          size_t pair_bytes, struct alltoall_bundles *b)
 {
-    const struct coll_algo *algo;
-    int status =
-        coll_site_select(GC_COLL_ALLTOALL, c, fn, 1, pair_bytes, &algo);
-    return status == MPI_SUCCESS ? alltoall_local_run(c, fn, algo, x) : status;
+    struct gc_comm *c = a->comm;
+    size_t n = (size_t)c->local_size;
+    b->c = c;
+    b->fn = a->fn;
+    b->blocking = a->request == NULL;
+    b->step = -1;
+    b->scount = coll_sched_alloc(s, n * sizeof *b->scount);
+    b->rcount = coll_sched_alloc(s, n * sizeof *b->rcount);
+    b->sdispl = coll_sched_alloc(s, n * sizeof *b->sdispl);
+    b->rdispl = coll_sched_alloc(s, n * sizeof *b->rdispl);
+    b->types = coll_sched_alloc(s, n * sizeof *b->types);
+    if (b->scount == NULL || b->rcount == NULL || b->sdispl == NULL ||
+        b->rdispl == NULL || b->types == NULL)
+        return coll_no_mem(c);
+    for (size_t x = 0; x < n; x++)
+        b->types[x] = MPI_BYTE;
+    return coll_site_select(GC_COLL_ALLTOALL, c, a->fn, a->request == NULL,
+                            pair_bytes, &b->site);
+}
+
+static int bundles_run(struct coll_sched *s, void *arg)
+{
+    (void)s;
+    const struct alltoall_bundles *b = arg;
+    struct alltoall_exchange x = {.sbuf = b->sbuf,
+                                  .scounts = b->scount,
+                                  .sdispls = b->sdispl,
+                                  .stypes = b->types,
+                                  .rbuf = b->rbuf,
+                                  .rcounts = b->rcount,
+                                  .rdispls = b->rdispl,
+                                  .rtypes = b->types};
+    return alltoall_local_run(b->c, b->fn, b->site, &x);
+}
+
+int alltoall_bundles_exchange(struct coll_sched *s, struct alltoall_bundles *b,
+                              int after)
+{
+    if (b->blocking)
+        return coll_sched_call_blocking(s, bundles_run, b, after);
+    struct sched_local l = {.op = LOCAL_ALLTOALLW,
+                            .sbuf = b->sbuf,
+                            .scounts = b->scount,
+                            .sdispls = b->sdispl,
+                            .stypes = b->types,
+                            .rbuf = b->rbuf,
+                            .rcounts = b->rcount,
+                            .rdispls = b->rdispl,
+                            .rtypes = b->types};
+    return b->step = coll_sched_local(s, &l, after);
+}
+
+void alltoall_bundles_buffers(struct coll_sched *s, struct alltoall_bundles *b,
+                              unsigned char *sbuf, unsigned char *rbuf)
+{
+    b->sbuf = sbuf;
+    b->rbuf = rbuf;
+    if (b->step >= 0) {
+        struct sched_local *l = coll_sched_local_args(s, b->step);
+        l->sbuf = sbuf;
+        l->rbuf = rbuf;
+    }
 }

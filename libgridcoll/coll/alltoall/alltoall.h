@@ -84,18 +84,41 @@ struct alltoall_exchange {
     const MPI_Datatype *rtypes;
 };
 
-/*
- * Run one local exchange of a blocking call with the schedule the site
- * level picks (coll_site_select) for `pair_bytes` (the bytes an average
- * pair of this site's members exchanges, the same on every member; 0 when
- * unknown).  Errors go through the communicator's handler.
- */
-int alltoall_local(struct gc_comm *c, const char *fn, size_t pair_bytes,
-                   const struct alltoall_exchange *x);
-/* The same with the schedule `algo` already picked. */
+/* Run one local exchange of a blocking call with the schedule `algo` of
+ * the site level.  Errors go through the communicator's handler. */
 int alltoall_local_run(struct gc_comm *c, const char *fn,
                        const struct coll_algo *algo,
                        const struct alltoall_exchange *x);
+
+/*
+ * The bundles lg and hier exchange inside a site: by local rank, blocks
+ * of bytes.  Blocking calls run the exchange with the site level's
+ * schedule (blocking code, a CALL step); the nonblocking forms as MPICH's
+ * Ialltoallw (a LOCAL step).  Steps before it may (re)allocate the
+ * buffers: alltoall_bundles_buffers then points the exchange at them.
+ */
+struct alltoall_bundles {
+    struct gc_comm *c;
+    const char *fn;
+    const struct coll_algo *site; /* the site level's choice, at build */
+    MPI_Count *scount, *rcount;
+    MPI_Aint *sdispl, *rdispl;
+    MPI_Datatype *types; /* MPI_BYTE for every member */
+    unsigned char *sbuf, *rbuf;
+    int blocking; /* a blocking call */
+    int step;     /* the LOCAL step, -1 for a CALL */
+};
+
+/* The arrays for the site's members, and the site level's choice for
+ * `pair_bytes` (what an average pair of members exchanges, the same on
+ * every member; 0 when unknown). */
+int alltoall_bundles_init(struct coll_sched *s, const struct coll_args *a,
+                          size_t pair_bytes, struct alltoall_bundles *b);
+/* The exchange's step, after `after`. */
+int alltoall_bundles_exchange(struct coll_sched *s, struct alltoall_bundles *b,
+                              int after);
+void alltoall_bundles_buffers(struct coll_sched *s, struct alltoall_bundles *b,
+                              unsigned char *sbuf, unsigned char *rbuf);
 
 /*
  * A pairwise schedule among n ranks: in phase p (0 <= p < phases) rank r

@@ -11,7 +11,7 @@
  *   1. Pack every block for a rank on another site; post the receives of
  *      the blocks from ranks on other sites, then the sends.
  *   2. Local phase: the blocks between members of this site, with the
- *      user's datatypes, through the local schedule (alltoall_local).
+ *      user's datatypes, as one MPICH Ialltoallw.
  *   3. Wait for the WAN, unpack what came from other sites.
  * In place, the outgoing blocks are packed from recvbuf before anything
  * writes it.

@@ -17,8 +17,8 @@
  *   1. Local phase: every member sends each member of its site its block
  *      for it, and the coordinator, in the same bundle, all its blocks
  *      for other sites (by site, then site rank).  Blocking runs take the
- *      local schedule table (alltoall_local), the other forms one MPICH
- *      Ialltoallw, so they never block.
+ *      site level's schedule, the other forms one MPICH Ialltoallw, so
+ *      they never block (alltoall_bundles_exchange).
  *   2. WAN phase: the coordinator sends every other site's coordinator
  *      one message, the blocks for that site by destination, then source
  *      (the receiving coordinator splits it by destination); it receives
@@ -59,13 +59,8 @@ struct hier {
      */
     uint64_t *lens;
     int row;
-    /* Local phase, by local rank; blocks are bytes. */
-    MPI_Count *scount, *rcount;
-    MPI_Aint *sdispl, *rdispl;
-    MPI_Datatype *types;
-    unsigned char *sbund, *rbund;
+    struct alltoall_bundles b; /* the local phase */
     size_t rbund_cap;
-    int exchange_step; /* the local exchange, when it is MPICH's */
     /* WAN (coordinator), by remote site index: offsets [remote + 1] */
     size_t soff[GC_MAX_SITES + 1], roff[GC_MAX_SITES + 1];
     size_t *dest_off, *cursor; /* per remote rank: its part of wsend */
@@ -114,8 +109,12 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
     h->fn = a->fn;
     h->n = c->local_size;
     h->me = c->local_rank;
-    h->exchange_step = h->scatter_step = -1;
+    h->scatter_step = -1;
     int status = alltoall_call_sched(s, a, &h->k);
+    /* Alltoall: a rank's N blocks over its site's n members. */
+    if (status == MPI_SUCCESS)
+        status = alltoall_bundles_init(
+            s, a, h->k.block * (size_t)c->size / (size_t)h->n, &h->b);
     if (status != MPI_SUCCESS)
         return status;
     for (int t = 0; t < GC_MAX_SITES; t++)
@@ -126,16 +125,9 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
     size_t n = (size_t)h->n, remote = (size_t)h->remote_ranks;
     size_t rows = h->me == 0 ? n : 1;
     h->lens = coll_sched_alloc(s, rows * (size_t)h->row * sizeof *h->lens);
-    h->scount = coll_sched_alloc(s, n * sizeof *h->scount);
-    h->rcount = coll_sched_alloc(s, n * sizeof *h->rcount);
-    h->sdispl = coll_sched_alloc(s, n * sizeof *h->sdispl);
-    h->rdispl = coll_sched_alloc(s, n * sizeof *h->rdispl);
-    h->types = coll_sched_alloc(s, n * sizeof *h->types);
     h->dest_off = coll_sched_alloc(s, 2 * remote * sizeof *h->dest_off);
     h->ccount = coll_sched_alloc(s, 2 * n * sizeof *h->ccount);
-    if (h->lens == NULL || h->scount == NULL || h->rcount == NULL ||
-        h->sdispl == NULL || h->rdispl == NULL || h->types == NULL ||
-        h->dest_off == NULL || h->ccount == NULL)
+    if (h->lens == NULL || h->dest_off == NULL || h->ccount == NULL)
         return coll_no_mem(c);
     h->cursor = h->dest_off + remote;
     h->cdispl = h->ccount + n;
@@ -146,12 +138,11 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
                    (size_t)h->row * sizeof *h->lens);
     MPI_Aint stotal = 0;
     for (int x = 0; x < h->n; x++) {
-        h->types[x] = MPI_BYTE;
-        h->scount[x] = (MPI_Count)h->k.slen[c->local_to_comm[x]];
+        h->b.scount[x] = (MPI_Count)h->k.slen[c->local_to_comm[x]];
         for (int i = 0; x == 0 && i < h->remote_ranks; i++)
-            h->scount[x] += (MPI_Count)h->lens[i];
-        h->sdispl[x] = stotal;
-        stotal += (MPI_Aint)h->scount[x];
+            h->b.scount[x] += (MPI_Count)h->lens[i];
+        h->b.sdispl[x] = stotal;
+        stotal += (MPI_Aint)h->b.scount[x];
     }
     uint64_t mine = 0;
     for (int t = 0; t < h->remote_count; t++)
@@ -161,9 +152,9 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
                               "more than INT_MAX packed bytes from other "
                               "sites for one rank");
     h->mine_len = (int)mine;
-    h->sbund = coll_sched_alloc(s, (size_t)stotal);
+    h->b.sbuf = coll_sched_alloc(s, (size_t)stotal);
     h->mine = h->me == 0 ? NULL : coll_sched_alloc(s, (size_t)mine);
-    if (h->sbund == NULL || (h->me != 0 && h->mine == NULL))
+    if (h->b.sbuf == NULL || (h->me != 0 && h->mine == NULL))
         return coll_no_mem(c);
     return MPI_SUCCESS;
 }
@@ -243,16 +234,15 @@ static int lay_out(struct coll_sched *s, void *arg)
     struct gc_comm *c = h->c;
     MPI_Aint rtotal = 0;
     for (int x = 0; x < h->n; x++) {
-        h->rcount[x] = (MPI_Count)h->k.rlen[c->local_to_comm[x]];
+        h->b.rcount[x] = (MPI_Count)h->k.rlen[c->local_to_comm[x]];
         for (int i = 0; h->me == 0 && i < h->remote_ranks; i++)
-            h->rcount[x] += (MPI_Count)hier_row(h, x)[i];
-        h->rdispl[x] = rtotal;
-        rtotal += (MPI_Aint)h->rcount[x];
+            h->b.rcount[x] += (MPI_Count)hier_row(h, x)[i];
+        h->b.rdispl[x] = rtotal;
+        rtotal += (MPI_Aint)h->b.rcount[x];
     }
-    if (alltoall_room(s, &h->rbund, &h->rbund_cap, (size_t)rtotal) != 0)
+    if (alltoall_room(s, &h->b.rbuf, &h->rbund_cap, (size_t)rtotal) != 0)
         return MPI_ERR_NO_MEM;
-    if (h->exchange_step >= 0)
-        coll_sched_local_args(s, h->exchange_step)->rbuf = h->rbund;
+    alltoall_bundles_buffers(s, &h->b, h->b.sbuf, h->b.rbuf);
     return h->me == 0 && h->remote_count > 0 ? lay_out_wan(s, h) : MPI_SUCCESS;
 }
 
@@ -265,9 +255,9 @@ static int pack_bundles(struct coll_sched *s, void *arg)
     struct gc_comm *c = h->c;
     int status = MPI_SUCCESS;
     for (int x = 0; x < h->n && status == MPI_SUCCESS; x++)
-        status =
-            alltoall_pack(&h->k, c->local_to_comm[x], h->sbund + h->sdispl[x]);
-    unsigned char *at = h->sbund + h->k.slen[c->local_to_comm[0]];
+        status = alltoall_pack(&h->k, c->local_to_comm[x],
+                               h->b.sbuf + h->b.sdispl[x]);
+    unsigned char *at = h->b.sbuf + h->k.slen[c->local_to_comm[0]];
     for (int t = 0; t < h->remote_count && status == MPI_SUCCESS; t++) {
         int site = h->remote[t];
         for (int y = 0; y < h->k.map.count[site] && status == MPI_SUCCESS;
@@ -278,25 +268,6 @@ static int pack_bundles(struct coll_sched *s, void *arg)
         }
     }
     return status;
-}
-
-/* Blocking calls: the local exchange by the site's schedule table
- * (GRIDCOLL_ALLTOALL_LOCAL), written as blocking code. */
-static int local_table(struct coll_sched *s, void *arg)
-{
-    (void)s;
-    struct hier *h = arg;
-    struct alltoall_exchange x = {.sbuf = h->sbund,
-                                  .scounts = h->scount,
-                                  .sdispls = h->sdispl,
-                                  .stypes = h->types,
-                                  .rbuf = h->rbund,
-                                  .rcounts = h->rcount,
-                                  .rdispls = h->rdispl,
-                                  .rtypes = h->types};
-    /* Alltoall: a rank's N blocks over its site's n members. */
-    size_t pair_bytes = h->k.block * (size_t)h->c->size / (size_t)h->n;
-    return alltoall_local(h->c, h->fn, pair_bytes, &x);
 }
 
 /* The coordinator regroups its members' blocks for other sites by
@@ -313,7 +284,7 @@ static int regroup(struct coll_sched *s, void *arg)
         for (int x = 0; x < h->n; x++) {
             const uint64_t *row = hier_row(h, x);
             const unsigned char *from =
-                h->rbund + h->rdispl[x] + h->k.rlen[to_comm[x]];
+                h->b.rbuf + h->b.rdispl[x] + h->k.rlen[to_comm[x]];
             for (int i = 0; i < h->remote_ranks; i++) {
                 memcpy(h->wsend + h->cursor[i], from, (size_t)row[i]);
                 h->cursor[i] += (size_t)row[i];
@@ -323,7 +294,7 @@ static int regroup(struct coll_sched *s, void *arg)
     }
     int status = MPI_SUCCESS;
     for (int x = 0; x < h->n && status == MPI_SUCCESS; x++)
-        status = alltoall_unpack(&h->k, to_comm[x], h->rbund + h->rdispl[x]);
+        status = alltoall_unpack(&h->k, to_comm[x], h->b.rbuf + h->b.rdispl[x]);
     return status;
 }
 
@@ -417,21 +388,9 @@ int alltoall_grid_hier(struct coll_sched *s, const struct coll_args *a)
     /* Every member starts the exchange after the size gather, as the
      * coordinator must: a member blocked in the exchange (blocking runs)
      * before it posted the gather would leave the coordinator waiting. */
-    int before[3] = {packed, sizes, laid}, exchanged;
-    int ready = coll_sched_join(s, before, 3);
-    if (a->request == NULL) {
-        exchanged = coll_sched_call_blocking(s, local_table, h, ready);
-    } else {
-        struct sched_local l = {.op = LOCAL_ALLTOALLW,
-                                .sbuf = h->sbund,
-                                .scounts = h->scount,
-                                .sdispls = h->sdispl,
-                                .stypes = h->types,
-                                .rcounts = h->rcount,
-                                .rdispls = h->rdispl,
-                                .rtypes = h->types};
-        exchanged = h->exchange_step = coll_sched_local(s, &l, ready);
-    }
+    int before[3] = {packed, sizes, laid};
+    int exchanged =
+        alltoall_bundles_exchange(s, &h->b, coll_sched_join(s, before, 3));
     int grouped = coll_sched_call(s, regroup, h, exchanged);
     if (wan) {
         for (int t = 0; coordinator && t < h->remote_count; t++)

@@ -27,7 +27,8 @@
  *     not divide n_A (it names ranks that do not exist), and here the
  *     blocks of its missing positions join the previous group's message.
  * Phases (the paper's two, plus unpacking):
- *   1. Local phase, through the local schedule (alltoall_local): rank k
+ *   1. Local phase (alltoall_bundles_exchange: the site level's schedule
+ *      in blocking calls, MPICH's Ialltoallw in the others): rank k
  *      sends to each member x of its site one bundle: its block for x,
  *      then every block k -> j (j on another site) with collector(k, j)
  *      = x, by site then site rank.  The v-forms first exchange the
@@ -90,24 +91,16 @@ struct lg {
     int remote_count;
     int entry_of_site[GC_MAX_SITES]; /* index into remote, or -1 */
     int msgs;                        /* WAN partners (messages each way) */
-    /* Local phase, by local rank; blocks are bytes. */
-    MPI_Count *scount, *rcount;
-    MPI_Aint *sdispl, *rdispl;
-    MPI_Datatype *types;
-    int *blocks_to, *blocks_from; /* remote blocks per bundle */
-    uint64_t *len_to, *len_from;  /* their sizes, bundles back to back */
-    int *bundle;                  /* scratch: one bundle's destinations */
-    unsigned char *sbund, *rbund;
+    struct alltoall_bundles b;       /* the local phase */
+    int *blocks_to, *blocks_from;    /* remote blocks per bundle */
+    uint64_t *len_to, *len_from;     /* their sizes, bundles back to back */
+    int *bundle;                     /* scratch: one bundle's destinations */
     size_t sbund_cap, rbund_cap, wsend_cap;
     /* WAN messages, by partner: offsets [msgs + 1] and cursors */
     size_t *soff, *roff, *cursor;
     unsigned char *wsend, *wrecv;
-    int *send_step;  /* [msgs] this rank's WAN sends, retargeted by lay_out */
-    int bundle_step; /* the local exchange, when it is MPICH's */
+    int *send_step; /* [msgs] this rank's WAN sends, retargeted by lay_out */
     struct coll_sched *sched;
-    /* The local exchange's schedule (nonblocking calls: mpich, the only
-     * one not blocking-only, run as MPICH's Ialltoallw). */
-    const struct coll_algo *site;
 };
 
 static int lg_partners(const struct lg_site *e, int me)
@@ -161,6 +154,10 @@ static int lg_init(struct coll_sched *s, const struct coll_args *a,
     g->n = c->local_size;
     g->me = c->local_rank;
     int status = alltoall_call_sched(s, a, &g->k);
+    /* Alltoall: a rank's N blocks spread over its site's n members. */
+    if (status == MPI_SUCCESS)
+        status = alltoall_bundles_init(
+            s, a, g->k.block * (size_t)c->size / (size_t)g->n, &g->b);
     if (status != MPI_SUCCESS)
         return status;
     for (int t = 0; t < GC_MAX_SITES; t++) {
@@ -177,11 +174,6 @@ static int lg_init(struct coll_sched *s, const struct coll_args *a,
     }
     size_t n = (size_t)g->n, m = (size_t)g->msgs + 1;
     size_t remote = (size_t)(c->size - g->n);
-    g->scount = coll_sched_alloc(s, n * sizeof *g->scount);
-    g->rcount = coll_sched_alloc(s, n * sizeof *g->rcount);
-    g->sdispl = coll_sched_alloc(s, n * sizeof *g->sdispl);
-    g->rdispl = coll_sched_alloc(s, n * sizeof *g->rdispl);
-    g->types = coll_sched_alloc(s, n * sizeof *g->types);
     g->blocks_to = coll_sched_alloc(s, n * sizeof *g->blocks_to);
     g->blocks_from = coll_sched_alloc(s, n * sizeof *g->blocks_from);
     g->len_to = coll_sched_alloc(s, remote * sizeof *g->len_to);
@@ -190,14 +182,10 @@ static int lg_init(struct coll_sched *s, const struct coll_args *a,
     g->roff = coll_sched_alloc(s, m * sizeof *g->roff);
     g->cursor = coll_sched_alloc(s, m * sizeof *g->cursor);
     g->send_step = coll_sched_alloc(s, m * sizeof *g->send_step);
-    if (g->scount == NULL || g->rcount == NULL || g->sdispl == NULL ||
-        g->rdispl == NULL || g->types == NULL || g->blocks_to == NULL ||
-        g->blocks_from == NULL || g->len_to == NULL || g->bundle == NULL ||
-        g->soff == NULL || g->roff == NULL || g->cursor == NULL ||
-        g->send_step == NULL)
+    if (g->blocks_to == NULL || g->blocks_from == NULL || g->len_to == NULL ||
+        g->bundle == NULL || g->soff == NULL || g->roff == NULL ||
+        g->cursor == NULL || g->send_step == NULL)
         return coll_no_mem(c);
-    for (size_t x = 0; x < n; x++)
-        g->types[x] = MPI_BYTE;
     /* The sizes of the blocks this rank bundles, from its own slen; how
      * many it collects from each member. */
     size_t to = 0, from = 0;
@@ -265,16 +253,16 @@ static int lay_out(struct coll_sched *s, void *arg)
     MPI_Aint stotal = 0, rtotal = 0;
     for (int x = 0; x < g->n; x++) {
         int r = c->local_to_comm[x];
-        g->scount[x] = (MPI_Count)g->k.slen[r];
-        g->rcount[x] = (MPI_Count)g->k.rlen[r];
+        g->b.scount[x] = (MPI_Count)g->k.slen[r];
+        g->b.rcount[x] = (MPI_Count)g->k.rlen[r];
         for (int b = 0; b < g->blocks_to[x]; b++)
-            g->scount[x] += (MPI_Count)*to++;
+            g->b.scount[x] += (MPI_Count)*to++;
         for (int b = 0; b < g->blocks_from[x]; b++)
-            g->rcount[x] += (MPI_Count)*from++;
-        g->sdispl[x] = stotal;
-        g->rdispl[x] = rtotal;
-        stotal += (MPI_Aint)g->scount[x];
-        rtotal += (MPI_Aint)g->rcount[x];
+            g->b.rcount[x] += (MPI_Count)*from++;
+        g->b.sdispl[x] = stotal;
+        g->b.rdispl[x] = rtotal;
+        stotal += (MPI_Aint)g->b.scount[x];
+        rtotal += (MPI_Aint)g->b.rcount[x];
     }
     /* Regrouped by partner: walking the received bundles by k keeps
      * every message in k order. */
@@ -288,15 +276,11 @@ static int lay_out(struct coll_sched *s, void *arg)
     }
     for (int m = 0; m < g->msgs; m++)
         g->soff[m + 1] += g->soff[m];
-    if (alltoall_room(s, &g->sbund, &g->sbund_cap, (size_t)stotal) != 0 ||
-        alltoall_room(s, &g->rbund, &g->rbund_cap, (size_t)rtotal) != 0 ||
+    if (alltoall_room(s, &g->b.sbuf, &g->sbund_cap, (size_t)stotal) != 0 ||
+        alltoall_room(s, &g->b.rbuf, &g->rbund_cap, (size_t)rtotal) != 0 ||
         alltoall_room(s, &g->wsend, &g->wsend_cap, g->soff[g->msgs]) != 0)
         return MPI_ERR_NO_MEM;
-    if (g->bundle_step >= 0) {
-        struct sched_local *l = coll_sched_local_args(s, g->bundle_step);
-        l->sbuf = g->sbund;
-        l->rbuf = g->rbund;
-    }
+    alltoall_bundles_buffers(s, &g->b, g->b.sbuf, g->b.rbuf);
     for (int m = 0; m < g->msgs; m++) {
         size_t bytes = g->soff[m + 1] - g->soff[m];
         if (bytes > INT_MAX)
@@ -317,7 +301,7 @@ static int pack_bundles(struct coll_sched *s, void *arg)
     int status = MPI_SUCCESS;
     for (int x = 0; x < g->n && status == MPI_SUCCESS; x++) {
         int r = g->c->local_to_comm[x];
-        unsigned char *at = g->sbund + g->sdispl[x];
+        unsigned char *at = g->b.sbuf + g->b.sdispl[x];
         status = alltoall_pack(&g->k, r, at);
         at += g->k.slen[r];
         int blocks = lg_bundle(g, g->me, x, g->bundle);
@@ -327,23 +311,6 @@ static int pack_bundles(struct coll_sched *s, void *arg)
         }
     }
     return status;
-}
-
-/* Blocking calls: the local exchange by the site's schedule (the site
- * level of the table), written as blocking code. */
-static int local_table(struct coll_sched *s, void *arg)
-{
-    (void)s;
-    struct lg *g = arg;
-    struct alltoall_exchange x = {.sbuf = g->sbund,
-                                  .scounts = g->scount,
-                                  .sdispls = g->sdispl,
-                                  .stypes = g->types,
-                                  .rbuf = g->rbund,
-                                  .rcounts = g->rcount,
-                                  .rdispls = g->rdispl,
-                                  .rtypes = g->types};
-    return alltoall_local_run(g->c, g->fn, g->site, &x);
 }
 
 /* The collected blocks, regrouped by WAN partner; then this site's own
@@ -356,7 +323,7 @@ static int regroup(struct coll_sched *s, void *arg)
     const uint64_t *len = g->len_from;
     for (int k = 0; k < g->n; k++) {
         const unsigned char *at =
-            g->rbund + g->rdispl[k] + g->k.rlen[g->c->local_to_comm[k]];
+            g->b.rbuf + g->b.rdispl[k] + g->k.rlen[g->c->local_to_comm[k]];
         int blocks = lg_bundle(g, k, g->me, g->bundle);
         for (int b = 0; b < blocks; b++, len++) {
             int m = lg_msg_of_rank(g, g->bundle[b]);
@@ -368,7 +335,7 @@ static int regroup(struct coll_sched *s, void *arg)
     int status = MPI_SUCCESS;
     for (int x = 0; x < g->n && status == MPI_SUCCESS; x++)
         status = alltoall_unpack(&g->k, g->c->local_to_comm[x],
-                                 g->rbund + g->rdispl[x]);
+                                 g->b.rbuf + g->b.rdispl[x]);
     return status;
 }
 
@@ -403,14 +370,8 @@ int alltoall_grid_lg(struct coll_sched *s, const struct coll_args *a)
     int status = alltoall_keep_sides(s, a, &kept);
     if (status == MPI_SUCCESS)
         status = lg_init(s, &kept, g);
-    /* Alltoall: a rank's N blocks spread over its site's n members. */
-    if (status == MPI_SUCCESS)
-        status = coll_site_select(
-            GC_COLL_ALLTOALL, c, a->fn, a->request == NULL,
-            g->k.block * (size_t)c->size / (size_t)g->n, &g->site);
     if (status != MPI_SUCCESS)
         return status;
-    g->bundle_step = -1;
     /* The messages from each partner, sized from rlen: posted first. */
     for (int i = 0; i < g->remote_count; i++) {
         const struct lg_site *e = &g->remote[i];
@@ -440,19 +401,8 @@ int alltoall_grid_lg(struct coll_sched *s, const struct coll_args *a)
     int laid = -1;
     if (g->k.block == 0)
         laid = coll_sched_call(s, lay_out, g, lg_sizes_step(s, g));
-    int packed = coll_sched_call(s, pack_bundles, g, laid), exchanged;
-    if (a->request == NULL) {
-        exchanged = coll_sched_call_blocking(s, local_table, g, packed);
-    } else {
-        struct sched_local l = {.op = LOCAL_ALLTOALLW,
-                                .scounts = g->scount,
-                                .sdispls = g->sdispl,
-                                .stypes = g->types,
-                                .rcounts = g->rcount,
-                                .rdispls = g->rdispl,
-                                .rtypes = g->types};
-        exchanged = g->bundle_step = coll_sched_local(s, &l, packed);
-    }
+    int packed = coll_sched_call(s, pack_bundles, g, laid);
+    int exchanged = alltoall_bundles_exchange(s, &g->b, packed);
     int grouped = coll_sched_call(s, regroup, g, exchanged);
     for (int i = 0; i < g->remote_count; i++) {
         const struct lg_site *e = &g->remote[i];
