@@ -111,10 +111,11 @@ halo() {
     fi
     load=$(cut -d' ' -f1 /proc/loadavg)
     tmp=$(mktemp)
-    echo "run-nbc: halo 4+4 run $1 --dims $2 --reorder $3 --bytes $4 $5" >&2
+    algo=${5-}
+    echo "run-nbc: halo 4+4 run $1 --dims $2 --reorder $3 --bytes $4 $algo" >&2
     timeout 330 "$bin/gridrun" --timeout 300 --no-model --wan "$wan" \
         --site-sizes 4,4 -- env GRIDCOLL_STATS=1 "$bin/gridcoll-halo" \
-        --dims "$2" --reorder "$3" --bytes "$4" ${5:+--algo "$5"} \
+        --dims "$2" --reorder "$3" --bytes "$4" ${algo:+--algo "$algo"} \
         --iters 20 --warmup 2 --start window --csv >"$tmp" 2>"$tmp.err" ||
         { echo "run-nbc: halo failed:" >&2; tail -5 "$tmp.err" >&2; }
     stats() {
