@@ -121,13 +121,18 @@ void gc_lock_restore(unsigned held)
     depth = held;
 }
 
-/* One turn under the lock; returns what to poll for. */
+/*
+ * One turn under the lock: whether work is outstanding, and what to poll
+ * the relay socket for.  With none, `sleeping` is set before the lock is
+ * released, so that a program posting work right after sees it and kicks.
+ */
 static int turn(struct pollfd *relay)
 {
     gc_progress(0);
     int busy = gc_progress_pending();
     relay->fd = gc_rc_fd(gc_world.rc);
     relay->events = (short)gc_rc_poll_events(gc_world.rc);
+    atomic_store(&progress.sleeping, !busy);
     depth = 0;
     pthread_mutex_unlock(&library_lock);
     return busy;
@@ -145,7 +150,6 @@ static void *progress_main(void *unused)
         int busy = 1;
         if (gc_lock_try())
             busy = turn(&fds[0]);
-        atomic_store(&progress.sleeping, !busy);
         int n = ppoll(fds, 2, busy ? &busy_period : NULL, NULL);
         atomic_store(&progress.sleeping, 0);
         if (n < 0 && errno != EINTR) {
