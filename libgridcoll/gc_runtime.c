@@ -172,7 +172,7 @@ fail:
  * on MPICH's own progress thread instead (MPIR_CVAR_ASYNC_PROGRESS,
  * unless the environment sets it).
  */
-static int init(int *argc, char ***argv, int required, int *provided)
+static int init(int *argc, char ***argv, const int *required, int *provided)
 {
     const struct gc_site *sites;
     int settings = gc_settings_load();
@@ -182,13 +182,19 @@ static int init(int *argc, char ***argv, int required, int *provided)
         setenv("MPIR_CVAR_ASYNC_PROGRESS", "1", 0);
         async = 0;
     }
-    int mpich_level;
-    int rc = PMPI_Init_thread(
-        argc, argv, async ? MPI_THREAD_MULTIPLE : required, &mpich_level);
+    /* MPI_Init (required NULL) keeps MPICH's default level
+     * (MPIR_CVAR_DEFAULT_THREAD_LEVEL) unless the thread needs more. */
+    int asked = required != NULL ? *required : MPI_THREAD_SINGLE;
+    int mpich_level = MPI_THREAD_SINGLE;
+    int rc =
+        async ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &mpich_level)
+        : required == NULL ? PMPI_Init(argc, argv)
+                           : PMPI_Init_thread(argc, argv, asked, &mpich_level);
     if (rc != MPI_SUCCESS)
         return rc;
-    gc_world.thread_level =
-        async && mpich_level > required ? required : mpich_level;
+    if (!async && required == NULL)
+        PMPI_Query_thread(&mpich_level);
+    gc_world.thread_level = async && mpich_level > asked ? asked : mpich_level;
     rc = grid_setup(settings);
     if (rc != MPI_SUCCESS || !gc_world.active)
         goto done;
@@ -212,12 +218,12 @@ done:
 
 int MPI_Init(int *argc, char ***argv)
 {
-    return init(argc, argv, MPI_THREAD_SINGLE, NULL);
+    return init(argc, argv, NULL, NULL);
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    return init(argc, argv, required, provided);
+    return init(argc, argv, &required, provided);
 }
 
 int MPI_Query_thread(int *provided)
