@@ -1,8 +1,8 @@
 /*
  * The site-pair plan of a process topology (topo_plan.c): which blocks of
  * a neighbourhood collective cross between each pair of sites, and who
- * bundles them (coll/neighbor/neighbor_grid_bundled.c).  Pure functions, no MPI,
- * so that the topology constructors (gc_topo.c) and the unit test
+ * bundles them (coll/neighbor/neighbor_grid_bundled.c).  Pure functions, no
+ * MPI, so that the topology constructors (gc_topo.c) and the unit test
  * (tests/unit/test_topo_plan.c) share one copy.
  *
  * Every member computes the plan from the whole graph (Cartesian and

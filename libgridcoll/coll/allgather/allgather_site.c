@@ -6,9 +6,9 @@
 #include <stdlib.h>
 
 #include "coll/allgather/allgather_site.h"
+#include "coll/node_shm.h"
 #include "gc_coll.h"
 #include "gc_settings.h"
-#include "coll/node_shm.h"
 
 /* Every strategy message uses this tag on the private communicator:
  * strategies post their rounds in the same order on every member, and

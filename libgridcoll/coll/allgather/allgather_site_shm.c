@@ -48,8 +48,8 @@
 #include <string.h>
 
 #include "coll/allgather/allgather_site.h"
-#include "gc_coll.h"
 #include "coll/node_shm.h"
+#include "gc_coll.h"
 
 enum { LEADER_TAG = 1 };
 

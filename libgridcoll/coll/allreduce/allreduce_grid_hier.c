@@ -39,10 +39,10 @@
  * long ones every byte funnels through one leader per site, which
  * multileader (allreduce_grid_multileader.c) spreads over all members.
  */
+#include "coll/node_shm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/node_shm.h"
 
 /* The node layer's site phases, written as blocking code (blocking
  * calls only, GRIDCOLL_ALLREDUCE_LOCAL=shm). */

@@ -62,11 +62,11 @@
 #include <stdlib.h>
 
 #include "coll/allgather/allgather_site.h"
+#include "coll/node_shm.h"
+#include "coll/reduce/reduce_common.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/node_shm.h"
-#include "coll/reduce/reduce_common.h"
 
 struct plan {
     struct site_map map;

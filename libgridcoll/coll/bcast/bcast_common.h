@@ -17,10 +17,10 @@
 
 #include <stddef.h>
 
+#include "coll/node_shm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
-#include "coll/node_shm.h"
 
 /*
  * The largest message a plan step moves: MPICH's and the relay client's

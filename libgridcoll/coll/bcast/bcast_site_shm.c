@@ -47,8 +47,8 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "gc_coll.h"
 #include "coll/node_shm.h"
+#include "gc_coll.h"
 
 /*
  * Slots of 64 KiB, at least four: a chunk takes as many consecutive

@@ -30,10 +30,10 @@
  * the root's incoming link bounds every algorithm and this one adds a
  * single WAN latency to it.
  */
+#include "coll/rooted_common.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/rooted_common.h"
 
 int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
                   MPI_Datatype stype, void *rbuf, const int *rcounts,

@@ -1,8 +1,8 @@
 /*
- * What the neighbourhood algorithms share (coll/neighbor/neighbor_grid_direct.c):
- * one block moved straight between its two ranks, as neighbor_grid_direct
- * moves every block, which neighbor_grid_bundled does for the blocks it
- * does not bundle.
+ * What the neighbourhood algorithms share
+ * (coll/neighbor/neighbor_grid_direct.c): one block moved straight between its
+ * two ranks, as neighbor_grid_direct moves every block, which
+ * neighbor_grid_bundled does for the blocks it does not bundle.
  */
 #ifndef GC_COLL_NEIGHBOR_H
 #define GC_COLL_NEIGHBOR_H

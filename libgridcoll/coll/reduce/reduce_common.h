@@ -1,10 +1,11 @@
 /*
  * Shared by the reductions whose partial results cross the WAN in pieces
- * (coll/reduce/reduce_grid_hier.c, coll/reduce_scatter/reduce_scatter_grid_hier.c,
- * coll/allreduce/allreduce_grid_multileader.c): the pieces, cut into segments, and
- * the fold that combines the partial results of several sources in a
- * fixed order as their pieces arrive, so the fold overlaps the transfer
- * of later pieces.
+ * (coll/reduce/reduce_grid_hier.c,
+ * coll/reduce_scatter/reduce_scatter_grid_hier.c,
+ * coll/allreduce/allreduce_grid_multileader.c): the pieces, cut into segments,
+ * and the fold that combines the partial results of several sources in a fixed
+ * order as their pieces arrive, so the fold overlaps the transfer of later
+ * pieces.
  */
 #ifndef REDUCE_COMMON_H
 #define REDUCE_COMMON_H

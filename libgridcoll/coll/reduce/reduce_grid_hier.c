@@ -47,10 +47,10 @@
  * the root's incoming link bounds every algorithm, and this one adds one
  * WAN latency and the fold of the last segment to it.
  */
+#include "coll/reduce/reduce_common.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/reduce/reduce_common.h"
 
 /*
  * Non-commutative op over sites that interleave in rank order: no

@@ -55,8 +55,8 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "gc_coll.h"
 #include "coll/node_shm.h"
+#include "gc_coll.h"
 
 /* The rounds of one call on this node. */
 struct cyclic {

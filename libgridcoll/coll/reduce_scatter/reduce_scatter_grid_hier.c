@@ -67,10 +67,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/reduce/reduce_common.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/reduce/reduce_common.h"
 
 /* Elements lo .. hi of member `owner`'s block, at position `at` of E_s. */
 struct span {

@@ -31,10 +31,10 @@
  * root's outgoing link bounds every algorithm and this one adds a single
  * WAN latency to it.
  */
+#include "coll/rooted_common.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
-#include "coll/rooted_common.h"
 
 int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
                    const int *sdispls, MPI_Datatype stype, void *rbuf,
