@@ -31,14 +31,19 @@ def spread(values, fmt):
                               fmt % min(values), fmt % max(values))
 
 
-def overlap(path):
+def grouped(path, key, keep=lambda r: True):
+    """The rows of a CSV that `keep` accepts, by key(row)."""
     groups = {}
     for r in csv.DictReader(open(path)):
-        if r["overlap_pct"] == "n/a":
-            continue
-        key = (r["layout"], r["lib"], r["coll"], int(r["bytes"]),
-               int(r["test_every"]))
-        groups.setdefault(key, []).append(r)
+        if keep(r):
+            groups.setdefault(key(r), []).append(r)
+    return groups
+
+
+def overlap(path):
+    groups = grouped(path, lambda r: (r["layout"], r["lib"], r["coll"],
+                                      int(r["bytes"]), int(r["test_every"])),
+                     lambda r: r["overlap_pct"] != "n/a")
     print("| layout | library | collective | bytes | MPI_Test | jobs | "
           "pure ms | compute ms | total ms | overlap % (min .. max of jobs) "
           "| rounds p10 .. p90 % | tests |")
@@ -83,11 +88,9 @@ def blocking(path):
 
 
 def halo(path):
-    groups = {}
-    for r in csv.DictReader(open(path)):
-        key = (r["layout"], r["dims"], int(r["periodic"]), int(r["reorder"]),
-               int(r["bytes"]), r["algo"])
-        groups.setdefault(key, []).append(r)
+    groups = grouped(path, lambda r: (r["layout"], r["dims"],
+                                      int(r["periodic"]), int(r["reorder"]),
+                                      int(r["bytes"]), r["algo"]))
     print("| layout | dims | reorder | block | algorithm | jobs | cut pairs | "
           "WAN messages per site and exchange | ms per exchange (min .. max "
           "of jobs) |")

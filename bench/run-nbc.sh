@@ -161,22 +161,22 @@ for run in $(seq 1 "$runs"); do
     esac
     for sites in 2,2 4,4; do
         layout=$(echo $sites | tr , +)
-        case " $what " in *" overlap "*)
-            for coll in ialltoall iallreduce; do
-                job "$out/nbc-overlap.csv" "$layout,new,$run" "$new_lib" 600 \
-                    "$sites" -- "$coll" --sizes 64k,256k,1m --algos auto \
-                    --iters 10 --warmup 2 --overlap \
-                    --test-every "$test_every"
-            done ;;
-        esac
-        case " $what " in *" thread "*)
-            for coll in ialltoall iallreduce; do
-                job "$out/nbc-overlap.csv" "$layout,thread,$run" thread 600 \
-                    "$sites" -- "$coll" --sizes 64k,256k,1m --algos auto \
-                    --iters 10 --warmup 2 --overlap \
-                    --test-every "$test_every"
-            done ;;
-        esac
+        # overlap: this build's library; thread: the same with the
+        # progress thread (job's lib "thread").  (job() sets lib and
+        # label: sh has no local variables.)
+        for part in overlap thread; do
+            case " $what " in *" $part "*)
+                part_lib=$new_lib part_label=new
+                [ "$part" = overlap ] || part_lib=thread part_label=thread
+                for coll in ialltoall iallreduce; do
+                    job "$out/nbc-overlap.csv" "$layout,$part_label,$run" \
+                        "$part_lib" \
+                        600 "$sites" -- "$coll" --sizes 64k,256k,1m \
+                        --algos auto --iters 10 --warmup 2 --overlap \
+                        --test-every "$test_every"
+                done ;;
+            esac
+        done
         case " $what " in *" native "*)
             for coll in ialltoall iallreduce; do
                 job "$out/nbc-overlap.csv" "$layout,native,$run" native 600 \
