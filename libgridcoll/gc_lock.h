@@ -6,7 +6,8 @@
  *
  * It is only needed, and only taken, while a second thread can enter the
  * layer: the progress thread of GRIDCOLL_ASYNC_PROGRESS=1
- * (gc_thread.c).  Without it gc_lock_enter costs one predictable branch.
+ * (gc_thread.c).  Without it an entry costs two calls (gc_lock_enter and
+ * gc_lock_leave) and their branches.
  *
  * Nesting: an MPI function the layer calls from inside another (MPI_Wait
  * from MPI_Send) or a callback MPICH makes from inside PMPI_Test
