@@ -108,7 +108,7 @@ static int barrier(struct gc_comm *c, const char *fn,
 int MPI_Barrier(MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Barrier(comm);
     return barrier(c, "MPI_Barrier", COLL_BLOCKING);
@@ -117,7 +117,7 @@ int MPI_Barrier(MPI_Comm comm)
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ibarrier(comm, request);
     return barrier(c, "MPI_Ibarrier", COLL_NONBLOCKING(request));
@@ -126,7 +126,7 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Barrier_init(comm, info, request);
     return barrier(c, "MPI_Barrier_init", COLL_PERSISTENT(request));
@@ -160,7 +160,7 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
               MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Bcast(buffer, count, datatype, root, comm);
     return bcast(c, "MPI_Bcast", buffer, count, datatype, root, COLL_BLOCKING);
@@ -170,7 +170,7 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
                MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
     return bcast(c, "MPI_Ibcast", buffer, count, datatype, root,
@@ -181,7 +181,7 @@ int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
                    MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Bcast_init(buffer, count, datatype, root, comm, info,
                                request);
@@ -221,7 +221,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                            recvtype, root, comm);
@@ -234,7 +234,7 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm, request);
@@ -248,7 +248,7 @@ int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcount, recvtype, root, comm, info, request);
@@ -275,7 +275,7 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                             displs, recvtype, root, comm);
@@ -289,7 +289,7 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
                              displs, recvtype, root, comm, request);
@@ -304,7 +304,7 @@ int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf,
                                  recvcounts, displs, recvtype, root, comm, info,
@@ -345,7 +345,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                 MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                             recvtype, root, comm);
@@ -358,7 +358,7 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, root, comm, request);
@@ -372,7 +372,7 @@ int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                      MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf,
                                  recvcount, recvtype, root, comm, info,
@@ -400,7 +400,7 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                              recvcount, recvtype, root, comm);
@@ -414,7 +414,7 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
                   MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                               recvcount, recvtype, root, comm, request);
@@ -429,7 +429,7 @@ int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[],
                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype,
                                   recvbuf, recvcount, recvtype, root, comm,
@@ -469,7 +469,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                               recvtype, comm);
@@ -482,7 +482,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                                recvtype, comm, request);
@@ -496,7 +496,7 @@ int MPI_Allgather_init(const void *sendbuf, int sendcount,
                        MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf,
                                    recvcount, recvtype, comm, info, request);
@@ -526,7 +526,7 @@ int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                    MPI_Datatype recvtype, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                recvcounts, displs, recvtype, comm);
@@ -540,7 +540,7 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                 recvcounts, displs, recvtype, comm, request);
@@ -556,7 +556,7 @@ int MPI_Allgatherv_init(const void *sendbuf, int sendcount,
                         MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf,
                                     recvcounts, displs, recvtype, comm, info,

@@ -177,6 +177,18 @@ struct coll_args {
     } u;
 };
 
+/*
+ * Whether the call may run blocking steps (coll_sched_call_blocking, the
+ * node layer, the site algorithms marked blocking): a blocking call,
+ * unless the program runs at MPI_THREAD_MULTIPLE.  There such a step,
+ * which waits inside a progress pass under the library lock, could wait
+ * for a process that waits for another thread of this one (gc_lock.h).
+ */
+static inline int coll_may_block(const struct coll_args *a)
+{
+    return a->request == NULL && gc_world.thread_level != MPI_THREAD_MULTIPLE;
+}
+
 struct coll_sched;
 /* Add this member's steps for the call to s (engine/coll_sched.h). */
 typedef int coll_build_fn(struct coll_sched *s, const struct coll_args *a);

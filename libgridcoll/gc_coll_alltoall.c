@@ -127,7 +127,7 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                              recvtype, comm);
@@ -140,7 +140,7 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                   MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
                               recvtype, comm, request);
@@ -153,7 +153,7 @@ int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf,
                                   recvcount, recvtype, comm, info, request);
@@ -183,7 +183,7 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                               recvcounts, rdispls, recvtype, comm);
@@ -197,7 +197,7 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
                                recvcounts, rdispls, recvtype, comm, request);
@@ -213,7 +213,7 @@ int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[],
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype,
                                    recvbuf, recvcounts, rdispls, recvtype, comm,
@@ -246,7 +246,7 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
                   const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                               recvcounts, rdispls, recvtypes, comm);
@@ -262,7 +262,7 @@ int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
                    MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
                                recvcounts, rdispls, recvtypes, comm, request);
@@ -278,7 +278,7 @@ int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[],
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes,
                                    recvbuf, recvcounts, rdispls, recvtypes,

@@ -153,7 +153,7 @@ int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
                            MPI_Datatype recvtype, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
                                        recvcount, recvtype, comm);
@@ -167,7 +167,7 @@ int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
                             MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
                                         recvcount, recvtype, comm, request);
@@ -182,7 +182,7 @@ int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount,
                                 MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype,
                                             recvbuf, recvcount, recvtype, comm,
@@ -214,7 +214,7 @@ int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
                             MPI_Datatype recvtype, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                         recvcounts, displs, recvtype, comm);
@@ -230,7 +230,7 @@ int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
                              MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
                                          recvcounts, displs, recvtype, comm,
@@ -247,7 +247,7 @@ int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount,
                                  MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype,
                                              recvbuf, recvcounts, displs,
@@ -276,7 +276,7 @@ int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
                           MPI_Datatype recvtype, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
                                       recvcount, recvtype, comm);
@@ -290,7 +290,7 @@ int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
                            MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
                                        recvcount, recvtype, comm, request);
@@ -305,7 +305,7 @@ int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount,
                                MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype,
                                            recvbuf, recvcount, recvtype, comm,
@@ -341,7 +341,7 @@ int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
                            MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
                                        recvbuf, recvcounts, rdispls, recvtype,
@@ -358,7 +358,7 @@ int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
                             MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
                                         recvbuf, recvcounts, rdispls, recvtype,
@@ -376,7 +376,7 @@ int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[],
                                 MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallv_init(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
@@ -413,7 +413,7 @@ int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
                            const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
                                        recvbuf, recvcounts, rdispls, recvtypes,
@@ -431,7 +431,7 @@ int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
                             MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
                                         recvbuf, recvcounts, rdispls, recvtypes,
@@ -450,7 +450,7 @@ int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
                                 MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Neighbor_alltoallw_init(
             sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,

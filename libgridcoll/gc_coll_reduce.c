@@ -76,7 +76,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
                MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     return reduce(c, "MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root,
@@ -88,7 +88,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
                 MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
                             request);
@@ -101,7 +101,7 @@ int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count,
                     MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root,
                                 comm, info, request);
@@ -126,7 +126,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Allreduce", sendbuf,
@@ -138,7 +138,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
                    MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
                                request);
@@ -152,7 +152,7 @@ int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
                        MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm,
                                    info, request);
@@ -165,7 +165,7 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
     return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Scan", sendbuf, recvbuf,
@@ -177,7 +177,7 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
               MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Iscan", sendbuf, recvbuf,
@@ -189,7 +189,7 @@ int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count,
                   MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info,
                               request);
@@ -201,7 +201,7 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
     return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Exscan", sendbuf, recvbuf,
@@ -213,7 +213,7 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
                 MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm,
                             request);
@@ -226,7 +226,7 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count,
                     MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm,
                                 info, request);
@@ -278,7 +278,7 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
                        MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
                                    comm);
@@ -291,7 +291,7 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
                         MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
                                     comm, request);
@@ -305,7 +305,7 @@ int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf,
                             MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
                                         op, comm, info, request);
@@ -342,7 +342,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
                                          op, comm);
@@ -355,7 +355,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
                                           op, comm, request);
@@ -370,7 +370,7 @@ int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
                                   MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Reduce_scatter_block_init(
             sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);

@@ -640,7 +640,7 @@ static int blocking_only(const struct coll_algo *algo)
 
 static int usable(const struct coll_algo *algo, const struct coll_args *a)
 {
-    if (a->request != NULL && blocking_only(algo))
+    if (!coll_may_block(a) && blocking_only(algo))
         return 0;
     return algo->usable == NULL || algo->usable(a);
 }
@@ -699,7 +699,7 @@ static int select_default(const struct coll_table *t, enum coll_level level,
     for (*index = 0; *index < t->algo_count; ++*index)
         if (t->algos[*index].level == level && usable(&t->algos[*index], a))
             return MPI_SUCCESS;
-    if (a->request != NULL)
+    if (!coll_may_block(a))
         return gc_unsupported(a->comm->handle, a->fn);
     /* The levels end with an unbounded rule for an algorithm without
      * restrictions; getting here is a bug in a table. */
@@ -822,7 +822,7 @@ static int select_level(const struct coll_table *t, enum coll_level level,
                         struct coll_args *a, const char *forced,
                         const char *source, int *index)
 {
-    if (forced != NULL && forced[0] != '\0' && a->request != NULL) {
+    if (forced != NULL && forced[0] != '\0' && !coll_may_block(a)) {
         int k = find_algo(t, level, forced);
         if (k >= 0 && blocking_only(&t->algos[k]))
             forced = NULL;

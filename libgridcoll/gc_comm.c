@@ -33,6 +33,14 @@ struct gc_comm *gc_comm_find(MPI_Comm handle)
     return NULL;
 }
 
+struct gc_comm *gc_comm_find_or_leave(MPI_Comm handle, int *entered)
+{
+    struct gc_comm *c = gc_comm_find(handle);
+    if (c == NULL)
+        gc_lock_leave_early(entered);
+    return c;
+}
+
 int gc_comm_is_grid(MPI_Comm comm)
 {
     return gc_comm_find(comm) != NULL;
@@ -135,7 +143,10 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
      * application's attribute copy callbacks on `local` (the
      * application's own handle).
      */
-    if (PMPI_Comm_split(local, 0, c->local_rank, &c->local_p2p) != MPI_SUCCESS)
+    unsigned held = gc_block_begin();
+    int split = PMPI_Comm_split(local, 0, c->local_rank, &c->local_p2p);
+    gc_block_end(held);
+    if (split != MPI_SUCCESS)
         goto fail;
     if (PMPI_Comm_set_errhandler(c->local_p2p, MPI_ERRORS_RETURN) !=
             MPI_SUCCESS ||

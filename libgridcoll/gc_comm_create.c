@@ -9,20 +9,14 @@
  * communicator and is handed out as it is; otherwise it becomes the handle
  * of a registered grid communicator (gc_comm_build).
  *
- * Relay context ids: each process keeps the next id it may use; creation
- * is collective over the parent, so the members agree on the largest next
- * id among them, and everyone moves past it.  Ids thus only grow on each
- * process and no two communicators of one process share one; disjoint
- * communicators made by one split may share theirs.
+ * Relay context ids are agreed in the constructor's exchange over the
+ * parent (gc_context.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gc_group.h"
 #include "topo/gc_topo.h"
-
-/* World owns ids 0 .. GC_CTX_STRIDE - 1. */
-static uint32_t next_context = GC_CTX_STRIDE;
 
 /* What every member of the parent tells the others when a communicator
  * is made from it. */
@@ -61,17 +55,18 @@ static int check_newcomm(struct gc_comm *c, MPI_Comm *newcomm,
  * members' contributions (*all, the caller frees it) and the new context.
  * A member whose own arguments were wrong reported that already but still
  * takes part, so that the others do not wait for it forever; then every
- * member fails.
+ * member fails.  Usually one round; another when a member's process was
+ * making another communicator at the same time (gc_context.c).
  */
 static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
                     struct contribution **all, uint32_t *context,
                     const char *function)
 {
-    int status;
+    int status = MPI_SUCCESS;
+    struct gc_ctx_claim claim;
     *all = malloc((size_t)c->size * sizeof **all);
     if (*all == NULL)
         return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
-    mine->next_context = next_context;
     mine->error_class = MPI_SUCCESS;
     /* Error codes, and classes added at run time, are per process; only
      * MPICH's predefined classes mean the same to every member. */
@@ -79,25 +74,41 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
         (PMPI_Error_class(own_error, &mine->error_class) != MPI_SUCCESS ||
          mine->error_class >= MPICH_ERR_LAST_CLASS))
         mine->error_class = MPI_ERR_OTHER;
-    status = gc_coll_allgather_bytes(c, mine, sizeof *mine, *all);
-    if (status != MPI_SUCCESS)
-        return gc_report(c->handle, status, function,
-                         "exchange with the other sites failed");
-    if (own_error != MPI_SUCCESS)
-        return own_error;
-    *context = 0;
-    for (int r = 0; r < c->size; r++) {
-        if ((*all)[r].error_class != MPI_SUCCESS)
-            return gc_report(c->handle, (*all)[r].error_class, function,
-                             "another member passed invalid arguments");
-        if ((*all)[r].next_context > *context)
-            *context = (*all)[r].next_context;
+    gc_ctx_claim_begin(&claim, c->context);
+    for (*context = 0; *context == 0;) {
+        mine->next_context = gc_ctx_propose(&claim);
+        status = gc_coll_allgather_bytes(c, mine, sizeof *mine, *all);
+        if (status != MPI_SUCCESS) {
+            status = gc_report(c->handle, status, function,
+                               "exchange with the other sites failed");
+            goto cleanup;
+        }
+        uint32_t largest = 0;
+        int yielded = 0;
+        for (int r = 0; r < c->size; r++) {
+            if ((*all)[r].error_class != MPI_SUCCESS) {
+                status =
+                    own_error != MPI_SUCCESS
+                        ? own_error
+                        : gc_report(c->handle, (*all)[r].error_class, function,
+                                    "another member passed "
+                                    "invalid arguments");
+                goto cleanup;
+            }
+            yielded |= (*all)[r].next_context == 0;
+            if ((*all)[r].next_context > largest)
+                largest = (*all)[r].next_context;
+        }
+        if (largest > GC_CTX_LIBRARY - GC_CTX_STRIDE) {
+            status = gc_report(c->handle, MPI_ERR_INTERN, function,
+                               "no relay context ids left");
+            goto cleanup;
+        }
+        *context = gc_ctx_decide(&claim, largest, yielded);
     }
-    if (*context > GC_CTX_LIBRARY - GC_CTX_STRIDE)
-        return gc_report(c->handle, MPI_ERR_INTERN, function,
-                         "no relay context ids left");
-    next_context = *context + GC_CTX_STRIDE;
-    return MPI_SUCCESS;
+cleanup:
+    gc_ctx_claim_end(&claim);
+    return status;
 }
 
 /*
@@ -163,7 +174,9 @@ static int split_grid(struct gc_comm *c, int color, int key, int own_error,
     }
     /* Same color, new rank as key: MPICH keeps this site's members of
      * each new communicator in new-rank order, as gc_comm_build needs. */
+    unsigned held = gc_block_begin();
     status = PMPI_Comm_split(c->local, color, new_rank, &local);
+    gc_block_end(held);
     if (status != MPI_SUCCESS || color == MPI_UNDEFINED) {
         *newcomm = local;
         goto cleanup; /* an MPICH error is reported by MPICH */
@@ -207,8 +220,10 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
     /* From the handle, not `local`: for MPI_COMM_WORLD both are MPICH's
      * world, otherwise they are the same communicator; MPICH copies the
      * attributes and the error handler. */
+    unsigned held = gc_block_begin();
     status = with_info ? PMPI_Comm_dup_with_info(c->handle, info, &local)
                        : PMPI_Comm_dup(c->handle, &local);
+    gc_block_end(held);
     if (status != MPI_SUCCESS)
         return status;
     status = adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
@@ -220,7 +235,7 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_dup(comm, newcomm);
     return dup_grid(c, 0, MPI_INFO_NULL, newcomm, "MPI_Comm_dup");
@@ -229,7 +244,7 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_dup_with_info(comm, info, newcomm);
     return dup_grid(c, 1, info, newcomm, "MPI_Comm_dup_with_info");
@@ -239,7 +254,7 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
     GC_ENTER();
     static const char function[] = "MPI_Comm_split";
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_split(comm, color, key, newcomm);
     int error = check_newcomm(c, newcomm, function);
@@ -253,7 +268,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
                         MPI_Comm *newcomm)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
     /* Parts of the grid communicator that could span nodes, and so sites,
@@ -318,7 +333,9 @@ static int create_site_local(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
                                : "out of memory");
     if (status != MPI_SUCCESS)
         goto cleanup;
+    unsigned held = gc_block_begin();
     status = PMPI_Comm_create(comm, site_group, newcomm);
+    gc_block_end(held);
 cleanup:
     if (site_group != MPI_GROUP_EMPTY)
         PMPI_Group_free(&site_group);
@@ -334,6 +351,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
         return create_grid(c, group, newcomm);
     if (gc_group_is_grid(group))
         return create_site_local(comm, group, newcomm);
+    GC_LEAVE();
     return PMPI_Comm_create(comm, group, newcomm);
 }
 

@@ -224,7 +224,7 @@ int gc_ranks_compare(const struct gc_ranks *a, const struct gc_ranks *b,
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_group(comm, group);
     int status = group_new(c->grid_rank, c->size, group);

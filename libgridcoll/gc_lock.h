@@ -2,17 +2,26 @@
  * The library lock: one mutex around the layer's state (communicator
  * registry, matching engine, relay session, collective schedules), taken
  * by every MPI function the layer defines, as MPICH's global critical
- * section is (docs/design/mpi-layer.md, "Progress thread").
+ * section is (docs/design/mpi-layer.md, "Threads").
  *
  * It is only needed, and only taken, while a second thread can enter the
- * layer: the progress thread of GRIDCOLL_ASYNC_PROGRESS=1
- * (gc_thread.c).  Without it an entry costs two calls (gc_lock_enter and
- * gc_lock_leave) and their branches.
+ * layer: a program at MPI_THREAD_MULTIPLE, or the progress thread of
+ * GRIDCOLL_ASYNC_PROGRESS=1 (gc_thread.c).  Without either an entry costs
+ * two calls (gc_lock_enter and gc_lock_leave) and their branches.
  *
  * Nesting: an MPI function the layer calls from inside another (MPI_Wait
  * from MPI_Send) or a callback MPICH makes from inside PMPI_Test
  * (poll_fn, free_fn) runs under the lock its caller already holds; a
  * per-thread depth counts the levels, so the mutex is plain.
+ *
+ * Never held while waiting: a thread that holds the lock while it waits
+ * for another process can deadlock against a thread of its own process
+ * that the other process waits for (two threads making communicators from
+ * different parents, MPI 4.1 section 11.6.3).  So the lock is given up
+ *  - for the rest of a call on a communicator that does not span sites
+ *    (GC_LEAVE: MPICH alone serves it, and protects itself);
+ *  - between the polls of every wait (gc_idle, gc_wait_relay);
+ *  - around a blocking MPICH call the layer makes (gc_block_begin/end).
  *
  * Lock order: the library lock before MPICH's global lock.  A thread
  * holding MPICH's lock (inside a PMPI_ call) never waits for the library
@@ -24,8 +33,11 @@
 #ifndef GC_LOCK_H
 #define GC_LOCK_H
 
-/* Set (before the progress thread starts) while the lock is needed. */
+/* Set (before a second thread can enter the layer) while the lock is
+ * needed. */
 extern int gc_lock_needed;
+/* The program runs at MPI_THREAD_MULTIPLE: take the lock from now on. */
+void gc_lock_enable(void);
 
 /* Returns 1 when this call took a level of the lock, for gc_lock_leave. */
 int gc_lock_enter(void);
@@ -50,7 +62,16 @@ void gc_lock_restore(unsigned depth);
  * line enough for functions with many exits.)
  */
 #define GC_ENTER()                                                             \
-    __attribute__((cleanup(gc_lock_leave), unused)) const int gc_entered_ =    \
+    __attribute__((cleanup(gc_lock_leave), unused)) int gc_entered_ =          \
         gc_lock_enter()
+
+/*
+ * In a function that began with GC_ENTER(): the call turned out to be
+ * MPICH's alone (its communicator does not span sites); give the lock up
+ * for the rest of it, so that a blocking MPICH call does not keep the
+ * program's other threads out of the layer.
+ */
+#define GC_LEAVE() gc_lock_leave_early(&gc_entered_)
+void gc_lock_leave_early(int *entered);
 
 #endif

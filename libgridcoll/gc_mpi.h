@@ -113,6 +113,13 @@ struct gc_comm {
 
 /* The grid communicator behind `handle`, or NULL (not a grid comm). */
 struct gc_comm *gc_comm_find(MPI_Comm handle);
+/*
+ * gc_comm_find at the start of an MPI function (after GC_ENTER) whose
+ * call is MPICH's alone when `handle` is not a grid communicator: then
+ * the library lock is given up for the rest of the call (gc_lock.h).
+ */
+#define GC_FIND(handle) gc_comm_find_or_leave((handle), &gc_entered_)
+struct gc_comm *gc_comm_find_or_leave(MPI_Comm handle, int *entered);
 
 /*
  * 1 when `comm` spans more than one site, so site-local MPICH semantics
@@ -152,6 +159,23 @@ void gc_comm_unref(struct gc_comm *c);
  */
 int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
                        MPI_Comm *newcomm, const char *function);
+/*
+ * Relay context id of a communicator being made (gc_context.c): rounds
+ * over the parent, each member proposing gc_ctx_propose's id (0: it yields
+ * this round to another creation of its process); with every member's
+ * proposal gathered, gc_ctx_decide returns the agreed id, or 0 when a
+ * member yielded and another round is needed.  `priority` is the parent's
+ * context.  The claim lives from gc_ctx_claim_begin to gc_ctx_claim_end.
+ */
+struct gc_ctx_claim {
+    uint32_t priority;
+    struct gc_ctx_claim *next;
+};
+void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t priority);
+uint32_t gc_ctx_propose(struct gc_ctx_claim *claim);
+uint32_t gc_ctx_decide(struct gc_ctx_claim *claim, uint32_t largest,
+                       int any_yielded);
+void gc_ctx_claim_end(struct gc_ctx_claim *claim);
 /* Free every registered grid communicator (MPI_Finalize), newest first:
  * an order every process agrees on. */
 void gc_comm_release_all(void);
@@ -197,6 +221,18 @@ void gc_progress(int timeout_ms);
  */
 void gc_idle(unsigned *idle_polls);
 void gc_nap(unsigned *idle_polls);
+/*
+ * Wait up to `timeout_ms` for the relay session (gc_progress(timeout_ms),
+ * but without the library lock while it sleeps).
+ */
+void gc_wait_relay(int timeout_ms);
+/*
+ * Around a blocking MPICH call (a communicator constructor, a large local
+ * phase): give the library lock up meanwhile, unless this thread is inside
+ * a progress pass (gc_lock.h says why); gc_block_end takes it back.
+ */
+unsigned gc_block_begin(void);
+void gc_block_end(unsigned held);
 /* Whether operations or schedules are outstanding (the progress thread
  * polls while they are). */
 int gc_progress_pending(void);

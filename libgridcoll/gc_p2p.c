@@ -305,7 +305,7 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
                    int tag, MPI_Comm comm)                                     \
     {                                                                          \
         GC_ENTER();                                                            \
-        struct gc_comm *c = gc_comm_find(comm);                                \
+        struct gc_comm *c = GC_FIND(comm);                                     \
         if (c == NULL)                                                         \
             return PMPI_##NAME(buf, count, type, dst, tag, comm);              \
         return grid_send(c, buf, count, type, dst, tag, MODE, "MPI_" #NAME);   \
@@ -315,7 +315,7 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
                    int tag, MPI_Comm comm, MPI_Request *request)               \
     {                                                                          \
         GC_ENTER();                                                            \
-        struct gc_comm *c = gc_comm_find(comm);                                \
+        struct gc_comm *c = GC_FIND(comm);                                     \
         if (c == NULL)                                                         \
             return PMPI_##NAME(buf, count, type, dst, tag, comm, request);     \
         return grid_isend(c, buf, count, type, dst, tag, MODE, request,        \
@@ -335,7 +335,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag,
               MPI_Comm comm, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Irecv(buf, count, type, src, tag, comm, request);
     return grid_irecv(c, buf, count, type, src, tag, request, "MPI_Irecv");
@@ -345,7 +345,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag,
              MPI_Comm comm, MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Recv(buf, count, type, src, tag, comm, status);
     if (src == MPI_PROC_NULL) {
@@ -363,7 +363,7 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                  MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dst, sendtag,
                              recvbuf, recvcount, recvtype, src, recvtag, comm,
@@ -394,7 +394,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dst,
                          MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Sendrecv_replace(buf, count, type, dst, sendtag, src,
                                      recvtag, comm, status);
@@ -419,7 +419,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dst,
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iprobe(src, tag, comm, flag, status);
     int rc = check_rank(c, src, 1, "MPI_Iprobe");
@@ -432,7 +432,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Probe(src, tag, comm, status);
     int rc = check_rank(c, src, 1, "MPI_Probe");
@@ -445,7 +445,7 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
                 MPI_Message *message, MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Improbe(src, tag, comm, flag, message, status);
     int rc = check_rank(c, src, 1, "MPI_Improbe");
@@ -459,7 +459,7 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
                MPI_Status *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Mprobe(src, tag, comm, message, status);
     int rc = check_rank(c, src, 1, "MPI_Mprobe");

@@ -26,7 +26,9 @@
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,14 +474,43 @@ void gc_nap(unsigned *idle_polls)
     }
 }
 
-void gc_idle(unsigned *idle_polls)
+unsigned gc_block_begin(void)
 {
     /* Inside a progress pass (a blocking step of a schedule) the engine's
      * state is half updated: keep the lock. */
-    unsigned held =
-        engine.in_progress || coll_sched_advancing() ? 0 : gc_lock_suspend();
-    gc_nap(idle_polls);
+    return engine.in_progress || coll_sched_advancing() ? 0 : gc_lock_suspend();
+}
+
+void gc_block_end(unsigned held)
+{
     gc_lock_restore(held);
+}
+
+void gc_idle(unsigned *idle_polls)
+{
+    unsigned held = gc_block_begin();
+    gc_nap(idle_polls);
+    gc_block_end(held);
+}
+
+void gc_wait_relay(int timeout_ms)
+{
+    if (!gc_lock_needed || engine.in_progress || coll_sched_advancing()) {
+        gc_progress(timeout_ms);
+        return;
+    }
+    /* The same wait in poll(), but without the lock: another thread may
+     * drive the session meanwhile, and then this one finds its work done
+     * when it has the lock back. */
+    gc_progress(0);
+    struct pollfd relay = {.fd = gc_rc_fd(gc_world.rc),
+                           .events = (short)gc_rc_poll_events(gc_world.rc)};
+    unsigned held = gc_lock_suspend();
+    int n = poll(&relay, 1, timeout_ms);
+    int poll_errno = errno;
+    gc_lock_restore(held);
+    if (n < 0 && poll_errno != EINTR)
+        gc_fatal_relay("waiting for the relay session");
 }
 
 int gc_progress_pending(void)

@@ -20,8 +20,6 @@
 #include "gc_settings.h"
 #include "gc_util.h"
 
-#define GC_THREAD_LEVEL MPI_THREAD_SERIALIZED
-
 struct gc_world gc_world;
 
 static struct {
@@ -164,13 +162,15 @@ fail:
 }
 
 /*
- * MPI_Init and MPI_Init_thread.  The progress thread calls into MPICH
- * while the program may call MPICH functions the layer does not define,
- * so with GRIDCOLL_ASYNC_PROGRESS=1 MPICH runs at MPI_THREAD_MULTIPLE
- * whatever the program asked; the program is told the level it asked
- * for, at most GC_THREAD_LEVEL.  Without several sites the setting turns
- * on MPICH's own progress thread instead (MPIR_CVAR_ASYNC_PROGRESS,
- * unless the environment sets it).
+ * MPI_Init and MPI_Init_thread.  The level the program gets is MPICH's:
+ * up to MPI_THREAD_MULTIPLE, where the library lock (gc_lock.h) guards
+ * the layer from the program's threads.  The progress thread calls into
+ * MPICH while the program may call MPICH functions the layer does not
+ * define, so with GRIDCOLL_ASYNC_PROGRESS=1 MPICH runs at
+ * MPI_THREAD_MULTIPLE whatever the program asked; the program is told
+ * the level it asked for.  Without several sites the setting turns on
+ * MPICH's own progress thread instead (MPIR_CVAR_ASYNC_PROGRESS, unless
+ * the environment sets it).
  */
 static int init(int *argc, char ***argv, const int *required, int *provided)
 {
@@ -198,10 +198,8 @@ static int init(int *argc, char ***argv, const int *required, int *provided)
     rc = grid_setup(settings);
     if (rc != MPI_SUCCESS || !gc_world.active)
         goto done;
-    /* The relay session is driven by whichever thread is inside MPI, one
-     * at a time: more than SERIALIZED would be a promise we do not keep. */
-    if (gc_world.thread_level > GC_THREAD_LEVEL)
-        gc_world.thread_level = GC_THREAD_LEVEL;
+    if (gc_world.thread_level == MPI_THREAD_MULTIPLE)
+        gc_lock_enable();
     if (async && mpich_level < MPI_THREAD_MULTIPLE)
         fprintf(stderr,
                 "gridcoll: GRIDCOLL_ASYNC_PROGRESS=1 needs MPICH at "
@@ -239,7 +237,7 @@ int MPI_Query_thread(int *provided)
 int MPI_Comm_rank(MPI_Comm comm, int *rank)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_rank(comm, rank);
     *rank = c->rank;
@@ -249,7 +247,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
 int MPI_Comm_size(MPI_Comm comm, int *size)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_size(comm, size);
     *size = c->size;
@@ -268,6 +266,7 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
 
 int MPI_Finalize(void)
 {
+    GC_ENTER();
     if (gc_world.active) {
         gc_thread_stop();
         gc_coll_print_stats();

@@ -1,7 +1,6 @@
 /*
  * The library lock (gc_lock.h) and the progress thread of
- * GRIDCOLL_ASYNC_PROGRESS=1 (docs/design/mpi-layer.md, "Progress
- * thread").
+ * GRIDCOLL_ASYNC_PROGRESS=1 (docs/design/mpi-layer.md, "Threads").
  *
  * Why a thread: the layer moves a rank's bytes between the relay socket
  * and the program's buffers, and a collective schedule posts its next
@@ -90,6 +89,17 @@ void gc_lock_leave(const int *entered)
         kick();
 }
 
+void gc_lock_leave_early(int *entered)
+{
+    gc_lock_leave(entered);
+    *entered = 0;
+}
+
+void gc_lock_enable(void)
+{
+    gc_lock_needed = 1;
+}
+
 int gc_lock_try(void)
 {
     if (pthread_mutex_trylock(&library_lock) != 0)
@@ -175,7 +185,7 @@ int gc_thread_start(void)
                 strerror(errno));
         goto cleanup;
     }
-    gc_lock_needed = 1;
+    gc_lock_enable();
     /* Signals stay the program's: the thread is created with all blocked
      * and inherits the mask. */
     sigfillset(&all);
@@ -184,7 +194,6 @@ int gc_thread_start(void)
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     if (rc != 0) {
         fprintf(stderr, "gridcoll: progress thread: %s\n", strerror(rc));
-        gc_lock_needed = 0;
         goto cleanup;
     }
     progress.running = 1;
@@ -205,7 +214,6 @@ void gc_thread_stop(void)
     kick();
     pthread_join(progress.id, NULL);
     progress.running = 0;
-    gc_lock_needed = 0;
     close(progress.wake_fd);
     progress.wake_fd = -1;
 }

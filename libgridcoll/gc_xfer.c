@@ -61,7 +61,7 @@ int gc_xfer_waitall(int count, struct gc_xfer **reqs)
          * without anything arriving to wake the poll. */
         gc_progress(0);
         while (!op->done)
-            gc_progress(10);
+            gc_wait_relay(10);
         if (op->error != MPI_SUCCESS && status == MPI_SUCCESS)
             status = op->error;
         gc_op_free(op);

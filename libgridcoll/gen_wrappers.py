@@ -12,10 +12,15 @@ prototype (each communicator argument checked in order):
 
     int MPI_Send(const void *buf, ..., MPI_Comm comm)
     {
+        GC_ENTER();
         if (gc_comm_is_grid(comm))
             return gc_unsupported(comm, "MPI_Send");
+        GC_LEAVE();
         return PMPI_Send(buf, ..., comm);
     }
+
+(GC_ENTER/GC_LEAVE: the library lock, gc_lock.h, held while the
+registry is consulted, not during MPICH's call.)
 
 except for the functions listed in GRID_FUNCTIONS_TXT (section
 [HANDWRITTEN]: the runtime defines a grid version; section [PASSTHROUGH]:
@@ -560,6 +565,7 @@ def wrapper(p):
             lines.append("    if (gc_comm_is_grid(%s))" % c)
         lines.append("        return gc_unsupported(%s, \"%s\");"
                      % (c, p.name))
+    lines.append("    GC_LEAVE();")
     lines.append(wrap_list("return P%s(" % p.name, args, ");", "    "))
     lines.append("}")
     return "\n".join(lines)

@@ -108,7 +108,7 @@ configure_tsan() {
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DGRIDCOLL_WERROR=ON -DCMAKE_C_COMPILER=clang -DGRIDCOLL_TSAN=ON &&
         cmake --build build-tsan --target gridrun gridrelay gridwan \
-            nbc_check coll_check p2p_check
+            nbc_check coll_check p2p_check thread_check
 }
 
 # Unit tests are self-contained and run in parallel; integration (and any

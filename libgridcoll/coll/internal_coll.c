@@ -71,8 +71,10 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
         }
     }
     unsigned char *own = blocks[gc_world.site_index];
+    unsigned held = gc_block_begin();
     status = PMPI_Gather(mine, (int)len, MPI_BYTE, own, (int)len, MPI_BYTE, 0,
                          c->local);
+    gc_block_end(held);
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (c->local_rank == 0) {

@@ -64,8 +64,12 @@ static int small_phase(int count, MPI_Datatype type)
 int coll_local_bcast(void *buf, int count, MPI_Datatype type, int root,
                      MPI_Comm comm)
 {
-    if (!small_phase(count, type))
-        return PMPI_Bcast(buf, count, type, root, comm);
+    if (!small_phase(count, type)) {
+        unsigned held = gc_block_begin();
+        int status = PMPI_Bcast(buf, count, type, root, comm);
+        gc_block_end(held);
+        return status;
+    }
     MPI_Request req;
     return complete(PMPI_Ibcast(buf, count, type, root, comm, &req), &req);
 }
@@ -73,8 +77,12 @@ int coll_local_bcast(void *buf, int count, MPI_Datatype type, int root,
 int coll_local_reduce(const void *sbuf, void *rbuf, int count,
                       MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
-    if (!small_phase(count, type))
-        return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+    if (!small_phase(count, type)) {
+        unsigned held = gc_block_begin();
+        int status = PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+        gc_block_end(held);
+        return status;
+    }
     MPI_Request req;
     return complete(PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, &req),
                     &req);

@@ -1021,7 +1021,7 @@ static void wait_until(int (*until)(const void *), const void *arg)
                 idle = 0;
         } else {
             /* Only the relay can finish what is left: wait in poll(). */
-            gc_progress(10);
+            gc_wait_relay(10);
         }
     }
 }

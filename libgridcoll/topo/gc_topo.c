@@ -478,7 +478,7 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
 {
     GC_ENTER();
     static const char function[] = "MPI_Cart_create";
-    struct gc_comm *c = gc_comm_find(comm_old);
+    struct gc_comm *c = GC_FIND(comm_old);
     if (c == NULL)
         return PMPI_Cart_create(comm_old, ndims, dims, periods, reorder,
                                 comm_cart);
@@ -786,7 +786,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
 {
     GC_ENTER();
     static const char function[] = "MPI_Graph_create";
-    struct gc_comm *c = gc_comm_find(comm_old);
+    struct gc_comm *c = GC_FIND(comm_old);
     if (c == NULL)
         return PMPI_Graph_create(comm_old, nnodes, index, edges, reorder,
                                  comm_graph);
@@ -1233,7 +1233,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
 {
     GC_ENTER();
     static const char function[] = "MPI_Dist_graph_create_adjacent";
-    struct gc_comm *c = gc_comm_find(comm_old);
+    struct gc_comm *c = GC_FIND(comm_old);
     if (c == NULL)
         return PMPI_Dist_graph_create_adjacent(
             comm_old, indegree, sources, sourceweights, outdegree, destinations,
@@ -1349,7 +1349,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
 {
     GC_ENTER();
     static const char function[] = "MPI_Dist_graph_create";
-    struct gc_comm *c = gc_comm_find(comm_old);
+    struct gc_comm *c = GC_FIND(comm_old);
     if (c == NULL)
         return PMPI_Dist_graph_create(comm_old, n, sources, degrees,
                                       destinations, weights, info, reorder,
@@ -1532,7 +1532,7 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
 int MPI_Topo_test(MPI_Comm comm, int *status)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
+    struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Topo_test(comm, status);
     if (status == NULL)

@@ -1,5 +1,12 @@
 #!/usr/bin/env python3
-"""The progress thread (GRIDCOLL_ASYNC_PROGRESS=1, libgridcoll/gc_thread.c).
+"""Threads: MPI_THREAD_MULTIPLE programs, and the progress thread
+(GRIDCOLL_ASYNC_PROGRESS=1, libgridcoll/gc_thread.c).
+
+thread_check runs 4 threads per rank calling MPI at once (rings on their
+own communicators and on one with tags, wildcard receives of every other
+thread's messages, concurrent communicator creation, collectives, a
+blocking site-local receive): on uneven layouts of 2 and 3 sites, linked
+and with --preload, and with the progress thread as well.
 
 nbc_check's progress case has rank 0 compute outside MPI in the middle of
 an MPI_Ibarrier: with the thread the others must leave before it ends (on
@@ -10,7 +17,7 @@ then defers to the engine) run whole and byte-exact.  Run in the
 ThreadSanitizer build too (scripts/test.sh), where a race between the
 thread and the program fails the rank."""
 
-from harness import main
+from harness import SANITIZED, Skip, main
 from test_mpi_nbc import COLL_CASES, LAYOUTS, NBC_LAYOUTS, THREAD, nbc_test, run
 
 P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
@@ -19,6 +26,22 @@ P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
              "probe", "wait_test", "cancel", "datatypes", "truncate",
              "many_outstanding", "large", "comm_isolation"]
 SIZES_2_1_2 = LAYOUTS[2][1]
+THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
+                "comm_create", "collectives", "local_blocking"]
+MULTIPLE_LAYOUTS = [("sizes_2_1_2", SIZES_2_1_2),
+                    ("sizes_1_3", ["--site-sizes", "1,3"]),
+                    ("sizes_3_2", ["--site-sizes", "3,2"])]
+
+
+def multiple_test(layout, env=None):
+    return lambda: run("thread_check", layout, THREAD_CASES, env)
+
+
+def multiple_preloaded():
+    if SANITIZED:
+        raise Skip("instrumented libgridcoll.so cannot be preloaded into "
+                   "uninstrumented programs; covered by the release build")
+    run("thread_check_plain", ["--preload"] + SIZES_2_1_2, THREAD_CASES)
 
 
 def coll_test(form):
@@ -27,8 +50,13 @@ def coll_test(form):
 
 
 if __name__ == "__main__":
-    tests = [("nbc_check_%s" % name, nbc_test(args, thread=True))
-             for name, args in NBC_LAYOUTS]
+    tests = [("multiple_%s" % name, multiple_test(args))
+             for name, args in MULTIPLE_LAYOUTS]
+    tests += [("multiple_preloaded", multiple_preloaded),
+              ("multiple_with_progress_thread",
+               multiple_test(SIZES_2_1_2, THREAD))]
+    tests += [("nbc_check_%s" % name, nbc_test(args, thread=True))
+              for name, args in NBC_LAYOUTS]
     tests += [("coll_check_%s" % form, coll_test(form))
               for form in ("blocking", "nonblocking", "persistent")]
     tests += [("p2p_check", lambda: run("p2p_check", SIZES_2_1_2, P2P_CASES,

@@ -38,6 +38,12 @@ void gc_lock_leave(const int *entered)
     wtd_lock_depth -= *entered;
 }
 
+void gc_lock_leave_early(int *entered)
+{
+    gc_lock_leave(entered);
+    *entered = 0;
+}
+
 int gc_comm_is_grid(MPI_Comm comm)
 {
     wtd_is_grid_calls++;

@@ -191,7 +191,7 @@ int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {
     struct gc_comm *c = a->comm;
     int my_site = c->site[c->rank], leader = c->local_rank == 0;
-    int blocking = a->request == NULL;
+    int blocking = coll_may_block(a);
     struct layout *l = NULL;
     int status = layout_make(s, a, &l);
     if (status == MPI_SUCCESS)

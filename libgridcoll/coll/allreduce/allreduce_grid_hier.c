@@ -102,7 +102,7 @@ int allreduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
         return MPI_SUCCESS;
     int status = coll_packed_size(c, r->count, r->type, &len);
     if (status == MPI_SUCCESS)
-        status = site_local_shm(c, a->fn, GC_COLL_ALLREDUCE, a->request == NULL,
+        status = site_local_shm(c, a->fn, GC_COLL_ALLREDUCE, coll_may_block(a),
                                 len, &shm);
     if (status != MPI_SUCCESS)
         return status;

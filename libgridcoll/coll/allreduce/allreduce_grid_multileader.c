@@ -180,7 +180,7 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
     const struct coll_reduce_args *r = &a->u.reduce;
     struct gc_comm *c = a->comm;
     struct plan p = {0};
-    int shm = 0, blocking = a->request == NULL;
+    int shm = 0, blocking = coll_may_block(a);
     size_t esize;
     MPI_Aint lb, extent;
     int status = coll_packed_size(c, 1, r->type, &esize);

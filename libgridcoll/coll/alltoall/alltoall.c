@@ -233,7 +233,7 @@ int alltoall_bundles_init(struct coll_sched *s, const struct coll_args *a,
     size_t n = (size_t)c->local_size;
     b->c = c;
     b->fn = a->fn;
-    b->blocking = a->request == NULL;
+    b->blocking = coll_may_block(a);
     b->step = -1;
     b->scount = coll_sched_alloc(s, n * sizeof *b->scount);
     b->rcount = coll_sched_alloc(s, n * sizeof *b->rcount);
@@ -245,7 +245,7 @@ int alltoall_bundles_init(struct coll_sched *s, const struct coll_args *a,
         return coll_no_mem(c);
     for (size_t x = 0; x < n; x++)
         b->types[x] = MPI_BYTE;
-    return coll_site_select(GC_COLL_ALLTOALL, c, a->fn, a->request == NULL,
+    return coll_site_select(GC_COLL_ALLTOALL, c, a->fn, coll_may_block(a),
                             pair_bytes, &b->site);
 }
 

@@ -57,8 +57,8 @@ static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
     /* Inside another collective: MPICH's local bcasts (the node layer
      * serves one collective at a time). */
     if (a != NULL)
-        status = site_local_shm(c, a->fn, GC_COLL_BCAST, a->request == NULL,
-                                len, &shm);
+        status = site_local_shm(c, a->fn, GC_COLL_BCAST, coll_may_block(a), len,
+                                &shm);
     if (status == MPI_SUCCESS && shm &&
         (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
         status = coll_arg_error(c, status, a->fn, "node layer failed");
