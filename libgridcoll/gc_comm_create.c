@@ -224,8 +224,12 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
     status = with_info ? PMPI_Comm_dup_with_info(c->handle, info, &local)
                        : PMPI_Comm_dup(c->handle, &local);
     gc_block_end(held);
-    if (status != MPI_SUCCESS)
+    if (status != MPI_SUCCESS) {
+        /* An attribute copy callback failed (MPI 4.1 section 7.7.2): no
+         * communicator, as MPICH answers for its own. */
+        *newcomm = MPI_COMM_NULL;
         return status;
+    }
     status = adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
     if (status == MPI_SUCCESS && c->topo != NULL)
         status = gc_topo_dup(c, newcomm, function);

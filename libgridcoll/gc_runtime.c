@@ -304,9 +304,18 @@ static int unsupported_code(const char *function, const char *where)
     if (code == MPI_ERR_OTHER &&
         code_count < (int)(sizeof codes / sizeof *codes)) {
         char text[MPI_MAX_ERROR_STRING];
-        if (runtime.unsupported_class < 0 &&
-            PMPI_Add_error_class(&runtime.unsupported_class) != MPI_SUCCESS)
-            runtime.unsupported_class = MPI_ERR_OTHER;
+        /* A class of the library's own: MPICH 4.0.2 adds a code to a
+         * predefined class such as MPI_ERR_UNSUPPORTED_OPERATION, but its
+         * MPI_Error_string then reads the code as one of MPICH's internal
+         * ones and prints an unrelated message, losing the call's name. */
+        if (runtime.unsupported_class < 0) {
+            if (PMPI_Add_error_class(&runtime.unsupported_class) == MPI_SUCCESS)
+                PMPI_Add_error_string(runtime.unsupported_class,
+                                      "MPI call not supported across "
+                                      "sites (GridColl)");
+            else
+                runtime.unsupported_class = MPI_ERR_OTHER;
+        }
         snprintf(text, sizeof text, "%s is not supported %s (GridColl)",
                  function, where);
         if (PMPI_Add_error_code(runtime.unsupported_class, &code) ==

@@ -14,7 +14,8 @@ And the documented ways of linking keep libgridcoll in the executable even
 under the linker's --as-needed: a Fortran `use mpi` program, which
 references no symbol of libgridcoll, built with pkg-config's line or the
 CMake package runs across two sites as one world of 4; a `use mpi_f08`
-program (whose bindings bypass libgridcoll) is stopped by gridrun.
+program (whose bindings bypass libgridcoll) is stopped by libgridcoll at
+start-up, and gridrun ends the job.
 """
 
 import os
@@ -337,12 +338,19 @@ def fortran_mpi_f08_is_stopped():
     check(inst.loads_libgridcoll(exe), "ldd: no libgridcoll")
     rc, out, err, left = run(["--site-sizes", "2,2"], [exe], env=inst.env)
     check(rc == EXIT_NOT_JOINED, "exit %d:\n%s%s" % (rc, out, err))
+    # libgridcoll's mpi_init_f08_ stops the ranks, naming the cause
+    # (tests/integration/test_fortran.py has the message).
+    check("the program uses the Fortran module mpi_f08" in err,
+          "no message from the ranks:\n" + err)
     lines = gridrun_lines(err)
+    exited = [l for l in lines if re.match(
+        r"gridrun: site (alpha|beta): rank \d exited with status 1$", l)]
     named = [l for l in lines if "never joined" in l]
-    check(named and all(l in (never_joined("alpha", "ranks 0-1"),
-                              never_joined("beta", "ranks 2-3"))
-                        for l in named), "lines: %r" % lines)
-    check(lines[len(named):] == causes(exe), "lines: %r" % lines)
+    check(exited and named and all(l in (never_joined("alpha", "ranks 0-1"),
+                                         never_joined("beta", "ranks 2-3"))
+                                   for l in named), "lines: %r" % lines)
+    check(lines[len(exited) + len(named):] == causes(exe, failed=True),
+          "lines: %r" % lines)
     check(not left, "processes left behind: %r" % left)
 
 

@@ -4,7 +4,8 @@ runs one case per failure third-party MPI tests found (a derived datatype
 freed while a receive is pending, MPI_BOTTOM with absolute addresses,
 MPI_ERROR left alone by single completions and probes, MPI_Waitall over
 MPI-IO requests, MPI_Request_free and MPI_Request_get_status on cross-site
-requests, every completion call over every kind of request, group-based MPI-4 constructors, MPI_Session_init), in several
+requests, every completion call over every kind of request, group-based MPI-4 constructors, MPI_Session_init, a failing attribute
+copy callback in MPI_Comm_dup), in several
 site layouts, and a message over 2 GiB between two ranks of one site on
 MPI_COMM_WORLD."""
 
@@ -20,7 +21,7 @@ TIMEOUT_S = 90
 
 CASES = ["type_free_pending", "bottom", "status_error", "io_waitall",
          "request_free", "request_get_status", "request_kinds", "group_calls",
-         "session_init"]
+         "session_init", "dup_copy_error"]
 SESSION_REFUSED = ("MPI_Session_init is not supported in a job that spans "
                    "sites (GridColl)")
 

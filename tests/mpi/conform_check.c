@@ -737,6 +737,36 @@ static void case_session_init(void)
     }
 }
 
+/* ---- dup_copy_error ---------------------------------------------------- */
+
+static int copy_fails(MPI_Comm comm, int keyval, void *extra, void *in,
+                      void *out, int *flag)
+{
+    (void)comm, (void)keyval, (void)extra, (void)in, (void)out;
+    *flag = 0;
+    return MPI_ERR_OTHER;
+}
+
+/* MPICH's attr/attrerr: a failing attribute copy callback fails the dup,
+ * which must then give MPI_COMM_NULL (MPI 4.1 section 7.7.2). */
+static void case_dup_copy_error(void)
+{
+    MPI_Comm dup = MPI_COMM_NULL, copy = MPI_COMM_WORLD;
+    int keyval;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_create_keyval(copy_fails, MPI_COMM_NULL_DELETE_FN,
+                                     &keyval, NULL));
+    MPI_CHECK(MPI_Comm_set_attr(dup, keyval, &world_rank));
+    int rc = MPI_Comm_dup(dup, &copy);
+    if (rc == MPI_SUCCESS || copy != MPI_COMM_NULL)
+        fail("MPI_Comm_dup with a failing copy callback: rc %d, %s", rc,
+             copy == MPI_COMM_NULL ? "MPI_COMM_NULL" : "a communicator");
+    MPI_CHECK(MPI_Comm_delete_attr(dup, keyval));
+    MPI_CHECK(MPI_Comm_free_keyval(&keyval));
+    MPI_CHECK(MPI_Comm_free(&dup));
+}
+
 /* ---- large_local ------------------------------------------------------- */
 
 static void case_large_local(void)
@@ -783,6 +813,7 @@ static const struct {
     {"request_kinds", case_request_kinds, 1},
     {"group_calls", case_group_calls, 1},
     {"session_init", case_session_init, 1},
+    {"dup_copy_error", case_dup_copy_error, 1},
     {"large_local", case_large_local, 0},
 };
 

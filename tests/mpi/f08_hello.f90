@@ -1,7 +1,8 @@
 ! The same on MPICH's `use mpi_f08` bindings, which call MPICH's PMPI_*
 ! functions directly and so bypass libgridcoll even when it is linked in:
-! its ranks never join the grid, and gridrun must stop the job
-! (tests/integration/test_join_check.py).
+! across sites libgridcoll's mpi_init_f08_ stops it with a message, and
+! gridrun ends the job (tests/integration/test_fortran.py,
+! test_join_check.py).
 program f08_hello
   use mpi_f08
   implicit none

@@ -9,8 +9,9 @@
  *   late MS      rank 0 sleeps MS ms before a barrier; every rank prints how
  *                long it waited in it ("barrier_ms=X")
  *   unsupported  with MPI_ERRORS_RETURN on MPI_COMM_WORLD, calls
- *                MPI_Win_create (no RMA across sites) and prints the error
- *                string it got
+ *                MPI_Win_create and MPI_Win_allocate (no RMA across sites)
+ *                and prints the error string each got and the string of
+ *                its error class
  *   fatal        the same with errors fatal (the default)
  *   abort CODE   the last rank calls MPI_Abort(MPI_COMM_WORLD, CODE)
  *   die CODE     the last rank exits with CODE at once (no MPI_Finalize)
@@ -37,6 +38,22 @@ static int create_window(MPI_Win *win)
     static int exposed[4];
     return MPI_Win_create(exposed, sizeof exposed, sizeof(int), MPI_INFO_NULL,
                           MPI_COMM_WORLD, win);
+}
+
+static void print_error(int rank, const char *call, int rc, MPI_Win *win)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0, error_class = MPI_SUCCESS;
+    MPI_Error_string(rc, text, &len);
+    printf("rank %d %s rc=%s: %s\n", rank, call,
+           rc == MPI_SUCCESS ? "success" : "error", text);
+    if (rc != MPI_SUCCESS) {
+        MPI_Error_class(rc, &error_class);
+        MPI_Error_string(error_class, text, &len);
+        printf("rank %d %s class: %s\n", rank, call, text);
+    }
+    if (*win != MPI_WIN_NULL)
+        MPI_Win_free(win);
 }
 
 int main(int argc, char **argv)
@@ -70,14 +87,11 @@ int main(int argc, char **argv)
         } else if (strcmp(argv[i], "unsupported") == 0) {
             MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
             MPI_Win win = MPI_WIN_NULL;
-            int rc = create_window(&win);
-            char text[MPI_MAX_ERROR_STRING];
-            int len = 0;
-            MPI_Error_string(rc, text, &len);
-            printf("rank %d MPI_Win_create rc=%s: %s\n", rank,
-                   rc == MPI_SUCCESS ? "success" : "error", text);
-            if (win != MPI_WIN_NULL)
-                MPI_Win_free(&win);
+            print_error(rank, "MPI_Win_create", create_window(&win), &win);
+            int *base = NULL;
+            int rc = MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL,
+                                      MPI_COMM_WORLD, &base, &win);
+            print_error(rank, "MPI_Win_allocate", rc, &win);
         } else if (strcmp(argv[i], "fatal") == 0) {
             MPI_Win win = MPI_WIN_NULL;
             create_window(&win);
