@@ -1511,9 +1511,12 @@ static int start_mpiexecs(struct runner *r)
     if (null_fd < 0)
         return -1;
     int status = 0;
-    size_t max_args = (size_t)job->prog_argc + 64;
+    size_t max_args = gr_apps_max_words(&job->apps) + 64;
     char **argv = calloc(max_args, sizeof(*argv));
-    if (argv == NULL) {
+    char *numbers = calloc(job->apps.count, 32);
+    if (argv == NULL || numbers == NULL) {
+        free(argv);
+        free(numbers);
         close(null_fd);
         return -1;
     }
@@ -1566,17 +1569,12 @@ static int start_mpiexecs(struct runner *r)
             argv[a++] = job->wan_dev;
             argv[a++] = "-hosts";
             argv[a++] = native_hosts;
-            argv[a++] = "-n";
-            argv[a++] = world;
             for (size_t k = 0; k < sizeof(native_env) / sizeof(native_env[0]);
                  k++) {
                 argv[a++] = "-genv";
                 argv[a++] = (char *)native_env[k][0];
                 argv[a++] = (char *)native_env[k][1];
             }
-        } else {
-            argv[a++] = "-n";
-            argv[a++] = count;
         }
         for (size_t k = 0; k < sizeof(env) / sizeof(env[0]) && !job->native;
              k++) {
@@ -1588,8 +1586,14 @@ static int start_mpiexecs(struct runner *r)
             argv[a++] = (char *)env[k][0];
             argv[a++] = (char *)env[k][1];
         }
-        for (int k = 0; k < job->prog_argc; k++)
-            argv[a++] = job->prog_argv[k];
+        /* --native: one mpiexec for the whole grid numbers the
+         * applications itself, as plain MPICH does. */
+        if (job->native)
+            a += gr_apps_site_words(&job->apps, 0, job->world_size, false,
+                                    numbers, argv + a);
+        else
+            a += gr_apps_site_words(&job->apps, s->offset, s->count, true,
+                                    numbers, argv + a);
         argv[a] = NULL;
 
         int out[2], err[2];
@@ -1629,6 +1633,7 @@ static int start_mpiexecs(struct runner *r)
         r->reason = END_ERROR;
     }
     free(argv);
+    free(numbers);
     close(null_fd);
     return status;
 }
@@ -1895,10 +1900,14 @@ static int report_mpi_failure(const struct gr_job *job, const struct gr_site *s)
 static void report_not_joined(const struct gr_job *job)
 {
     bool failed = false;
+    const char *prog = NULL; /* the first such site's (first) program */
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *s = &job->sites[i];
         if (!s->join_failed)
             continue;
+        for (uint32_t k = 0; k < job->apps.count && prog == NULL; k++)
+            if (job->apps.app[k].first + job->apps.app[k].count > s->offset)
+                prog = job->apps.app[k].argv[0];
         bool exited_0 =
             WIFEXITED(s->mpi_status) && WEXITSTATUS(s->mpi_status) == 0;
         if (!exited_0) {
@@ -1921,7 +1930,6 @@ static void report_not_joined(const struct gr_job *job)
                 "session with the site's relay from MPI_Init)\n",
                 s->name, one ? "rank" : "ranks", shown, list, more);
     }
-    const char *prog = job->prog_argv[0];
     fprintf(stderr,
             "gridrun: likely causes%s:\n"
             "gridrun:   - the program uses the Fortran module mpi_f08: "

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gridrun_apps.h"
 #include "machinefile.h"
 #include "wan_options.h"
 
@@ -84,8 +85,9 @@ struct gr_job {
     /* --no-join-check: do not require every rank to join the grid (for
      * commands that are not MPI programs). */
     bool no_join_check;
-    char **prog_argv;
-    int prog_argc;
+    /* The programs and the grid ranks each runs (MPMD; one application
+     * for a plain job). */
+    struct gr_apps apps;
     char relay_bin[PATH_MAX];
     char mpiexec[PATH_MAX];
     /* LD_PRELOAD of the ranks: libgridcoll.so (--preload) or
