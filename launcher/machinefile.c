@@ -591,22 +591,23 @@ static int parse_line(struct parser *p, int line, char *text)
         f.host = tokens[0];
     }
 
-    /*
-     * 'relay' may come after the relay-only keys it permits.  A mistyped
-     * "relay=yes" still marks the relay so that the site is not also
-     * reported as having none.
-     */
-    for (size_t i = first_key; i < count; i++)
-        if (strcmp(tokens[i], "relay") == 0 ||
-            strncmp(tokens[i], "relay=", 6) == 0)
-            f.relay = true;
-
     /* program= takes the rest of the line: its words are the program's
      * path and arguments, not keys. */
     size_t keys_end = first_key;
     while (keys_end < count && strcmp(tokens[keys_end], "program") != 0 &&
            strncmp(tokens[keys_end], "program=", 8) != 0)
         keys_end++;
+
+    /*
+     * 'relay' may come after the relay-only keys it permits.  A mistyped
+     * "relay=yes" still marks the relay so that the site is not also
+     * reported as having none.
+     */
+    for (size_t i = first_key; i < keys_end; i++)
+        if (strcmp(tokens[i], "relay") == 0 ||
+            strncmp(tokens[i], "relay=", 6) == 0)
+            f.relay = true;
+
     unsigned given = 0;
     for (size_t i = first_key; i < count && i <= keys_end; i++)
         parse_token(p, line, tokens[i], &f, &given);

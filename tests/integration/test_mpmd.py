@@ -134,6 +134,35 @@ def machinefile():
             shutil.rmtree(d, ignore_errors=True)
 
 
+# Segments on the command line in machine-file mode: alpha's hosts run
+# application 0 and the first rank of application 1 (hydra fills the
+# hosts across its own segments as the grid numbers ranks).
+HOSTS_MACHINES = """
+nodeA1 cluster=alpha slots=1
+gwA    cluster=alpha relay wan=WAN1 local=WAN2
+nodeA2 cluster=alpha slots=2
+gwB    cluster=beta relay slots=2 wan=WAN3
+"""
+WHERE = ('echo "%s $GRIDCOLL_SITE_NAME $GRIDRUN_TEST_HOST $PMI_RANK '
+         '$GRIDCOLL_APPNUM"')
+
+
+def machinefile_hosts():
+    d, path = machine_file(HOSTS_MACHINES)
+    try:
+        rc, out, err = gridrun(
+            ["-f", path, "--rsh", FAKE_RSH, "--plaintext-wan",
+             "--no-join-check"],
+            ["-n", "2", "sh", "-c", WHERE % "a", ":", "-n", "3", "sh", "-c",
+             WHERE % "b"], timeout=60)
+        check(rc == 0, "exit %d: %s" % (rc, err))
+        want = ["a alpha nodeA1 0 0", "a alpha nodeA2 1 0",
+                "b alpha nodeA2 2 1", "b beta gwB 0 1", "b beta gwB 1 1"]
+        check(sorted(out.splitlines()) == want, "got\n%s" % out)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def refused(args, text, program_words=True):
     """gridrun must stop before it starts anything: exit 2, `text` in its
     message, no job directory made and no process of ours left."""
@@ -278,7 +307,7 @@ def coupled_wan():
 
 GROUPS = {
     "local": [appnum_segments, appnum_sites, appnum_single, machinefile,
-              bad_input, coupled_one_site, coupled_mismatch],
+              machinefile_hosts, bad_input, coupled_one_site, coupled_mismatch],
     "intercomm": [coupled_2_sites, coupled_3_sites],
     "wan": [coupled_wan],
 }

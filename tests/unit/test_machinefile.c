@@ -522,9 +522,9 @@ static void test_program(void)
     CHECK(load("program.machines", &mf, &e) == 0, "program.machines: %s", e);
     free(e);
     if (mf.site_count == 2) {
-        static const char *const want[] = {"./atm", "--steps", "10", "-x"};
+        static const char *const want[] = {"./atm", "--steps", "10", "relay"};
         const struct mf_site *a = &mf.sites[0], *b = &mf.sites[1];
-        CHECK(a->program_argc == 4 && a->program_line == 2,
+        CHECK(a->program_argc == 4 && a->program_line == 3,
               "alpha program: %d words, line %d", a->program_argc,
               a->program_line);
         for (int i = 0; i < 4 && i < a->program_argc; i++)
