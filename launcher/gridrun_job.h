@@ -129,6 +129,13 @@ struct gr_job {
  * whose name sorts first (strcmp) dials. */
 bool gr_site_dials(const struct gr_site *s, const struct gr_site *peer);
 
+/* GRIDCOLL_RELAY of a site's ranks: unix:/path or host:port. */
+void gr_rank_endpoint(const struct gr_site *s, char *out, size_t len);
+
+/* With --wan, the words that run a command inside site s's namespace,
+ * put at argv; returns how many (0 without --wan). */
+size_t gr_netns_prefix(const struct gr_site *s, char **argv);
+
 /* Run the whole job; returns gridrun's exit status. */
 int gr_job_run(struct gr_job *job);
 
