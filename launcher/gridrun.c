@@ -110,6 +110,10 @@ struct mf_opts {
     bool mf_loaded;
     char *rsh_buf;
     char *rsh_words[MAX_RSH_WORDS + 1];
+    /* The machine file's sites taking part, in job order, and whether one
+     * of them has a program= (MPMD from the file). */
+    const struct mf_site *used[GR_MAX_SITES];
+    bool programs;
 };
 
 static void usage(FILE *out)
@@ -123,6 +127,8 @@ static void usage(FILE *out)
         "               -- PROGRAM [ARGS...]\n"
         "       gridrun --probe (LOCAL OR MACHINE-FILE LAYOUT) [OPTIONS]\n"
         "               [-- PROBE-OPTIONS...]\n"
+        "       gridrun LAYOUT [OPTIONS] -- [-n N] PROGRAM [ARGS...] : [-n N]\n"
+        "               PROGRAM [ARGS...] ...\n"
         "\n"
         "Local mode (--sites, --site-sizes) simulates N GridColl sites on\n"
         "this machine: one gridrelay per site on loopback.  Machine-file\n"
@@ -195,6 +201,12 @@ static void usage(FILE *out)
         "                       every rank to join the grid (see below)\n"
         "  --help               print this help\n"
         "\n"
+        "Several programs (MPMD): ':' separates segments [-n N] PROGRAM\n"
+        "[ARGS...], run on consecutive grid ranks in order, N each (the\n"
+        "sum is NP), or without -n one segment per site; in the machine\n"
+        "file, program=PATH ARGS... (the rest of the line) per site.  Each\n"
+        "segment is an application: MPI_APPNUM 0, 1, ... over every site.\n"
+        "\n"
         "With two or more sites every rank must join the grid in MPI_Init\n"
         "(libgridcoll's session with its site's relay).  When a site's\n"
         "mpiexec ends and some of its ranks never joined (Fortran mpi_f08,\n"
@@ -219,6 +231,7 @@ static void usage(FILE *out)
         "  GRIDCOLL_SITE_SIZE   ranks at the site\n"
         "  GRIDCOLL_WORLD_SIZE  ranks in the whole grid\n"
         "  GRIDCOLL_SITES       name:offset:count,... for every site\n"
+        "  GRIDCOLL_APPNUM      the rank's application number (MPI_APPNUM)\n"
         "  GRIDCOLL_FATTREE     M1,...,ML from the site's fattree= or from\n"
         "                       --fattree; else gridrun's own, if set\n"
         "  GRIDCOLL_MODEL       the model file (--model or the default\n"
@@ -448,13 +461,21 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
                                      "and --native do not apply");
         md->probe_args = argv + optind;
         md->probe_argc = argc - optind;
-    } else if (optind == argc || !after_dashes) {
-        if (optind < argc)
-            return usage_error("put '--' before the program: %s", argv[optind]);
+    } else if (optind < argc && !after_dashes) {
+        return usage_error("put '--' before the program: %s", argv[optind]);
+    } else if (optind < argc) {
+        char err[256];
+        if (gr_apps_parse(argv + optind, argc - optind, &job->apps, err,
+                          sizeof err) != 0)
+            return usage_error("%s", err);
+        if (np == 0 && sizes == NULL)
+            np = gr_apps_given_ranks(&job->apps);
+        if (np > MAX_RANKS)
+            return usage_error("%s", "the segments' -n add up to more than "
+                                     "16777216 ranks");
+    } else if (mo->path == NULL) {
+        /* With -f the machine file's program= lines may name them. */
         return usage_error("%s", "no program given (after '--')");
-    } else {
-        job->prog_argv = argv + optind;
-        job->prog_argc = argc - optind;
     }
     if (md->no_model && job->model[0] != '\0')
         return usage_error("%s", "--model and --no-model exclude each other");
@@ -470,7 +491,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
             return usage_error("%s", "--wan, --native and --relay-set are "
                                      "for local mode");
         if (np == 0)
-            return usage_error("%s", "-n NP is required with -f");
+            return usage_error("%s", "-n NP is required with -f (or -n N "
+                                     "on every segment)");
         if (mo->tls_dir != NULL && mo->plaintext_wan)
             return usage_error("%s", "--tls-dir and --plaintext-wan exclude "
                                      "each other");
@@ -512,7 +534,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (sites == 0)
             return usage_error("%s", "--sites N (or --site-sizes) is required");
         if (np == 0)
-            return usage_error("%s", "-n NP is required");
+            return usage_error("%s", "-n NP is required (or -n N on every "
+                                     "segment)");
         if (np < sites)
             return usage_error("%s", "-n is smaller than --sites: every site "
                                      "needs at least one rank");
@@ -703,6 +726,8 @@ static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
                     mo->path, GR_MAX_SITES);
             goto cleanup;
         }
+        mo->used[n] = ms;
+        mo->programs |= ms->program != NULL;
         struct gr_site *s = &job->sites[n++];
         job->site_count = n; /* so main() frees mpi_hosts on any error */
         s->name = ms->name;
@@ -808,6 +833,55 @@ static int find_in_path(const char *name)
         path += dl;
         if (*path == ':')
             path++;
+    }
+    return -1;
+}
+
+/*
+ * The job's applications over its sites: the machine file's program=
+ * lines when it has any, else the command line's segments.  Returns -1 to
+ * go on, else gridrun's exit status.
+ */
+static int setup_apps(struct gr_job *job, const struct mf_opts *mo)
+{
+    char err[512];
+    uint32_t counts[GR_MAX_SITES];
+    for (uint32_t i = 0; i < job->site_count; i++)
+        counts[i] = job->sites[i].count;
+    if (mo->programs) {
+        if (job->apps.count > 1 || (job->apps.count == 1 && job->apps.app[0].n))
+            return usage_error("%s: program= in the machine file and ':' "
+                               "segments or -n after '--' exclude each other "
+                               "(after '--' give at most one program, for "
+                               "the sites without program=)",
+                               mo->path);
+        struct gr_apps cmdline = job->apps;
+        int rc = gr_apps_from_sites(&job->apps, &cmdline, mo->used, counts,
+                                    job->site_count, err, sizeof err);
+        gr_apps_free(&cmdline);
+        if (rc != 0)
+            return usage_error("%s: %s", mo->path, err);
+        return -1;
+    }
+    if (job->apps.count == 0)
+        return usage_error("no program given (after '--', or program= in "
+                           "%s)",
+                           mo->path);
+    if (gr_apps_place(&job->apps, counts, job->site_count, job->world_size, err,
+                      sizeof err) != 0)
+        return usage_error("%s", err);
+    /* Hydra would only fail once the relays are up, with a message per
+     * rank.  The ranks of a machine file's hosts may find programs there
+     * that are not here. */
+    for (uint32_t k = 0; k < job->apps.count && mo->path == NULL; k++) {
+        const char *prog = job->apps.app[k].argv[0];
+        if (find_in_path(prog) != 0) {
+            fprintf(stderr,
+                    "gridrun: %s: program not found or not executable "
+                    "(segment %u)\n",
+                    prog, k + 1);
+            return 2;
+        }
     }
     return -1;
 }
@@ -946,8 +1020,15 @@ static int run_probe(struct gr_job *job, struct model_opts *md)
     argv[argc++] = tmp;
     argv[argc++] = "--layout";
     argv[argc++] = md->layout;
-    job->prog_argv = argv;
-    job->prog_argc = argc;
+    gr_apps_free(&job->apps);
+    job->apps.app = calloc(1, sizeof *job->apps.app);
+    if (job->apps.app == NULL) {
+        fprintf(stderr, "gridrun: out of memory\n");
+        goto cleanup;
+    }
+    job->apps.count = 1;
+    job->apps.app[0] =
+        (struct gr_app){.argv = argv, .argc = argc, .count = job->world_size};
     /* The probe measures with fixed algorithms; a model of the user's is
      * of no use to it, and a broken one must not stop a re-probe. */
     unsetenv("GRIDCOLL_MODEL");
@@ -1143,6 +1224,13 @@ int main(int argc, char **argv)
         status = 2;
         goto cleanup;
     }
+    if (!md.probe) {
+        rc = setup_apps(&job, &mo);
+        if (rc >= 0) {
+            status = rc;
+            goto cleanup;
+        }
+    }
     if (resolve_programs(&job) != 0)
         goto cleanup;
     status = md.probe ? run_probe(&job, &md) : gr_job_run(&job);
@@ -1155,5 +1243,6 @@ cleanup:
     free(mo.rsh_buf);
     free(wo.buf);
     free(md.layout);
+    gr_apps_free(&job.apps);
     return status;
 }

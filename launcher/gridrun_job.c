@@ -8,6 +8,7 @@
  * us as child subreaper.
  */
 #include "gridrun_job.h"
+#include "gridrun_mpiexec.h"
 #include "netns.h"
 
 #include <arpa/inet.h>
@@ -48,11 +49,7 @@
 #define EXIT_NOT_JOINED 125
 /* The never-joined ranks a message lists at most (as the relay's ranges). */
 #define NEVER_JOINED_SHOWN 160
-/* --native: System V and POSIX shared memory inside a site (each site's
- * IPC namespace keeps them there), TCP between sites.  Not "sm": its cma
- * transport reaches every process of the PID namespace, other sites too. */
-#define NATIVE_UCX_TLS "self,sysv,posix,tcp"
-#define UNIX_PATH_MAX  (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+#define UNIX_PATH_MAX      (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
 
 const char *const gr_site_names[GR_MAX_SITES] = {
     "alpha", "beta",  "gamma",  "delta", "epsilon", "zeta", "eta",     "theta",
@@ -273,8 +270,7 @@ static bool is_unix_endpoint(const char *ep)
     return ep[0] == '/' || strncmp(ep, "unix:", 5) == 0;
 }
 
-/* GRIDCOLL_RELAY of a site's ranks: unix:/path or host:port. */
-static void rank_endpoint(const struct gr_site *s, char *out, size_t len)
+void gr_rank_endpoint(const struct gr_site *s, char *out, size_t len)
 {
     if (s->local[0] == '\0')
         snprintf(out, len, "unix:%s", s->sock);
@@ -374,7 +370,7 @@ static int write_relay_config(const struct gr_job *job, const struct gr_site *s)
             s->name, s->name, job->job_id, s->offset, s->count);
     put_quoted(f, job->token_file);
     char endpoint[PATH_MAX + 8];
-    rank_endpoint(s, endpoint, sizeof(endpoint));
+    gr_rank_endpoint(s, endpoint, sizeof(endpoint));
     bool unix_ep = is_unix_endpoint(endpoint);
     fprintf(f, ";\nlocal = { %s = ", unix_ep ? "unix" : "tcp");
     put_quoted(f, endpoint);
@@ -656,11 +652,10 @@ static pid_t spawn(char **argv, int in_fd, int out_fd, int err_fd)
     return pid;
 }
 
-/* With --wan, the words that run a command inside site s's namespace,
- * put at argv; returns how many (0 without --wan).  ip netns exec rather
- * than setns in the child: it also mounts the namespace's own /sys, where
- * UCX looks for the network devices of the ranks' namespace. */
-static size_t netns_prefix(const struct gr_site *s, char **argv)
+/* ip netns exec rather than setns in the child: it also mounts the
+ * namespace's own /sys, where UCX looks for the network devices of the
+ * ranks' namespace. */
+size_t gr_netns_prefix(const struct gr_site *s, char **argv)
 {
     if (s->netns[0] == '\0')
         return 0;
@@ -733,7 +728,7 @@ static int start_relays(struct gr_job *job)
         }
         /* Through --rsh: RSH... RELAYHOST GRIDRELAY -c CONF. */
         char *argv[64 + 9];
-        size_t a = netns_prefix(s, argv);
+        size_t a = gr_netns_prefix(s, argv);
         if (job->rsh_argv != NULL) {
             for (char **w = job->rsh_argv; *w != NULL && a < 64; w++)
                 argv[a++] = *w;
@@ -1487,111 +1482,18 @@ static void check_joined(struct runner *r, struct gr_site *s)
 static int start_mpiexecs(struct runner *r)
 {
     struct gr_job *job = r->job;
-    char sites_env[GR_MAX_SITES * (MF_NAME_MAX + 24)];
-    size_t off = 0;
-    for (uint32_t i = 0; i < job->site_count; i++) {
-        const struct gr_site *s = &job->sites[i];
-        off += (size_t)snprintf(sites_env + off, sizeof(sites_env) - off,
-                                "%s%s:%u:%u", i ? "," : "", s->name, s->offset,
-                                s->count);
-    }
-    char job_id[16], world[16];
-    snprintf(job_id, sizeof(job_id), "%u", job->job_id);
-    snprintf(world, sizeof(world), "%u", job->world_size);
-    /* --native: every site's namespace is one "host" of hydra, which
-     * fills them in order, so MPICH ranks are grid ranks. */
-    char native_hosts[GR_MAX_SITES * (WAN_NS_NAME_MAX + 12)];
-    off = 0;
-    for (uint32_t i = 0; i < job->site_count && job->native; i++)
-        off += (size_t)snprintf(native_hosts + off, sizeof(native_hosts) - off,
-                                "%s%s:%u", i ? "," : "", job->sites[i].netns,
-                                job->sites[i].count);
-
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0)
         return -1;
-    int status = 0;
-    size_t max_args = (size_t)job->prog_argc + 64;
-    char **argv = calloc(max_args, sizeof(*argv));
-    if (argv == NULL) {
+    struct gr_mpiexec_cmd cmd;
+    if (gr_mpiexec_cmd_init(&cmd, job) != 0) {
         close(null_fd);
         return -1;
     }
+    int status = 0;
     for (uint32_t i = 0; i < job->site_count && status == 0; i++) {
         struct gr_site *s = &job->sites[i];
-        char count[16], index[16], offset[16], relay[PATH_MAX + 8];
-        snprintf(count, sizeof(count), "%u", s->count);
-        snprintf(index, sizeof(index), "%u", i);
-        snprintf(offset, sizeof(offset), "%u", s->offset);
-        rank_endpoint(s, relay, sizeof(relay));
-        const char *env[][2] = {
-            {"GRIDCOLL_JOB_ID", job_id},
-            {"GRIDCOLL_TOKEN_FILE", job->token_file},
-            {"GRIDCOLL_RELAY", relay},
-            {"GRIDCOLL_SITE_INDEX", index},
-            {"GRIDCOLL_SITE_NAME", s->name},
-            {"GRIDCOLL_SITE_OFFSET", offset},
-            {"GRIDCOLL_SITE_SIZE", count},
-            {"GRIDCOLL_WORLD_SIZE", world},
-            {"GRIDCOLL_SITES", sites_env},
-            {"GRIDCOLL_FATTREE", s->fattree},
-            {"GRIDCOLL_MODEL", job->model},
-            {"LD_PRELOAD", job->preload_lib},
-        };
-        size_t a = netns_prefix(s, argv);
-        argv[a++] = job->mpiexec;
-        argv[a++] = "-print-all-exitcodes";
-        if (job->prefix)
-            argv[a++] = "-l";
-        if (s->mpi_hosts != NULL) {
-            argv[a++] = "-hosts";
-            argv[a++] = s->mpi_hosts;
-        }
-        if (job->rsh_exec[0] != '\0') {
-            argv[a++] = "-launcher";
-            argv[a++] = "ssh";
-            argv[a++] = "-launcher-exec";
-            argv[a++] = job->rsh_exec;
-        }
-        if (job->native) {
-            /* mpiexec runs in the first site's namespace: the proxies of
-             * the others reach it, and the ranks each other, over
-             * gridwan's device. */
-            const char *native_env[][2] = {
-                {"UCX_TLS", NATIVE_UCX_TLS},
-                {"UCX_NET_DEVICES", job->wan_dev},
-                {"LD_PRELOAD", job->preload_lib},
-            };
-            argv[a++] = "-iface";
-            argv[a++] = job->wan_dev;
-            argv[a++] = "-hosts";
-            argv[a++] = native_hosts;
-            argv[a++] = "-n";
-            argv[a++] = world;
-            for (size_t k = 0; k < sizeof(native_env) / sizeof(native_env[0]);
-                 k++) {
-                argv[a++] = "-genv";
-                argv[a++] = (char *)native_env[k][0];
-                argv[a++] = (char *)native_env[k][1];
-            }
-        } else {
-            argv[a++] = "-n";
-            argv[a++] = count;
-        }
-        for (size_t k = 0; k < sizeof(env) / sizeof(env[0]) && !job->native;
-             k++) {
-            /* Not set by us (no fat tree, no --preload): what gridrun's
-             * environment has reaches the ranks through hydra. */
-            if (env[k][1][0] == '\0')
-                continue;
-            argv[a++] = "-genv";
-            argv[a++] = (char *)env[k][0];
-            argv[a++] = (char *)env[k][1];
-        }
-        for (int k = 0; k < job->prog_argc; k++)
-            argv[a++] = job->prog_argv[k];
-        argv[a] = NULL;
-
+        char **argv = gr_mpiexec_cmd_site(&cmd, job, i);
         int out[2], err[2];
         if (pipe2(out, O_CLOEXEC) != 0) {
             status = -1;
@@ -1628,7 +1530,7 @@ static int start_mpiexecs(struct runner *r)
         fprintf(stderr, "gridrun: cannot start mpiexec: %s\n", strerror(errno));
         r->reason = END_ERROR;
     }
-    free(argv);
+    gr_mpiexec_cmd_free(&cmd);
     close(null_fd);
     return status;
 }
@@ -1895,10 +1797,14 @@ static int report_mpi_failure(const struct gr_job *job, const struct gr_site *s)
 static void report_not_joined(const struct gr_job *job)
 {
     bool failed = false;
+    const char *prog = NULL; /* the first such site's (first) program */
     for (uint32_t i = 0; i < job->site_count; i++) {
         const struct gr_site *s = &job->sites[i];
         if (!s->join_failed)
             continue;
+        for (uint32_t k = 0; k < job->apps.count && prog == NULL; k++)
+            if (job->apps.app[k].first + job->apps.app[k].count > s->offset)
+                prog = job->apps.app[k].argv[0];
         bool exited_0 =
             WIFEXITED(s->mpi_status) && WEXITSTATUS(s->mpi_status) == 0;
         if (!exited_0) {
@@ -1921,7 +1827,6 @@ static void report_not_joined(const struct gr_job *job)
                 "session with the site's relay from MPI_Init)\n",
                 s->name, one ? "rank" : "ranks", shown, list, more);
     }
-    const char *prog = job->prog_argv[0];
     fprintf(stderr,
             "gridrun: likely causes%s:\n"
             "gridrun:   - the program uses the Fortran module mpi_f08: "

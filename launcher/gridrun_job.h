@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "gridrun_apps.h"
 #include "machinefile.h"
 #include "wan_options.h"
 
@@ -84,8 +85,9 @@ struct gr_job {
     /* --no-join-check: do not require every rank to join the grid (for
      * commands that are not MPI programs). */
     bool no_join_check;
-    char **prog_argv;
-    int prog_argc;
+    /* The programs and the grid ranks each runs (MPMD; one application
+     * for a plain job). */
+    struct gr_apps apps;
     char relay_bin[PATH_MAX];
     char mpiexec[PATH_MAX];
     /* LD_PRELOAD of the ranks: libgridcoll.so (--preload) or
@@ -126,6 +128,13 @@ struct gr_job {
  * connect=dial/listen of s decides, else that of the peer, else the site
  * whose name sorts first (strcmp) dials. */
 bool gr_site_dials(const struct gr_site *s, const struct gr_site *peer);
+
+/* GRIDCOLL_RELAY of a site's ranks: unix:/path or host:port. */
+void gr_rank_endpoint(const struct gr_site *s, char *out, size_t len);
+
+/* With --wan, the words that run a command inside site s's namespace,
+ * put at argv; returns how many (0 without --wan). */
+size_t gr_netns_prefix(const struct gr_site *s, char **argv);
 
 /* Run the whole job; returns gridrun's exit status. */
 int gr_job_run(struct gr_job *job);

@@ -32,6 +32,7 @@ enum mf_key {
     KEY_LOCAL = 1u << 4,
     KEY_CONNECT = 1u << 5,
     KEY_FATTREE = 1u << 6,
+    KEY_PROGRAM = 1u << 7,
 };
 
 struct key_info {
@@ -48,6 +49,7 @@ static const struct key_info keys[] = {
     {"local", KEY_LOCAL, true, "local=ENDPOINT"},
     {"connect", KEY_CONNECT, true, "connect=auto|dial|listen"},
     {"fattree", KEY_FATTREE, false, "fattree=M1,M2,..."},
+    {"program", KEY_PROGRAM, false, "program=PATH ARGS..."},
 };
 #define KEY_COUNT (sizeof keys / sizeof keys[0])
 
@@ -82,6 +84,8 @@ struct line_fields {
     const char *wan, *local;
     enum mf_connect connect;
     struct gc_sched_fattree fattree; /* 0 levels: not given, or bad */
+    char **program; /* program= and the words after it; NULL: not given */
+    int program_argc;
 };
 
 __attribute__((format(printf, 3, 4))) static void
@@ -343,6 +347,33 @@ static void site_set_fattree(struct parser *p, struct mf_site *s,
     }
 }
 
+/* One program per site, in one block: the pointers, then the words. */
+static int site_set_program(struct parser *p, struct mf_site *s,
+                            char *const *words, int count, int line)
+{
+    if (s->program_line != 0) {
+        report(p, line,
+               "site '%s' already has program= (line %d); give a site's "
+               "program once",
+               s->name, s->program_line);
+        return 0;
+    }
+    size_t size = (size_t)count * sizeof(char *);
+    for (int i = 0; i < count; i++)
+        size += strlen(words[i]) + 1;
+    s->program = malloc(size);
+    if (s->program == NULL)
+        return -1;
+    char *text = (char *)(s->program + count);
+    for (int i = 0; i < count; i++) {
+        s->program[i] = text;
+        text = stpcpy(text, words[i]) + 1;
+    }
+    s->program_argc = count;
+    s->program_line = line;
+    return 0;
+}
+
 static const struct key_info *find_key(const char *name, size_t len)
 {
     for (size_t i = 0; i < KEY_COUNT; i++)
@@ -460,7 +491,8 @@ static void parse_token(struct parser *p, int line, char *tok,
                    "positive integers with a product of at most %d)",
                    v, GC_SCHED_MAX_LEVELS, GC_SCHED_MAX_RANKS);
         break;
-    case KEY_RELAY: break; /* handled above */
+    case KEY_PROGRAM: break; /* parse_line takes the rest of the line */
+    case KEY_RELAY: break;   /* handled above */
     }
 }
 
@@ -504,6 +536,9 @@ static int add_line(struct parser *p, int line, const struct line_fields *f)
     }
     if (f->fattree.levels > 0)
         site_set_fattree(p, s, &f->fattree, line);
+    if (f->program != NULL &&
+        site_set_program(p, s, f->program, f->program_argc, line) != 0)
+        return -1;
 
     /* The relay host runs ranks only when slots= says so. */
     uint32_t slots = f->has_slots ? f->slots : f->relay ? 0 : 1;
@@ -556,19 +591,32 @@ static int parse_line(struct parser *p, int line, char *text)
         f.host = tokens[0];
     }
 
+    /* program= takes the rest of the line: its words are the program's
+     * path and arguments, not keys. */
+    size_t keys_end = first_key;
+    while (keys_end < count && strcmp(tokens[keys_end], "program") != 0 &&
+           strncmp(tokens[keys_end], "program=", 8) != 0)
+        keys_end++;
+
     /*
      * 'relay' may come after the relay-only keys it permits.  A mistyped
      * "relay=yes" still marks the relay so that the site is not also
      * reported as having none.
      */
-    for (size_t i = first_key; i < count; i++)
+    for (size_t i = first_key; i < keys_end; i++)
         if (strcmp(tokens[i], "relay") == 0 ||
             strncmp(tokens[i], "relay=", 6) == 0)
             f.relay = true;
 
     unsigned given = 0;
-    for (size_t i = first_key; i < count; i++)
+    for (size_t i = first_key; i < count && i <= keys_end; i++)
         parse_token(p, line, tokens[i], &f, &given);
+    if (keys_end < count && tokens[keys_end][7] == '=' &&
+        tokens[keys_end][8] != '\0') {
+        tokens[keys_end] += 8;
+        f.program = tokens + keys_end;
+        f.program_argc = (int)(count - keys_end);
+    }
     if (!(given & KEY_CLUSTER))
         report(p, line, "missing cluster=NAME (every line names its site)");
     /* Given but bad or empty was reported already: do not repeat it. */
@@ -605,8 +653,10 @@ void machinefile_free(struct machinefile *mf)
 {
     if (mf == NULL)
         return;
-    for (uint32_t i = 0; i < mf->site_count; i++)
+    for (uint32_t i = 0; i < mf->site_count; i++) {
         free(mf->sites[i].hosts);
+        free(mf->sites[i].program);
+    }
     free(mf->sites);
     mf->sites = NULL;
     mf->site_count = 0;

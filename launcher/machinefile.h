@@ -11,6 +11,7 @@
  *                                           one host per line)
  *   node11   slots=8 cluster=beta
  *   gw-beta  cluster=beta relay wan=203.0.113.5:7500 connect=dial
+ *   node12   cluster=beta program=./ocn -steps 10     (the rest of the line)
  *
  * Sites are ordered by first appearance; that order defines grid ranks
  * (site offset + local rank).
@@ -59,6 +60,12 @@ struct mf_site {
      * when no line has it. */
     struct gc_sched_fattree fattree;
     int fattree_line; /* first line that gave it */
+
+    /* The site's program= (MPMD): the rest of that line, split into words
+     * (one malloc'd block); NULL and line 0 when no line has it. */
+    char **program;
+    int program_argc;
+    int program_line;
 };
 
 struct machinefile {
@@ -74,7 +81,8 @@ struct machinefile {
  * a site with two relays, duplicate host (same name twice), slots not a
  * positive integer, relay line without wan=, bad endpoint syntax, bad
  * connect= value, bad fattree= list, lines of one site with different
- * fattree=, a file with no site.
+ * fattree=, program= without a program or given twice for a site, a file
+ * with no site.
  */
 int machinefile_load(const char *path, struct machinefile *mf, FILE *errors);
 void machinefile_free(struct machinefile *mf);

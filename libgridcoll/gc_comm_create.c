@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "gc_settings.h"
 #include "topo/gc_topo.h"
 
 /* What every member of the parent tells the others when a communicator
@@ -414,15 +415,17 @@ typedef int attr_get_fn(MPI_Comm comm, int keyval, void *value, int *flag);
 /*
  * MPI_Comm_get_attr and MPI_Attr_get.  MPICH answers the predefined
  * attributes on every communicator for its own job, which is one site:
- * the universe is the grid world, and grid communicators have no global
- * clock.  The rest (user keyvals, MPI_TAG_UB: the relay carries MPICH's
- * whole tag range, MPI_HOST, MPI_IO, MPI_APPNUM) is MPICH's.
+ * the universe is the grid world, grid communicators have no global
+ * clock, and a site's mpiexec numbers its own applications from 0, so
+ * MPI_APPNUM is gridrun's count over every site (GRIDCOLL_APPNUM).  The
+ * rest (user keyvals, MPI_TAG_UB: the relay carries MPICH's whole tag
+ * range, MPI_HOST, MPI_IO) is MPICH's.
  */
 static int get_attr(attr_get_fn *pmpi, MPI_Comm comm, int keyval, void *value,
                     int *flag)
 {
     /* Predefined attribute values are returned by address. */
-    static int universe_size, wtime_is_global; /* the latter stays 0 */
+    static int universe_size, wtime_is_global, appnum; /* wtime: stays 0 */
     int *answer = NULL;
     int status = pmpi(comm, keyval, value, flag);
     if (status != MPI_SUCCESS || !gc_world.active)
@@ -432,6 +435,9 @@ static int get_attr(attr_get_fn *pmpi, MPI_Comm comm, int keyval, void *value,
         answer = &universe_size;
     } else if (keyval == MPI_WTIME_IS_GLOBAL && gc_comm_is_grid(comm)) {
         answer = &wtime_is_global;
+    } else if (keyval == MPI_APPNUM && *flag && gc_settings_appnum() >= 0) {
+        appnum = gc_settings_appnum();
+        answer = &appnum;
     }
     if (answer != NULL) {
         memcpy(value, &answer, sizeof answer);

@@ -67,7 +67,7 @@ struct node_size_value {
  * the defaults, as the table's rows say. */
 static struct {
     struct sites_value sites;
-    int64_t site_index, site_offset, site_size, world_size, job_id;
+    int64_t site_index, site_offset, site_size, world_size, job_id, appnum;
     char *relay, *token_file, *model;
     struct fattree_value fattree;
     char *algorithm[GC_COLL_KINDS];
@@ -78,6 +78,7 @@ static struct {
     struct node_size_value node_size;
     int64_t stats, async_progress;
 } values = {
+    .appnum = -1,
     .allgather_k = GC_SETTINGS_ALLGATHER_K_DEFAULT,
     .shm_bytes = GC_SETTINGS_SHM_BYTES_DEFAULT,
 };
@@ -140,6 +141,18 @@ static const struct setting settings[] = {
      .min = 0,
      .max = GC_MAX_RANK,
      .doc = "Number of ranks of the whole grid job."},
+    {.name = "GRIDCOLL_APPNUM",
+     .type = SET_INT,
+     .flags = SF_GRIDRUN,
+     .store = &values.appnum,
+     .def = -1,
+     .min = 0,
+     .max = INT_MAX,
+     .def_text = "unset",
+     .doc = "This rank's application number, MPI_APPNUM of the grid world: "
+            "the index of its program among the job's (gridrun's ':' "
+            "segments or the machine file's program=), counted over every "
+            "site.  Unset, MPICH's own answers."},
     {.name = "GRIDCOLL_JOB_ID",
      .type = SET_INT,
      .flags = SF_GRIDRUN | SF_MULTI,
@@ -604,6 +617,11 @@ int gc_settings_site_size(void)
 int gc_settings_world_size(void)
 {
     return (int)values.world_size;
+}
+
+int gc_settings_appnum(void)
+{
+    return (int)values.appnum;
 }
 
 uint32_t gc_settings_job_id(void)

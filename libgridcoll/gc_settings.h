@@ -51,6 +51,8 @@ int gc_settings_site_index(void);
 int gc_settings_site_offset(void);
 int gc_settings_site_size(void);
 int gc_settings_world_size(void);
+/* GRIDCOLL_APPNUM, -1 when unset. */
+int gc_settings_appnum(void);
 /* GRIDCOLL_JOB_ID, GRIDCOLL_RELAY, GRIDCOLL_TOKEN_FILE (NULL: unset). */
 uint32_t gc_settings_job_id(void);
 const char *gc_settings_relay(void);

@@ -515,6 +515,41 @@ static void test_connect_fattree(void)
     free(e);
 }
 
+static void test_program(void)
+{
+    struct machinefile mf;
+    char *e = NULL;
+    CHECK(load("program.machines", &mf, &e) == 0, "program.machines: %s", e);
+    free(e);
+    if (mf.site_count == 2) {
+        static const char *const want[] = {"./atm", "--steps", "10", "relay"};
+        const struct mf_site *a = &mf.sites[0], *b = &mf.sites[1];
+        CHECK(a->program_argc == 4 && a->program_line == 3,
+              "alpha program: %d words, line %d", a->program_argc,
+              a->program_line);
+        for (int i = 0; i < 4 && i < a->program_argc; i++)
+            CHECK(strcmp(a->program[i], want[i]) == 0, "word %d: '%s'", i,
+                  a->program[i]);
+        CHECK(b->program == NULL && b->program_line == 0, "beta has a program");
+        machinefile_free(&mf);
+    }
+
+    /* Line 5: the words after program= are the program's, so the line
+     * names no cluster. */
+    const char *f = "err-program.machines";
+    e = load_bad(f, 4);
+    expect_at(e, fixture_dir, f, 2,
+              "site 'alpha' already has program= (line 1); give a site's "
+              "program once");
+    expect_at(e, fixture_dir, f, 3,
+              "key 'program' needs a value (program=PATH ARGS...)");
+    expect_at(e, fixture_dir, f, 4,
+              "key 'program' needs a value (program=PATH ARGS...)");
+    expect_at(e, fixture_dir, f, 5,
+              "missing cluster=NAME (every line names its site)");
+    free(e);
+}
+
 static void test_sites(void)
 {
     const char *f = "err-duplicate-host.machines";
@@ -765,6 +800,7 @@ int main(int argc, char **argv)
     test_wan();
     test_local();
     test_connect_fattree();
+    test_program();
     test_sites();
     test_multi();
     test_examples();
