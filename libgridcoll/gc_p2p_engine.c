@@ -25,6 +25,7 @@
  */
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
+#include "engine/layer_request.h"
 
 #include <limits.h>
 #include <sched.h>
@@ -143,7 +144,11 @@ static int envelope_matches(const struct op *op,
     } else if ((uint32_t)op->comm->grid_rank[op->peer] != info->src_rank) {
         return 0;
     }
-    return op->tag == MPI_ANY_TAG || op->tag == info->tag;
+    /* Negative tags are partitioned messages' (gc_partitioned.c), which
+     * only their partitioned receive matches. */
+    if (op->tag == MPI_ANY_TAG)
+        return op->coll || info->tag >= 0;
+    return op->tag == info->tag;
 }
 
 /* Copy (or unpack) a library-buffered message into the receive buffer. */
@@ -454,6 +459,7 @@ void gc_progress(int timeout_ms)
         gc_fatal_relay("relay session");
     progress_local_receives();
     progress_sends();
+    layer_request_progress();
     /* Collective schedules post their next steps as transfers finish. */
     coll_sched_progress();
     engine.in_progress = 0;
@@ -521,9 +527,12 @@ static int request_query(void *extra, MPI_Status *status)
  * MPICH calls this when the request is freed: after its completion, or
  * at once on MPI_Request_free, when the operation may still be linked in
  * the engine and data may still land in its buffer (complete_op frees it
- * then).  MPICH holds its global lock around free_fn when the program
- * runs with MPIR_CVAR_ASYNC_PROGRESS, so MPI calls (releasing the
- * datatype, the communicator) wait for the engine's next turn.
+ * then).  MPICH frees the request object then and may hand its handle
+ * out again: the operation forgets it, or completing it later would
+ * complete whatever request holds the handle by then.  MPICH holds its
+ * global lock around free_fn when the program runs with
+ * MPIR_CVAR_ASYNC_PROGRESS, so MPI calls (releasing the datatype, the
+ * communicator) wait for the engine's next turn.
  */
 static int request_free(void *extra)
 {
@@ -532,6 +541,7 @@ static int request_free(void *extra)
         op->next = engine.freed;
         engine.freed = op;
     } else {
+        op->request = MPI_REQUEST_NULL;
         op->released = 1;
     }
     return MPI_SUCCESS;
