@@ -54,6 +54,8 @@ struct op {
     int error;
     int cancelled;
     int cancel_asked; /* MPI_Cancel: withdrawn by the engine's next turn */
+    int cancel_sent;  /* send: the receiver was asked to withdraw it */
+    int cancel_answered;
     size_t bytes;
 };
 

@@ -109,13 +109,13 @@ static void persistent_poll(struct layer_request *r, void *run)
     layer_request_done(r, error, &result);
 }
 
-/* A receive nothing has matched is withdrawn by the engine's next turn;
- * a send to another site is on the wire at once and completes normally
- * (docs/design/mpi-layer.md, "Cancel"). */
+/* As the engine's own requests: a receive nothing has matched is
+ * withdrawn, a send to another site withdrawn from the receiver's
+ * unexpected queue if still there (gc_p2p_engine.c, request_cancel). */
 static void persistent_cancel(void *run)
 {
     struct persistent *p = run;
-    if (p->op != NULL && p->kind == OP_RECV)
+    if (p->op != NULL)
         p->op->cancel_asked = 1;
 }
 
