@@ -474,10 +474,9 @@ static void cancel_asked_ops(void)
     for (struct op *op = engine.sends; op != NULL; op = op->next)
         if (op->cancel_asked && !op->cancel_sent) {
             op->cancel_sent = 1;
-            send_control((uint32_t)op->comm->grid_rank[op->peer],
-                         op->comm->context,
-                         (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX),
-                         CANCEL_ASK);
+            send_control(
+                (uint32_t)op->comm->grid_rank[op->peer], op->comm->context,
+                (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX), CANCEL_ASK);
         }
     struct op *next;
     for (struct op *op = engine.recvs; op != NULL; op = next) {
@@ -613,12 +612,9 @@ static int request_query(void *extra, MPI_Status *status)
  * MPICH calls this when the request is freed: after its completion, or
  * at once on MPI_Request_free, when the operation may still be linked in
  * the engine and data may still land in its buffer (complete_op frees it
- * then).  MPICH frees the request object then and may hand its handle
- * out again: the operation forgets it, or completing it later would
- * complete whatever request holds the handle by then.  MPICH holds its
- * global lock around free_fn when the program runs with
- * MPIR_CVAR_ASYNC_PROGRESS, so MPI calls (releasing the datatype, the
- * communicator) wait for the engine's next turn.
+ * then).  MPICH holds its global lock around free_fn when the program
+ * runs with MPIR_CVAR_ASYNC_PROGRESS, so MPI calls (releasing the
+ * datatype, the communicator) wait for the engine's next turn.
  */
 static int request_free(void *extra)
 {
@@ -627,7 +623,6 @@ static int request_free(void *extra)
         op->next = engine.freed;
         engine.freed = op;
     } else {
-        op->request = MPI_REQUEST_NULL;
         op->released = 1;
     }
     return MPI_SUCCESS;

@@ -97,9 +97,7 @@ static void nb_done(struct coll_sched *s, int status, void *arg)
     struct nb *nb = arg;
     nb->error = status;
     nb->done = 1;
-    /* A released request's handle is MPICH's to reuse (nb_free). */
-    if (!nb->released)
-        PMPI_Grequest_complete(nb->request);
+    PMPI_Grequest_complete(nb->request);
     if (nb->released) {
         nb->next_freed = freed;
         freed = nb;
