@@ -1,5 +1,6 @@
 /*
- * The MPI point-to-point calls on grid communicators: sends in every mode,
+ * The MPI point-to-point calls on grid communicators: sends in the
+ * standard, synchronous and ready modes (buffered ones: gc_bsend.c),
  * receives, probes and matched messages (docs/design/mpi-layer.md,
  * "Point-to-point").
  *
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 
 #include "gc_mpi.h"
+#include "gc_p2p.h"
 #include "gc_p2p_engine.h"
 
 /* A status of a probe or of an empty receive.  MPI_ERROR is left alone:
@@ -30,10 +32,8 @@ static void set_probe_status(MPI_Status *status, int source, int tag,
 
 /* ---- checks and the calls behind the MPI functions --------------------- */
 
-enum send_mode { MODE_STANDARD, MODE_SYNC, MODE_READY, MODE_BUFFERED };
-
-static int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
-                      const char *function)
+int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
+               const char *function)
 {
     if (rank == MPI_PROC_NULL || (wildcard_ok && rank == MPI_ANY_SOURCE) ||
         (rank >= 0 && rank < c->size))
@@ -73,9 +73,8 @@ static int check_tag(struct gc_comm *c, int tag, int wildcard_ok,
  * takes it: a bad argument found later, on the wire or at completion,
  * would leave the peer waiting.
  */
-static int check_args(struct gc_comm *c, const void *buf, int count,
-                      MPI_Datatype type, int tag, int wildcard_ok,
-                      const char *function)
+int check_args(struct gc_comm *c, const void *buf, int count, MPI_Datatype type,
+               int tag, int wildcard_ok, const char *function)
 {
     char detail[128];
     if (count < 0) {
@@ -113,8 +112,6 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
             return PMPI_Issend(buf, count, type, to, tag, c->local, request);
         case MODE_READY:
             return PMPI_Irsend(buf, count, type, to, tag, c->local, request);
-        case MODE_BUFFERED:
-            return PMPI_Ibsend(buf, count, type, to, tag, c->local, request);
         default:
             return PMPI_Isend(buf, count, type, to, tag, c->local, request);
         }
@@ -125,7 +122,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
     op->sync = mode == MODE_SYNC;
     status = gc_op_start_request(op);
     if (status == MPI_SUCCESS)
-        status = gc_op_start_remote_send(op, mode == MODE_BUFFERED);
+        status = gc_op_start_remote_send(op, 0);
     if (status != MPI_SUCCESS) {
         gc_op_discard(op);
         return gc_error(c->handle, status, function);
@@ -325,11 +322,9 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
 GRID_SEND(Send, MODE_STANDARD)
 GRID_SEND(Ssend, MODE_SYNC)
 GRID_SEND(Rsend, MODE_READY)
-GRID_SEND(Bsend, MODE_BUFFERED)
 GRID_ISEND(Isend, MODE_STANDARD)
 GRID_ISEND(Issend, MODE_SYNC)
 GRID_ISEND(Irsend, MODE_READY)
-GRID_ISEND(Ibsend, MODE_BUFFERED)
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag,
               MPI_Comm comm, MPI_Request *request)

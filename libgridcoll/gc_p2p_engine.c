@@ -22,9 +22,13 @@
  * pair in send order and matching happens in arrival order, so MPI's
  * non-overtaking rule holds per communicator.  MPI_Ssend to another site
  * completes when the receiver's matching sends back an acknowledgement.
+ * MPI_Cancel of a send to another site asks the receiver's engine, on the
+ * same acknowledgement context, to withdraw the message from its
+ * unexpected queue; the answer says whether it did.
  */
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
+#include "engine/layer_request.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,8 +49,18 @@ struct rx {
     struct gc_rc_msg_info info;
     void *data; /* library buffer, NULL when landing in the receive's */
     int arrived;
+    int withdrawn; /* cancelled by its sender while still arriving */
     struct op *op; /* the matching receive, NULL while unexpected */
 };
+
+/*
+ * Messages on the acknowledgement context: empty, a synchronous send's
+ * acknowledgement; one byte, a cancel request for a send to another site
+ * or its answer.  The tag is the message's msg_seq (31 bits, per pair).
+ */
+enum control { CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED };
+static const unsigned char control_byte[] = {CANCEL_ASK, CANCEL_DONE,
+                                             CANCEL_REFUSED};
 
 static struct {
     struct op *recvs; /* posted, unmatched or matched-but-incomplete */
@@ -145,7 +159,11 @@ static int envelope_matches(const struct op *op,
     } else if ((uint32_t)op->comm->grid_rank[op->peer] != info->src_rank) {
         return 0;
     }
-    return op->tag == MPI_ANY_TAG || op->tag == info->tag;
+    /* Negative tags are partitioned messages' (gc_partitioned.c), which
+     * only their partitioned receive matches. */
+    if (op->tag == MPI_ANY_TAG)
+        return op->coll || info->tag >= 0;
+    return op->tag == info->tag;
 }
 
 /* Copy (or unpack) a library-buffered message into the receive buffer. */
@@ -247,14 +265,72 @@ static void ack_arrived(const struct gc_rc_msg_info *info)
         }
 }
 
+static void send_control(uint32_t to, uint32_t context, int32_t tag,
+                         enum control control)
+{
+    struct gc_rc_send *wire;
+    if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag,
+                    &control_byte[control], 1, &wire) != 0)
+        gc_fatal_relay("answering a cancelled send");
+    gc_rc_send_free(wire);
+}
+
+/*
+ * The sender of a message to this process cancels it: withdrawn while no
+ * receive has it (still unexpected, MPI_Mprobe has not taken it), which
+ * the answer says.  The relay keeps the pair's order, so the message was
+ * announced before its sender's request.
+ */
+static void cancel_asked_by_sender(const struct gc_rc_msg_info *ask)
+{
+    enum control answer = CANCEL_REFUSED;
+    for (struct rx **p = &engine.unexpected; *p != NULL;
+         p = &(*p)->next_unexpected) {
+        struct rx *rx = *p;
+        if (rx->info.src_rank != ask->src_rank ||
+            (int32_t)(rx->info.msg_seq & INT32_MAX) != ask->tag ||
+            ctx_base(rx->info.context_id) != ctx_base(ask->context_id))
+            continue;
+        *p = rx->next_unexpected;
+        if (engine.unexpected_tail == &rx->next_unexpected)
+            engine.unexpected_tail = p;
+        if (rx->arrived)
+            gc_rx_free(rx);
+        else
+            rx->withdrawn = 1; /* on_complete frees it */
+        answer = CANCEL_DONE;
+        break;
+    }
+    send_control(ask->src_rank, ask->context_id, ask->tag, answer);
+}
+
+static void cancel_answered(const struct gc_rc_msg_info *info, int withdrawn)
+{
+    for (struct op *op = engine.sends; op != NULL; op = op->next)
+        if (op->cancel_sent && !op->cancel_answered &&
+            (uint32_t)op->comm->grid_rank[op->peer] == info->src_rank &&
+            op->comm->context == ctx_base(info->context_id) &&
+            (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX) == info->tag) {
+            op->cancel_answered = 1;
+            op->cancelled = withdrawn;
+            return;
+        }
+}
+
 static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
                         int library_allocated)
 {
     (void)arg;
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_ACK) {
+        int control = info->msg_len == 1 ? *(unsigned char *)buf : -1;
         if (library_allocated)
             free(buf);
-        ack_arrived(info);
+        if (control == CANCEL_ASK)
+            cancel_asked_by_sender(info);
+        else if (control >= 0)
+            cancel_answered(info, control == CANCEL_DONE);
+        else
+            ack_arrived(info);
         return;
     }
     struct rx **p = &engine.arriving;
@@ -267,7 +343,9 @@ static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
     *p = rx->next_arriving;
     rx->arrived = 1;
     rx->data = library_allocated ? buf : NULL;
-    if (rx->op != NULL)
+    if (rx->withdrawn)
+        gc_rx_free(rx);
+    else if (rx->op != NULL)
         deliver(rx->op, rx);
 }
 
@@ -390,10 +468,18 @@ static void progress_local_receives(void)
     }
 }
 
-/* MPI_Cancel of receives (request_cancel): one nothing has matched is
- * withdrawn; one handed to MPICH is cancelled there, and MPICH decides. */
-static void cancel_asked_receives(void)
+/* MPI_Cancel (request_cancel): a receive nothing has matched is
+ * withdrawn; one handed to MPICH is cancelled there, and MPICH decides;
+ * a send asks its receiver's engine (cancel_asked_by_sender). */
+static void cancel_asked_ops(void)
 {
+    for (struct op *op = engine.sends; op != NULL; op = op->next)
+        if (op->cancel_asked && !op->cancel_sent) {
+            op->cancel_sent = 1;
+            send_control(
+                (uint32_t)op->comm->grid_rank[op->peer], op->comm->context,
+                (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX), CANCEL_ASK);
+        }
     struct op *next;
     for (struct op *op = engine.recvs; op != NULL; op = next) {
         next = op->next;
@@ -420,7 +506,11 @@ static int progress_sends(void)
     struct op *next;
     for (struct op *op = engine.sends; op != NULL; op = next) {
         next = op->next;
-        if (gc_rc_send_done(op->wire) && (!op->sync || op->acked)) {
+        /* A send whose cancel is asked waits for the answer; withdrawn,
+         * a synchronous one is never acknowledged. */
+        int answered = !op->cancel_sent || op->cancel_answered;
+        if (gc_rc_send_done(op->wire) && answered &&
+            (!op->sync || op->acked || op->cancelled)) {
             gc_rc_send_free(op->wire);
             op->wire = NULL;
             complete_op(op);
@@ -445,7 +535,7 @@ void gc_progress(int timeout_ms)
     }
     engine.in_progress = 1;
     free_released_ops();
-    cancel_asked_receives();
+    cancel_asked_ops();
     /* A send the relay client wrote at once (gc_rc_isend) is done now;
      * waiting in poll() first would hold its caller until something
      * else arrives or the timeout ends (a whole timeout when the peer
@@ -456,6 +546,7 @@ void gc_progress(int timeout_ms)
         gc_fatal_relay("relay session");
     progress_local_receives();
     progress_sends();
+    layer_request_progress();
     /* Collective schedules post their next steps as transfers finish. */
     coll_sched_progress();
     engine.in_progress = 0;
@@ -571,16 +662,14 @@ static int request_free(void *extra)
 /*
  * MPICH calls cancel_fn inside PMPI_Cancel, holding its global lock at
  * MPI_THREAD_MULTIPLE (GRIDCOLL_ASYNC_PROGRESS), where a nested MPI call
- * fails an assertion: the engine's next turn withdraws the receive
- * (cancel_asked_receives), before the completion call that follows sees
- * it.
+ * fails an assertion: the engine's next turn withdraws the receive or
+ * asks the send's receiver (cancel_asked_ops), before the completion call
+ * that follows sees it.
  */
 static int request_cancel(void *extra, int complete)
 {
     struct op *op = extra;
-    /* Only a receive can be withdrawn; a send to another site is on the
-     * wire at once (MPI 4.1 deprecates cancelling sends). */
-    if (!complete && op->kind == OP_RECV)
+    if (!complete)
         op->cancel_asked = 1;
     return MPI_SUCCESS;
 }

@@ -26,7 +26,9 @@ struct rx;
 struct op {
     struct op *next; /* engine.recvs or engine.sends */
     enum op_kind kind;
-    MPI_Request request; /* generalized request; NULL for internal ones */
+    /* generalized request; NULL for internal ones and the runs of the
+     * layer's requests (engine/layer_request.h) */
+    MPI_Request request;
     struct gc_comm *comm;
     int coll; /* collective context (gc_xfer_*) instead of user p2p */
     int peer; /* comm rank; MPI_ANY_SOURCE for wildcard receives */
@@ -53,7 +55,9 @@ struct op {
     int result_tag;
     int error;
     int cancelled;
-    int cancel_asked; /* MPI_Cancel: withdrawn by the engine's next turn */
+    int cancel_asked;    /* MPI_Cancel: withdrawn by the engine's next turn */
+    int cancel_sent;     /* send: the receiver was asked to withdraw it */
+    int cancel_answered; /* and said whether it did (cancelled) */
     size_t bytes;
 };
 

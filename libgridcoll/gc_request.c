@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/coll_request.h"
+#include "engine/layer_request.h"
 #include "gc_mpi.h"
 
 /* Failed requests one completion call can report at once; more are
@@ -94,17 +94,22 @@ static int complete_requests(enum completion kind, int count,
         break;
     }
     if (rc == MPI_SUCCESS && *flag &&
-        (failures.count > 0 || coll_request_unreported() > 0)) {
-        /* Which of the completed requests failed: match the handles they
-         * had before MPICH reset them to MPI_REQUEST_NULL. */
+        (failures.count > 0 || layer_request_unreported() > 0)) {
+        /* Which of the completed requests failed, and which are the
+         * layer's (their status is the run's): match the handles they had
+         * before MPICH reset them to MPI_REQUEST_NULL. */
         int completed = kind == TEST_SOME ? outcount : status_count;
         for (int i = 0; i < completed; i++) {
             int slot = kind == TEST_SOME  ? indices[i]
                        : kind == TEST_ANY ? *index
                        : kind == TEST_ONE ? 0
                                           : i;
+            if (slot == MPI_UNDEFINED) /* every request null or inactive */
+                break;
             MPI_Comm comm = MPI_COMM_NULL;
-            int error = coll_request_error(before[slot], &comm);
+            int error = layer_request_report(
+                before[slot],
+                kind == TEST_ONE || kind == TEST_ANY ? st : &st[i], &comm);
             for (int f = 0; f < failures.count; f++)
                 if (failures.at[f].request == before[slot]) {
                     error = failures.at[f].error;
@@ -254,10 +259,14 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount,
 }
 
 /* MPICH calls the layer's cancel_fn inside PMPI_Cancel: it must run under
- * the library lock, like every entry into the layer (gc_lock.h). */
+ * the library lock, like every entry into the layer (gc_lock.h).  The
+ * layer's own requests cancel their run, not the receive behind their
+ * handle. */
 int MPI_Cancel(MPI_Request *request)
 {
     GC_ENTER();
+    if (gc_world.active && layer_request_cancel(*request))
+        return MPI_SUCCESS;
     return PMPI_Cancel(request);
 }
 
@@ -266,9 +275,13 @@ int MPI_Cancel(MPI_Request *request)
 int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     GC_ENTER();
-    if (gc_world.active)
-        gc_progress(0);
-    return PMPI_Request_get_status(request, flag, status);
+    if (!gc_world.active)
+        return PMPI_Request_get_status(request, flag, status);
+    gc_progress(0);
+    int rc = PMPI_Request_get_status(request, flag, status);
+    if (rc == MPI_SUCCESS && *flag)
+        layer_request_peek(request, status);
+    return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)

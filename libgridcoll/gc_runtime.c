@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "engine/coll_request.h"
+#include "engine/layer_request.h"
 #include "gc_model.h"
 #include "gc_mpi.h"
+#include "gc_p2p.h"
 #include "gc_proto.h"
 #include "gc_relay_client.h"
 #include "gc_settings.h"
@@ -270,6 +272,7 @@ int MPI_Finalize(void)
     if (gc_world.active) {
         gc_thread_stop();
         gc_coll_print_stats();
+        gc_bsend_flush();
         /* No rank may leave while another site could still address it. */
         gc_coll_barrier(gc_comm_find(MPI_COMM_WORLD));
         if (gc_rc_close(gc_world.rc, 30000) != 0)
@@ -279,6 +282,7 @@ int MPI_Finalize(void)
                     gc_world.grid_rank);
         gc_world.rc = NULL;
         coll_request_shutdown();
+        layer_request_shutdown();
         gc_p2p_shutdown();
         gc_comm_release_all();
         gc_world.active = 0;

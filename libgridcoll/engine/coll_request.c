@@ -7,34 +7,15 @@
  * the schedule's run ends; its poll function drives the engine, so
  * MPI_Test* and MPI_Wait* complete it among any other requests.
  *
- * Persistent: MPI keeps a persistent request's handle valid from
- * MPI_*_init to MPI_Request_free, inactive between runs, which no
- * generalized request can be.  The handle is therefore an MPICH
- * persistent receive of 0 bytes on a private copy of MPI_COMM_SELF, with
- * a tag of its own: MPI_Start starts the receive and a run of the
- * schedule built at init; when the run ends the layer sends the receive
- * its 0 bytes.  Every completion call, MPI_Request_free and
- * MPI_Request_get_status then behave as MPI says for persistent requests,
- * because MPICH's own persistent-request code runs them.
+ * Persistent: a request of layer_request.c whose every run (MPI_Start)
+ * runs the schedule built at init.
  */
 #include "coll_request.h"
 
 #include <stdlib.h>
 
 #include "gc_coll.h"
-
-struct persistent {
-    MPI_Request handle; /* the application's: an MPICH persistent receive */
-    struct coll_sched *sched;
-    int tag;
-    int released; /* MPI_Request_free while running: free at the end */
-    int error;    /* of the last run, until a completion call reports it */
-    struct persistent *next;
-};
-
-static struct persistent *persistents;
-/* Released while running: freed by the engine's turn after their run. */
-static int released_persistents;
+#include "layer_request.h"
 
 /* ---- nonblocking --------------------------------------------------------- */
 
@@ -123,8 +104,6 @@ static void nb_done(struct coll_sched *s, int status, void *arg)
     }
 }
 
-static void drop(struct persistent *p);
-
 void coll_request_free_released(void)
 {
     while (freed != NULL) {
@@ -132,13 +111,6 @@ void coll_request_free_released(void)
         freed = nb->next_freed;
         coll_sched_free(nb->sched);
         free(nb);
-    }
-    if (released_persistents == 0)
-        return;
-    for (struct persistent *p = persistents, *next; p != NULL; p = next) {
-        next = p->next;
-        if (p->released && !coll_sched_active(p->sched))
-            drop(p);
     }
 }
 
@@ -181,162 +153,42 @@ fail:
 
 /* ---- persistent ------------------------------------------------------- */
 
-static MPI_Comm self_comm = MPI_COMM_NULL;
-static int next_tag;
-static int unreported;
-
-static struct persistent *find(MPI_Request handle)
-{
-    if (handle == MPI_REQUEST_NULL)
-        return NULL;
-    for (struct persistent *p = persistents; p != NULL; p = p->next)
-        if (p->handle == handle)
-            return p;
-    return NULL;
-}
-
-static void drop(struct persistent *p)
-{
-    struct persistent **at = &persistents;
-    while (*at != p)
-        at = &(*at)->next;
-    *at = p->next;
-    if (p->error != MPI_SUCCESS)
-        unreported--;
-    if (p->released)
-        released_persistents--;
-    coll_sched_free(p->sched);
-    free(p);
-}
-
+/* Each MPI_Start runs the schedule built at init (layer_request.c keeps
+ * the handle). */
 static void persistent_done(struct coll_sched *s, int status, void *arg)
 {
     (void)s;
-    struct persistent *p = arg;
-    p->error = status;
-    if (status != MPI_SUCCESS)
-        unreported++;
-    /* The receive behind the handle completes on these 0 bytes (an eager
-     * send to this process: it never blocks). */
-    MPI_Request send;
-    if (PMPI_Isend(NULL, 0, MPI_BYTE, 0, p->tag, self_comm, &send) ==
-        MPI_SUCCESS)
-        PMPI_Request_free(&send);
+    layer_request_done(arg, status, NULL);
 }
+
+static int persistent_start(struct layer_request *r, void *run)
+{
+    int status = coll_sched_start(run, persistent_done, r);
+    return status != MPI_SUCCESS ? coll_sched_error(run, status) : status;
+}
+
+static void persistent_destroy(void *run)
+{
+    coll_sched_free(run);
+}
+
+static const struct layer_request_class persistent_class = {
+    .start = persistent_start, .destroy = persistent_destroy};
 
 int coll_request_persistent(struct coll_sched *s, MPI_Request *request)
 {
-    int status = MPI_ERR_NO_MEM;
-    struct persistent *p = calloc(1, sizeof *p);
-    if (p == NULL)
-        goto fail;
-    status = coll_sched_persist(s);
+    int status = coll_sched_persist(s);
     if (status != MPI_SUCCESS)
-        goto fail;
-    if (self_comm == MPI_COMM_NULL) {
-        status = PMPI_Comm_dup(MPI_COMM_SELF, &self_comm);
-        if (status != MPI_SUCCESS)
-            goto fail;
-    }
-    int *ub, flag = 0;
-    PMPI_Comm_get_attr(self_comm, MPI_TAG_UB, &ub, &flag);
-    p->tag = next_tag;
-    next_tag = flag && next_tag < *ub ? next_tag + 1 : 0;
-    status =
-        PMPI_Recv_init(NULL, 0, MPI_BYTE, 0, p->tag, self_comm, &p->handle);
+        status = coll_sched_error(s, status);
+    else
+        status = layer_request_create(&persistent_class, s,
+                                      coll_sched_comm(s)->handle, 1, request);
     if (status != MPI_SUCCESS)
-        goto fail;
-    p->sched = s;
-    p->next = persistents;
-    persistents = p;
-    *request = p->handle;
-    return MPI_SUCCESS;
-fail:
-    free(p);
-    status = coll_sched_error(s, status);
-    coll_sched_free(s);
+        coll_sched_free(s);
     return status;
-}
-
-/* MPI_Start of one request: a persistent collective's, or MPICH's. */
-static int start_one(MPI_Request *request)
-{
-    struct persistent *p = find(*request);
-    if (p == NULL)
-        return PMPI_Start(request);
-    struct gc_comm *c = coll_sched_comm(p->sched);
-    if (coll_sched_active(p->sched))
-        return gc_error(c->handle, MPI_ERR_REQUEST,
-                        "MPI_Start: the persistent collective is active");
-    if (p->error != MPI_SUCCESS)
-        unreported--;
-    p->error = MPI_SUCCESS;
-    /* Started first, so that a run that ends at once (nothing to move)
-     * finds nothing odd: its 0 bytes wait for the receive. */
-    int status = coll_sched_start(p->sched, persistent_done, p);
-    if (status != MPI_SUCCESS)
-        return coll_sched_error(p->sched, status);
-    return PMPI_Start(&p->handle);
-}
-
-int MPI_Start(MPI_Request *request)
-{
-    GC_ENTER();
-    if (!gc_world.active)
-        return PMPI_Start(request);
-    return start_one(request);
-}
-
-int MPI_Startall(int count, MPI_Request requests[])
-{
-    GC_ENTER();
-    if (!gc_world.active)
-        return PMPI_Startall(count, requests);
-    for (int i = 0; i < count; i++) {
-        int status = start_one(&requests[i]);
-        if (status != MPI_SUCCESS)
-            return status;
-    }
-    return MPI_SUCCESS;
-}
-
-int MPI_Request_free(MPI_Request *request)
-{
-    GC_ENTER();
-    struct persistent *p = gc_world.active ? find(*request) : NULL;
-    if (p == NULL)
-        return PMPI_Request_free(request);
-    int status = PMPI_Request_free(request);
-    if (coll_sched_active(p->sched)) {
-        p->released = 1; /* freed by the engine's turn after the run */
-        released_persistents++;
-    } else
-        drop(p);
-    return status;
-}
-
-int coll_request_error(MPI_Request handle, MPI_Comm *comm)
-{
-    if (unreported == 0)
-        return MPI_SUCCESS;
-    struct persistent *p = find(handle);
-    if (p == NULL || p->error == MPI_SUCCESS)
-        return MPI_SUCCESS;
-    *comm = coll_sched_comm(p->sched)->handle;
-    int error = p->error;
-    p->error = MPI_SUCCESS;
-    unreported--;
-    return error;
 }
 
 void coll_request_shutdown(void)
 {
     coll_request_free_released();
-    if (self_comm != MPI_COMM_NULL)
-        PMPI_Comm_free(&self_comm);
-}
-
-int coll_request_unreported(void)
-{
-    return unreported;
 }

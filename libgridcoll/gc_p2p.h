@@ -1,0 +1,45 @@
+/*
+ * What the point-to-point calls of gc_p2p.c share with the other files of
+ * MPI point-to-point: persistent, partitioned and nonblocking
+ * send-receive requests (gc_p2p_persistent.c) and the buffered sends
+ * (gc_bsend.c).
+ */
+#ifndef GC_P2P_H
+#define GC_P2P_H
+
+#include <mpi.h>
+
+#include "gc_mpi.h"
+
+enum send_mode { MODE_STANDARD, MODE_SYNC, MODE_READY, MODE_BUFFERED };
+
+/*
+ * The checks MPICH makes on a rank (MPI_ANY_SOURCE allowed with
+ * wildcard_ok) and on a send's or receive's arguments; the error went
+ * through c's handler.
+ */
+int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
+               const char *function);
+int check_args(struct gc_comm *c, const void *buf, int count, MPI_Datatype type,
+               int tag, int wildcard_ok, const char *function);
+
+/*
+ * The engine and the checks take int counts: `count` as an int in *out,
+ * or MPI_ERR_COUNT through c's handler when it does not fit.
+ */
+int gc_p2p_int_count(struct gc_comm *c, MPI_Count count, int *out,
+                     const char *function);
+
+/*
+ * A buffered send (MPI_Bsend) of `count` elements on comm (c its grid
+ * communicator, NULL for one of MPICH's): packed into the attached
+ * buffer, then sent from there.  MPI_ERR_BUFFER (through comm's handler)
+ * when the buffer has no room for it.
+ */
+int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
+             MPI_Datatype type, int dst, int tag, const char *function);
+/* MPI_Finalize, while the relay session is up: deliver the buffered
+ * messages still in the attached buffer. */
+void gc_bsend_flush(void);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * MPI-4 partitioned communication (MPI 4.1, chapter 4: MPI_Psend_init,
+ * MPI_Precv_init, MPI_Pready, MPI_Pready_range, MPI_Pready_list,
+ * MPI_Parrived) on grid communicators (docs/design/mpi-layer.md,
+ * "Point-to-point").
+ *
+ * Between two members of one site the request is MPICH's own, on the
+ * communicator's local part.  Between sites it is a persistent request of
+ * layer_request.c: the partitions travel together, as one message, once
+ * the last is ready (MPI 4.1, 4.2 lets the library choose when data
+ * moves); MPI_Parrived reports a partition when the whole message is in
+ * the receive buffer, which is never before its own bytes are.  The
+ * message's relay tag is -2 - tag: never a point-to-point tag (those are
+ * >= 0) nor MPI_ANY_TAG, so a partitioned message matches only the
+ * partitioned receive of its (communicator, source, tag), in order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine/layer_request.h"
+#include "gc_mpi.h"
+#include "gc_p2p.h"
+#include "gc_p2p_engine.h"
+
+struct partitioned {
+    enum op_kind kind;
+    struct gc_comm *comm;
+    void *buf;
+    int partitions;
+    int count; /* elements of the whole message */
+    MPI_Datatype type;
+    int peer;
+    int tag;     /* the relay's: -2 - the program's */
+    char *ready; /* send: per partition, since MPI_Start */
+    int unready;
+    struct layer_request *request;
+    struct op *op; /* of the active run */
+    int arrived;   /* receive: the run's message is in the buffer */
+};
+
+static int partitioned_start(struct layer_request *r, void *run)
+{
+    struct partitioned *p = run;
+    p->request = r;
+    p->arrived = 0;
+    if (p->kind == OP_SEND) {
+        for (int i = 0; i < p->partitions; i++)
+            p->ready[i] = 0;
+        p->unready = p->partitions;
+        return MPI_SUCCESS;
+    }
+    p->op =
+        gc_op_new(OP_RECV, p->comm, p->peer, p->tag, p->buf, p->count, p->type);
+    if (p->op == NULL)
+        return gc_error(p->comm->handle, MPI_ERR_NO_MEM, "MPI_Start");
+    gc_op_post_recv(p->op);
+    return MPI_SUCCESS;
+}
+
+static void partitioned_poll(struct layer_request *r, void *run)
+{
+    struct partitioned *p = run;
+    if (p->op == NULL || !p->op->done)
+        return;
+    struct layer_result result = {MPI_UNDEFINED, MPI_UNDEFINED,
+                                  (MPI_Count)p->op->bytes, 0};
+    if (p->kind == OP_RECV) {
+        result.source = p->peer;
+        result.tag = -2 - p->tag;
+        p->arrived = 1;
+    }
+    int error = p->op->error;
+    gc_op_free(p->op);
+    p->op = NULL;
+    layer_request_done(r, error, &result);
+}
+
+static void partitioned_destroy(void *run)
+{
+    struct partitioned *p = run;
+    gc_type_release(&p->type);
+    gc_comm_unref(p->comm);
+    free(p->ready);
+    free(p);
+}
+
+static const struct layer_request_class partitioned_class = {
+    .start = partitioned_start,
+    .poll = partitioned_poll,
+    .destroy = partitioned_destroy};
+
+static int partitioned_init(struct gc_comm *c, enum op_kind kind,
+                            const void *buf, int partitions, MPI_Count count,
+                            MPI_Datatype type, int peer, int tag,
+                            MPI_Request *request, const char *function)
+{
+    int narrow;
+    int status = check_rank(c, peer, 0, function);
+    if (status == MPI_SUCCESS && (partitions < 1 || count < 0))
+        status = gc_error(
+            c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT, function);
+    if (status == MPI_SUCCESS)
+        status = gc_p2p_int_count(c, (MPI_Count)partitions * count, &narrow,
+                                  function);
+    if (status == MPI_SUCCESS)
+        status = check_args(c, buf, narrow, type, tag, 0, function);
+    if (status != MPI_SUCCESS)
+        return status;
+    struct partitioned *p = calloc(1, sizeof *p);
+    if (p == NULL || (kind == OP_SEND &&
+                      (p->ready = calloc((size_t)partitions, 1)) == NULL)) {
+        free(p);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+    }
+    status = gc_type_hold(type, &p->type);
+    if (status != MPI_SUCCESS) {
+        free(p->ready);
+        free(p);
+        return gc_error(c->handle, status, function);
+    }
+    p->kind = kind;
+    p->comm = c;
+    p->buf = (void *)buf;
+    p->partitions = partitions;
+    p->count = narrow;
+    p->peer = peer;
+    p->tag = -2 - tag;
+    gc_comm_retain(c);
+    status = layer_request_create(&partitioned_class, p, c->handle, 1, request);
+    if (status != MPI_SUCCESS)
+        partitioned_destroy(p);
+    return status;
+}
+
+/* The run's message leaves when its last partition is ready. */
+static int ready(struct partitioned *p, int partition, const char *function)
+{
+    char detail[128];
+    if (p->kind != OP_SEND || partition < 0 || partition >= p->partitions ||
+        p->ready[partition]) {
+        snprintf(detail, sizeof detail,
+                 "%s: partition %d is not an unready one of 0..%d of a "
+                 "send request",
+                 function, partition, p->partitions - 1);
+        return gc_error(p->comm->handle, MPI_ERR_ARG, detail);
+    }
+    p->ready[partition] = 1;
+    if (--p->unready > 0)
+        return MPI_SUCCESS;
+    p->op =
+        gc_op_new(OP_SEND, p->comm, p->peer, p->tag, p->buf, p->count, p->type);
+    int status =
+        p->op != NULL ? gc_op_start_remote_send(p->op, 0) : MPI_ERR_NO_MEM;
+    if (status == MPI_SUCCESS)
+        return status;
+    if (p->op != NULL)
+        gc_op_free(p->op);
+    p->op = NULL;
+    layer_request_done(p->request, status, NULL);
+    return gc_error(p->comm->handle, status, function);
+}
+
+/* ---- the MPI functions ---------------------------------------------------
+ */
+
+int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
+                   MPI_Datatype type, int dst, int tag, MPI_Comm comm,
+                   MPI_Info info, MPI_Request *request)
+{
+    GC_ENTER();
+    struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    if (c == NULL)
+        return PMPI_Psend_init(buf, partitions, count, type, dst, tag, comm,
+                               info, request);
+    if (dst == MPI_PROC_NULL || is_local_member(c, dst))
+        return PMPI_Psend_init(buf, partitions, count, type,
+                               dst == MPI_PROC_NULL ? dst : c->site_rank[dst],
+                               tag, c->local, info, request);
+    return partitioned_init(c, OP_SEND, buf, partitions, count, type, dst, tag,
+                            request, "MPI_Psend_init");
+}
+
+int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
+                   MPI_Datatype type, int src, int tag, MPI_Comm comm,
+                   MPI_Info info, MPI_Request *request)
+{
+    GC_ENTER();
+    struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    if (c == NULL)
+        return PMPI_Precv_init(buf, partitions, count, type, src, tag, comm,
+                               info, request);
+    if (src == MPI_PROC_NULL || is_local_member(c, src))
+        return PMPI_Precv_init(buf, partitions, count, type,
+                               src == MPI_PROC_NULL ? src : c->site_rank[src],
+                               tag, c->local, info, request);
+    return partitioned_init(c, OP_RECV, buf, partitions, count, type, src, tag,
+                            request, "MPI_Precv_init");
+}
+
+static struct partitioned *find(MPI_Request request)
+{
+    return gc_world.active ? layer_request_run(request, &partitioned_class)
+                           : NULL;
+}
+
+int MPI_Pready(int partition, MPI_Request request)
+{
+    GC_ENTER();
+    struct partitioned *p = find(request);
+    if (p == NULL)
+        return PMPI_Pready(partition, request);
+    return ready(p, partition, "MPI_Pready");
+}
+
+int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request)
+{
+    GC_ENTER();
+    struct partitioned *p = find(request);
+    if (p == NULL)
+        return PMPI_Pready_range(partition_low, partition_high, request);
+    int status = MPI_SUCCESS;
+    for (int i = partition_low; i <= partition_high && status == MPI_SUCCESS;
+         i++)
+        status = ready(p, i, "MPI_Pready_range");
+    return status;
+}
+
+int MPI_Pready_list(int length, int array_of_partitions[], MPI_Request request)
+{
+    GC_ENTER();
+    struct partitioned *p = find(request);
+    if (p == NULL)
+        return PMPI_Pready_list(length, array_of_partitions, request);
+    int status = MPI_SUCCESS;
+    for (int i = 0; i < length && status == MPI_SUCCESS; i++)
+        status = ready(p, array_of_partitions[i], "MPI_Pready_list");
+    return status;
+}
+
+int MPI_Parrived(MPI_Request request, int partition, int *flag)
+{
+    GC_ENTER();
+    struct partitioned *p = find(request);
+    if (p == NULL)
+        return PMPI_Parrived(request, partition, flag);
+    if (p->kind != OP_RECV || partition < 0 || partition >= p->partitions)
+        return gc_error(p->comm->handle, MPI_ERR_ARG,
+                        "MPI_Parrived: not a partition of a receive request");
+    gc_progress(0);
+    *flag = p->arrived || (p->op != NULL && p->op->done);
+    return MPI_SUCCESS;
+}
