@@ -4,8 +4,8 @@
 
 thread_check runs 4 threads per rank calling MPI at once (rings on their
 own communicators and on one with tags, wildcard receives of every other
-thread's messages, concurrent communicator creation, collectives, a
-blocking site-local receive): on uneven layouts of 2 and 3 sites, linked
+thread's messages, concurrent communicator creation, collectives,
+persistent requests, a blocking site-local receive): on uneven layouts of 2 and 3 sites, linked
 and with --preload, and with the progress thread as well.
 
 nbc_check's progress case has rank 0 compute outside MPI in the middle of
@@ -27,7 +27,7 @@ P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
              "many_outstanding", "large", "comm_isolation"]
 SIZES_2_1_2 = LAYOUTS[2][1]
 THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
-                "comm_create", "collectives", "local_blocking"]
+                "comm_create", "collectives", "persistent", "local_blocking"]
 MULTIPLE_LAYOUTS = [("sizes_2_1_2", SIZES_2_1_2),
                     ("sizes_1_3", ["--site-sizes", "1,3"]),
                     ("sizes_3_2", ["--site-sizes", "3,2"])]

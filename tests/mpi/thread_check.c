@@ -17,6 +17,9 @@
  *                   use the new ones: a shared id would cross messages;
  *   collectives     each thread allreduce, bcast and alltoall on its own
  *                   communicator;
+ *   persistent      each thread a ring of persistent requests
+ *                   (MPI_Send_init, MPI_Recv_init, MPI_Startall), restarted
+ *                   with new data every iteration;
  *   local_blocking  one thread blocks in MPI_Recv on a site-local
  *                   communicator for a message another thread sends only
  *                   after a cross-site exchange: the first must not keep
@@ -232,6 +235,38 @@ static void *collectives(void *arg)
     return NULL;
 }
 
+/* ---- persistent ------------------------------------------------------- */
+
+static void *persistent(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    size_t len = 4096;
+    unsigned char *out = xmalloc(len), *in = xmalloc(len);
+    MPI_Request reqs[2];
+    MPI_CHECK(MPI_Recv_init(in, (int)len, MPI_BYTE, prev, t, own[t], &reqs[0]));
+    MPI_CHECK(
+        MPI_Send_init(out, (int)len, MPI_BYTE, next, t, own[t], &reqs[1]));
+    for (int iter = 0; iter < ITERS; iter++) {
+        for (size_t i = 0; i < len; i++)
+            out[i] = pattern(rank, t, iter, i);
+        MPI_Status st[2];
+        MPI_CHECK(MPI_Startall(2, reqs));
+        MPI_CHECK(MPI_Waitall(2, reqs, st));
+        if (st[0].MPI_SOURCE != prev || st[0].MPI_TAG != t)
+            fail("thread %d iteration %d: status source %d tag %d", t, iter,
+                 st[0].MPI_SOURCE, st[0].MPI_TAG);
+        for (size_t i = 0; i < len; i++)
+            if (in[i] != pattern(prev, t, iter, i))
+                fail("thread %d iteration %d: byte %zu", t, iter, i);
+    }
+    MPI_CHECK(MPI_Request_free(&reqs[0]));
+    MPI_CHECK(MPI_Request_free(&reqs[1]));
+    free(out);
+    free(in);
+    return NULL;
+}
+
 /* ---- local_blocking ----------------------------------------------------- */
 
 static MPI_Comm site_local;
@@ -308,9 +343,13 @@ int main(int argc, char **argv)
         const char *name;
         void *(*body)(void *);
     } cases[] = {
-        {"ring_comms", ring_comms},   {"ring_tags", ring_tags},
-        {"wildcard", wildcard},       {"comm_create", comm_create},
-        {"collectives", collectives}, {"local_blocking", local_blocking},
+        {"ring_comms", ring_comms},
+        {"ring_tags", ring_tags},
+        {"wildcard", wildcard},
+        {"comm_create", comm_create},
+        {"collectives", collectives},
+        {"persistent", persistent},
+        {"local_blocking", local_blocking},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (begin("%s", cases[i].name)) {
