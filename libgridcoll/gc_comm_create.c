@@ -21,8 +21,9 @@
 #include "gc_group.h"
 #include "topo/gc_topo.h"
 
-/* World owns ids 0 .. GC_CTX_STRIDE - 1. */
-static uint32_t next_context = GC_CTX_STRIDE;
+/* Block 0 is MPI_COMM_WORLD's, block 1 the grid communicator of the
+ * layer's session (gc_runtime.c). */
+static uint32_t next_context = 2 * GC_CTX_STRIDE;
 
 /* What every member of the parent tells the others when a communicator
  * is made from it. */
@@ -93,11 +94,37 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
         if ((*all)[r].next_context > *context)
             *context = (*all)[r].next_context;
     }
-    if (*context > GC_CTX_LIBRARY - GC_CTX_STRIDE)
-        return gc_report(c->handle, MPI_ERR_INTERN, function,
-                         "no relay context ids left");
-    next_context = *context + GC_CTX_STRIDE;
-    return MPI_SUCCESS;
+    return gc_context_accept(*context) == 0
+               ? MPI_SUCCESS
+               : gc_report(c->handle, MPI_ERR_INTERN, function,
+                           "no relay context ids left");
+}
+
+uint32_t gc_context_proposal(void)
+{
+    return next_context;
+}
+
+uint32_t gc_context_derived(uint32_t parent, uint32_t n)
+{
+    /* SplitMix64's finalizer (Steele et al., "Fast splittable
+     * pseudorandom number generators", OOPSLA 2014): every input bit
+     * moves every output bit. */
+    uint64_t x = ((uint64_t)parent << 32 | n) + 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    uint32_t blocks = (GC_CTX_LIBRARY - GC_CTX_DERIVED) / GC_CTX_STRIDE;
+    return GC_CTX_DERIVED + (uint32_t)(x % blocks) * GC_CTX_STRIDE;
+}
+
+int gc_context_accept(uint32_t context)
+{
+    if (context > GC_CTX_DERIVED - GC_CTX_STRIDE)
+        return -1;
+    if (context + GC_CTX_STRIDE > next_context)
+        next_context = context + GC_CTX_STRIDE;
+    return 0;
 }
 
 /*
@@ -247,30 +274,6 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         error = gc_report(comm, MPI_ERR_ARG, function,
                           "color is negative and not MPI_UNDEFINED");
     return split_grid(c, color, key, error, NULL, newcomm, function);
-}
-
-int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
-                        MPI_Comm *newcomm)
-{
-    GC_ENTER();
-    struct gc_comm *c = gc_comm_find(comm);
-    if (c == NULL)
-        return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
-    /* Parts of the grid communicator that could span nodes, and so sites,
-     * or (unguided) must be strict subsets of the whole grid communicator:
-     * MPICH only sees this site's part. */
-    if (split_type == MPI_COMM_TYPE_HW_UNGUIDED)
-        return gc_unsupported(
-            comm, "MPI_Comm_split_type with MPI_COMM_TYPE_HW_UNGUIDED");
-#ifdef MPIX_COMM_TYPE_NEIGHBORHOOD
-    if (split_type == MPIX_COMM_TYPE_NEIGHBORHOOD)
-        return gc_unsupported(
-            comm, "MPI_Comm_split_type with MPIX_COMM_TYPE_NEIGHBORHOOD");
-#endif
-    /* The other types split within a node, so within this site: MPICH's
-     * answer on this site's part is the answer (MPI_UNDEFINED included),
-     * and its order is the parent's rank order for equal keys. */
-    return PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
 }
 
 /* MPI_Comm_create of a grid communicator: split by group. */

@@ -234,7 +234,7 @@ int coll_request_persistent(struct coll_sched *s, MPI_Request *request)
     if (status != MPI_SUCCESS)
         goto fail;
     if (self_comm == MPI_COMM_NULL) {
-        status = PMPI_Comm_dup(MPI_COMM_SELF, &self_comm);
+        status = PMPI_Comm_dup(gc_world.site_self, &self_comm);
         if (status != MPI_SUCCESS)
             goto fail;
     }
