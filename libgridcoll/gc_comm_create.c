@@ -21,8 +21,8 @@
 #include "gc_group.h"
 #include "topo/gc_topo.h"
 
-/* Block 0 is MPI_COMM_WORLD's, block 1 the grid communicator of the
- * layer's session (gc_runtime.c). */
+/* Block 0 is MPI_COMM_WORLD's, block 1 the layer's own grid
+ * communicator (gc_runtime.c). */
 static uint32_t next_context = 2 * GC_CTX_STRIDE;
 
 /* What every member of the parent tells the others when a communicator

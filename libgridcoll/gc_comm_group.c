@@ -120,12 +120,17 @@ static int finish(struct gc_comm *via, const struct gc_ranks *g, MPI_Comm local,
 
 /*
  * This site's members of g as an MPICH group (*site, to free), and
- * whether this process is one of g's members.
+ * whether this process is one of g's members.  With `parent` (an MPICH
+ * communicator holding them) the group is made from parent's own group:
+ * MPICH 4.0.2's MPI_Comm_create_group crashes on a group made from
+ * another communicator's, even of the same processes.
  */
-static int site_part(const struct gc_ranks *g, MPI_Group *site, int *member)
+static int site_part(const struct gc_ranks *g, MPI_Comm parent, MPI_Group *site,
+                     int *member)
 {
     const struct gc_site *own = &gc_world.sites[gc_world.site_index];
     struct gc_ranks part = {0, NULL, malloc((size_t)g->size * sizeof(int) + 1)};
+    MPI_Group from = MPI_GROUP_NULL, of_parent = MPI_GROUP_NULL;
     *member = 0;
     if (part.owned == NULL)
         return MPI_ERR_NO_MEM;
@@ -136,7 +141,28 @@ static int site_part(const struct gc_ranks *g, MPI_Group *site, int *member)
         *member |= g->rank[i] == gc_world.grid_rank;
     }
     part.rank = part.owned;
-    int status = gc_group_to_site(&part, site);
+    int status = gc_group_to_site(&part, &from);
+    if (status == MPI_SUCCESS && parent != MPI_COMM_NULL && part.size > 0) {
+        int *seq = malloc((size_t)part.size * sizeof *seq);
+        int *ranks = malloc((size_t)part.size * sizeof *ranks);
+        status = seq != NULL && ranks != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+        for (int i = 0; i < part.size && status == MPI_SUCCESS; i++)
+            seq[i] = i;
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_group(parent, &of_parent);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Group_translate_ranks(from, part.size, seq, of_parent,
+                                                ranks);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Group_incl(of_parent, part.size, ranks, site);
+        if (of_parent != MPI_GROUP_NULL)
+            PMPI_Group_free(&of_parent);
+        PMPI_Group_free(&from);
+        free(seq);
+        free(ranks);
+    } else {
+        *site = from;
+    }
     gc_ranks_free(&part);
     return status;
 }
@@ -166,9 +192,10 @@ int gc_comm_create_group_grid(struct gc_comm *c, MPI_Group group, int tag,
                                "communicator");
             goto cleanup;
         }
-    status = site_part(&g, &site, &member);
+    status = site_part(&g, c->local, &site, &member);
     if (status != MPI_SUCCESS) {
-        status = gc_report(c->handle, status, function, "out of memory");
+        status = gc_report(c->handle, status, function,
+                           "cannot make this site's group");
         goto cleanup;
     }
     /* A caller outside the group gets MPI_COMM_NULL, as from MPICH. */
@@ -223,7 +250,7 @@ int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
                             "MPI_Comm_create_from_group", &g);
     if (status != MPI_SUCCESS)
         return status;
-    status = site_part(&g, &site, &member);
+    status = site_part(&g, MPI_COMM_NULL, &site, &member);
     if (status != MPI_SUCCESS) {
         status = report_with(errhandler, status, "out of memory");
         goto cleanup;

@@ -51,8 +51,9 @@ static struct {
     int hidden_world;
     int own_site_world; /* gc_world.site_world is the layer's to free */
     /* Every grid rank, for the layer's own needs (the closing barrier,
-     * the group constructors' agreement): MPI_COMM_WORLD's grid
-     * communicator, or one on the layer's session. */
+     * the group constructors' agreement), on the layer's own site
+     * communicator: MPI_COMM_WORLD is not valid under sessions alone, nor
+     * after an MPI_Finalize that leaves sessions open. */
     struct gc_comm *grid;
 } runtime = {.unsupported_class = -1, .session = MPI_SESSION_NULL};
 
@@ -183,10 +184,10 @@ static int grid_setup(int settings, MPI_Comm site)
     if (load_model() != 0 || connect_relay() != 0)
         goto fail;
     gc_world.active = 1;
-    /* Context block 0 is MPI_COMM_WORLD's, 1 the layer's session's
+    /* Context block 0 is MPI_COMM_WORLD's (registered by MPI_Init), 1
+     * the layer's grid communicator, whichever started the grid
      * (gc_comm_create.c starts after them). */
-    runtime.grid = gc_comm_world_init(
-        site, site == MPI_COMM_WORLD ? 0 : (uint32_t)GC_CTX_STRIDE);
+    runtime.grid = gc_comm_world_init(site, GC_CTX_STRIDE);
     if (runtime.grid == NULL) {
         fprintf(stderr, "gridcoll: out of memory\n");
         goto fail;
@@ -263,10 +264,10 @@ int gc_runtime_session_join(void)
     return status;
 }
 
-/* The world model or a session leaves; the last closes the grid. */
-void gc_runtime_leave(void)
+/* Close the relay session and forget the grid. */
+static void grid_close(void)
 {
-    if (--runtime.users > 0)
+    if (!gc_world.active)
         return;
     gc_thread_stop();
     gc_coll_print_stats();
@@ -293,6 +294,23 @@ void gc_runtime_leave(void)
         gc_world.site_self = MPI_COMM_SELF;
         PMPI_Session_finalize(&runtime.session);
     }
+}
+
+/*
+ * The world model or a session leaves.  MPI_Finalize, the last, closes the
+ * grid; after the last session the program may start sessions again (MPI
+ * 4.1 §11.3.1), and neither MPICH (the hidden world) nor the relay (the
+ * rank's one session) can be joined twice, so the grid stays until exit.
+ */
+void gc_runtime_leave(int world_model)
+{
+    static int close_registered;
+    if (--runtime.users > 0)
+        return;
+    if (world_model)
+        grid_close();
+    else if (!close_registered)
+        close_registered = atexit(grid_close) == 0;
 }
 
 struct gc_comm *gc_runtime_grid(void)
@@ -336,8 +354,15 @@ static int init(int *argc, char ***argv, const int *required, int *provided)
         PMPI_Query_thread(&mpich_level);
     gc_world.thread_level = async && mpich_level > asked ? asked : mpich_level;
     /* A session may have started the grid already. */
-    if (!gc_world.active)
-        rc = grid_setup(settings, MPI_COMM_WORLD);
+    if (!gc_world.active) {
+        MPI_Comm site = MPI_COMM_WORLD;
+        if (settings == 0 && gc_settings_sites(&sites) > 1) {
+            rc = PMPI_Comm_dup(MPI_COMM_WORLD, &site);
+            runtime.own_site_world = rc == MPI_SUCCESS;
+        }
+        if (rc == MPI_SUCCESS)
+            rc = grid_setup(settings, site);
+    }
     if (rc != MPI_SUCCESS || !gc_world.active)
         goto done;
     if (gc_comm_find(MPI_COMM_WORLD) == NULL &&
@@ -428,7 +453,7 @@ int MPI_Finalize(void)
 {
     if (gc_world.active && runtime.world_model) {
         runtime.world_model = 0;
-        gc_runtime_leave();
+        gc_runtime_leave(1);
     }
     return PMPI_Finalize();
 }

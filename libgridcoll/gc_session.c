@@ -19,8 +19,9 @@
 
 #define PSET_SITE "gridcoll://site"
 
-/* Process set names are compared without regard to case (MPI 4.1
- * §11.3.2, as MPICH does). */
+/* Process set names are compared without regard to case, as MPICH's
+ * MPI_Group_from_session_pset does ("mpi://self" works); its
+ * MPI_Session_get_pset_info does not, so it is given the canonical name. */
 static int is_pset(const char *name, const char *pset)
 {
     return name != NULL && strcasecmp(name, pset) == 0;
@@ -45,7 +46,7 @@ int MPI_Session_finalize(MPI_Session *session)
 {
     GC_ENTER();
     if (gc_world.active && session != NULL && *session != MPI_SESSION_NULL)
-        gc_runtime_leave();
+        gc_runtime_leave(0);
     return PMPI_Session_finalize(session);
 }
 
@@ -86,8 +87,10 @@ int MPI_Session_get_pset_info(MPI_Session session, const char *pset_name,
         return PMPI_Session_get_pset_info(session, pset_name, info);
     if (is_pset(pset_name, PSET_SITE))
         return PMPI_Session_get_pset_info(session, "mpi://WORLD", info);
-    int status = PMPI_Session_get_pset_info(session, pset_name, info);
-    if (status == MPI_SUCCESS && is_pset(pset_name, "mpi://WORLD")) {
+    if (!is_pset(pset_name, "mpi://WORLD"))
+        return PMPI_Session_get_pset_info(session, pset_name, info);
+    int status = PMPI_Session_get_pset_info(session, "mpi://WORLD", info);
+    if (status == MPI_SUCCESS) {
         char size[16];
         snprintf(size, sizeof size, "%d", gc_world.size);
         status = PMPI_Info_set(*info, "mpi_size", size);
@@ -103,9 +106,11 @@ int MPI_Group_from_session_pset(MPI_Session session, const char *pset_name,
         return PMPI_Group_from_session_pset(session, pset_name, newgroup);
     if (is_pset(pset_name, PSET_SITE))
         return PMPI_Group_from_session_pset(session, "mpi://WORLD", newgroup);
-    /* MPICH checks the session and the name. */
-    int status = PMPI_Group_from_session_pset(session, pset_name, newgroup);
-    if (status != MPI_SUCCESS || !is_pset(pset_name, "mpi://WORLD"))
+    if (!is_pset(pset_name, "mpi://WORLD"))
+        return PMPI_Group_from_session_pset(session, pset_name, newgroup);
+    /* MPICH checks the session. */
+    int status = PMPI_Group_from_session_pset(session, "mpi://WORLD", newgroup);
+    if (status != MPI_SUCCESS)
         return status;
     PMPI_Group_free(newgroup);
     int *all = malloc((size_t)gc_world.size * sizeof *all);
