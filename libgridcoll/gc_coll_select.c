@@ -1054,12 +1054,12 @@ void gc_coll_print_stats(void)
     /* A collective's members all count its calls (the site's maximum is
      * the number of calls); bytes and messages add up over the site. */
     if (PMPI_Reduce(calls, site_calls, SLOTS, MPI_UINT64_T, MPI_MAX, 0,
-                    MPI_COMM_WORLD) != MPI_SUCCESS ||
+                    gc_world.site_world) != MPI_SUCCESS ||
         PMPI_Reduce(traffic, site_traffic, 2 * SLOTS, MPI_UINT64_T, MPI_SUM, 0,
-                    MPI_COMM_WORLD) != MPI_SUCCESS)
+                    gc_world.site_world) != MPI_SUCCESS)
         goto cleanup;
     int local_rank;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &local_rank);
+    PMPI_Comm_rank(gc_world.site_world, &local_rank);
     if (local_rank != 0)
         goto cleanup;
     const char *site = gc_world.sites[gc_world.site_index].name;

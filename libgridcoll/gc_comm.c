@@ -87,16 +87,19 @@ static int site_of_grid_rank(int grid_rank)
     return -1;
 }
 
-struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
-                              uint32_t context)
+struct gc_comm *gc_comm_build_p2p(const int *members, int size, MPI_Comm local,
+                                  MPI_Comm local_p2p, uint32_t context)
 {
     struct gc_comm *c = calloc(1, sizeof *c);
-    if (c == NULL)
+    if (c == NULL) {
+        if (local_p2p != MPI_COMM_NULL)
+            PMPI_Comm_free(&local_p2p);
         return NULL;
+    }
     c->refs = 1;
     c->handle = local;
     c->local = local;
-    c->local_p2p = MPI_COMM_NULL;
+    c->local_p2p = local_p2p;
     c->context = context;
     c->size = size;
     c->rank = -1;
@@ -143,10 +146,13 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
      * application's attribute copy callbacks on `local` (the
      * application's own handle).
      */
-    unsigned held = gc_block_begin();
-    int split = PMPI_Comm_split(local, 0, c->local_rank, &c->local_p2p);
-    gc_block_end(held);
-    if (split != MPI_SUCCESS)
+    if (c->local_p2p == MPI_COMM_NULL) {
+        unsigned held = gc_block_begin();
+        int split = PMPI_Comm_split(local, 0, c->local_rank, &c->local_p2p);
+        gc_block_end(held);
+        if (split != MPI_SUCCESS)
+            goto fail;
+    }
         goto fail;
     if (PMPI_Comm_set_errhandler(c->local_p2p, MPI_ERRORS_RETURN) !=
             MPI_SUCCESS ||
@@ -158,17 +164,31 @@ fail:
     return NULL;
 }
 
-int gc_comm_world_init(void)
+struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
+                              uint32_t context)
+{
+    return gc_comm_build_p2p(members, size, local, MPI_COMM_NULL, context);
+}
+
+struct gc_comm *gc_comm_world_init(MPI_Comm handle, uint32_t context)
 {
     int *members = malloc((size_t)gc_world.size * sizeof(int));
     if (members == NULL)
-        return -1;
+        return NULL;
     for (int r = 0; r < gc_world.size; r++)
         members[r] = r;
     struct gc_comm *world =
-        gc_comm_build(members, gc_world.size, MPI_COMM_WORLD, 0);
+        gc_comm_build(members, gc_world.size, handle, context);
     free(members);
-    return world != NULL ? 0 : -1;
+    return world;
+}
+
+int gc_comm_context_taken(uint32_t context)
+{
+    for (int i = 0; i < registry.count; i++)
+        if (registry.comms[i]->context == context)
+            return 1;
+    return 0;
 }
 
 void gc_comm_retain(struct gc_comm *c)

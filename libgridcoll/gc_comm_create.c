@@ -100,12 +100,13 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
             if ((*all)[r].next_context > largest)
                 largest = (*all)[r].next_context;
         }
-        if (largest > GC_CTX_LIBRARY - GC_CTX_STRIDE) {
+        int exhausted;
+        *context = gc_ctx_decide(&claim, largest, yielded, &exhausted);
+        if (exhausted) {
             status = gc_report(c->handle, MPI_ERR_INTERN, function,
                                "no relay context ids left");
             goto cleanup;
         }
-        *context = gc_ctx_decide(&claim, largest, yielded);
     }
 cleanup:
     gc_ctx_claim_end(&claim);
@@ -267,30 +268,6 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
         error = gc_report(comm, MPI_ERR_ARG, function,
                           "color is negative and not MPI_UNDEFINED");
     return split_grid(c, color, key, error, NULL, newcomm, function);
-}
-
-int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
-                        MPI_Comm *newcomm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
-    /* Parts of the grid communicator that could span nodes, and so sites,
-     * or (unguided) must be strict subsets of the whole grid communicator:
-     * MPICH only sees this site's part. */
-    if (split_type == MPI_COMM_TYPE_HW_UNGUIDED)
-        return gc_unsupported(
-            comm, "MPI_Comm_split_type with MPI_COMM_TYPE_HW_UNGUIDED");
-#ifdef MPIX_COMM_TYPE_NEIGHBORHOOD
-    if (split_type == MPIX_COMM_TYPE_NEIGHBORHOOD)
-        return gc_unsupported(
-            comm, "MPI_Comm_split_type with MPIX_COMM_TYPE_NEIGHBORHOOD");
-#endif
-    /* The other types split within a node, so within this site: MPICH's
-     * answer on this site's part is the answer (MPI_UNDEFINED included),
-     * and its order is the parent's rank order for equal keys. */
-    return PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
 }
 
 /* MPI_Comm_create of a grid communicator: split by group. */

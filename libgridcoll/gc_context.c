@@ -21,11 +21,16 @@
  * livelock (MPICH's context-id allocation, src/mpi/comm/contextid.c,
  * settles the same race by the same priority).  Without threads a round
  * never fails: one round, as before.
+ *
+ * MPI_Comm_idup cannot agree (a nonblocking call must not wait for the
+ * other members): its ids are derived from the parent's instead
+ * (gc_context_derived), in a range of their own above GC_CTX_DERIVED.
  */
 #include "gc_mpi.h"
 
-/* World owns ids 0 .. GC_CTX_STRIDE - 1. */
-static uint32_t next_context = GC_CTX_STRIDE;
+/* Block 0 is MPI_COMM_WORLD's, block 1 the layer's own grid
+ * communicator (gc_runtime.c). */
+static uint32_t next_context = 2 * GC_CTX_STRIDE;
 /* Creations in progress, oldest first, and the one proposing this round. */
 static struct gc_ctx_claim *claims;
 static struct gc_ctx_claim *proposing;
@@ -51,11 +56,12 @@ uint32_t gc_ctx_propose(struct gc_ctx_claim *claim)
 }
 
 uint32_t gc_ctx_decide(struct gc_ctx_claim *claim, uint32_t largest,
-                       int any_yielded)
+                       int any_yielded, int *exhausted)
 {
     if (proposing == claim)
         proposing = NULL;
-    if (any_yielded)
+    *exhausted = !any_yielded && largest > GC_CTX_DERIVED - GC_CTX_STRIDE;
+    if (any_yielded || *exhausted)
         return 0;
     /* Every member proposed its own next id, and nothing else in this
      * process moved it meanwhile: largest >= next_context. */
@@ -72,4 +78,17 @@ void gc_ctx_claim_end(struct gc_ctx_claim *claim)
             *at = claim->next;
             break;
         }
+}
+
+uint32_t gc_context_derived(uint32_t parent, uint32_t n)
+{
+    /* SplitMix64's finalizer (Steele et al., "Fast splittable
+     * pseudorandom number generators", OOPSLA 2014): every input bit
+     * moves every output bit. */
+    uint64_t x = ((uint64_t)parent << 32 | n) + 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    uint32_t blocks = (GC_CTX_LIBRARY - GC_CTX_DERIVED) / GC_CTX_STRIDE;
+    return GC_CTX_DERIVED + (uint32_t)(x % blocks) * GC_CTX_STRIDE;
 }

@@ -129,7 +129,7 @@ int gc_type_check(MPI_Datatype type)
         return MPI_ERR_TYPE;
     /* MPICH refuses an uncommitted (or freed) type here, and nowhere
      * cheaper; count 0 never overflows. */
-    return PMPI_Pack_size(0, type, MPI_COMM_SELF, &size) == MPI_SUCCESS
+    return PMPI_Pack_size(0, type, gc_world.site_self, &size) == MPI_SUCCESS
                ? MPI_SUCCESS
                : MPI_ERR_TYPE;
 }

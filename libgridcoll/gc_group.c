@@ -54,9 +54,9 @@ static struct grid_group *group_find(MPI_Group group)
     return groups.slot[index];
 }
 
-/* A new grid group of `size` grid ranks; MPI_GROUP_EMPTY when empty, as
- * MPICH answers for its own empty results. */
-static int group_new(const int *member, int size, MPI_Group *out)
+/* MPI_GROUP_EMPTY when empty, as MPICH answers for its own empty
+ * results. */
+int gc_group_new(const int *member, int size, MPI_Group *out)
 {
     if (size == 0) {
         *out = MPI_GROUP_EMPTY;
@@ -125,7 +125,7 @@ int gc_group_ranks(MPI_Group group, MPI_Comm report_to, const char *function,
     }
     for (int r = 0; r < size; r++)
         seq[r] = r;
-    status = PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    status = PMPI_Comm_group(gc_world.site_world, &world);
     if (status == MPI_SUCCESS)
         status =
             PMPI_Group_translate_ranks(group, size, seq, world, out->owned);
@@ -175,13 +175,23 @@ int gc_group_to_site(const struct gc_ranks *r, MPI_Group *group)
             status = MPI_ERR_GROUP;
     }
     if (status == MPI_SUCCESS)
-        status = PMPI_Comm_group(MPI_COMM_WORLD, &world);
+        status = PMPI_Comm_group(gc_world.site_world, &world);
     if (status == MPI_SUCCESS)
         status = PMPI_Group_incl(world, r->size, local, group);
     if (world != MPI_GROUP_NULL)
         PMPI_Group_free(&world);
     free(local);
     return status;
+}
+
+int gc_ranks_on_site(const struct gc_ranks *r)
+{
+    const struct gc_site *site = &gc_world.sites[gc_world.site_index];
+    for (int i = 0; i < r->size; i++)
+        if (r->rank[i] < site->offset ||
+            r->rank[i] >= site->offset + site->size)
+            return 0;
+    return 1;
 }
 
 /* Grid rank -> position in r, -1 for non-members; NULL without memory. */
@@ -227,7 +237,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_group(comm, group);
-    int status = group_new(c->grid_rank, c->size, group);
+    int status = gc_group_new(c->grid_rank, c->size, group);
     if (status != MPI_SUCCESS)
         return gc_report(comm, status, "MPI_Comm_group", "out of memory");
     return MPI_SUCCESS;
@@ -364,7 +374,7 @@ static int combine(MPI_Group group1, MPI_Group group2, enum set_op op,
     for (int i = 0; i < b.size && op == SET_UNION; i++)
         if (in_a[b.rank[i]] < 0)
             member[n++] = b.rank[i];
-    status = group_new(member, n, newgroup);
+    status = gc_group_new(member, n, newgroup);
     if (status != MPI_SUCCESS)
         status = gc_report(MPI_COMM_WORLD, status, function, "out of memory");
 cleanup:
@@ -487,7 +497,7 @@ static int select_members(MPI_Group group, int n, const int *ranks,
             if (!picked[r])
                 member[count++] = g.rank[r];
     }
-    status = group_new(member, count, newgroup);
+    status = gc_group_new(member, count, newgroup);
     if (status != MPI_SUCCESS)
         status = gc_report(MPI_COMM_WORLD, status, function, "out of memory");
 cleanup:
@@ -541,8 +551,9 @@ int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3],
  * MPICH knows only its own groups.  A grid group whose members are all on
  * this site means the same processes as an MPICH group of them, so it is
  * converted and the call runs in MPICH; one that spans sites cannot be
- * expressed to MPICH, and the call fails naming itself (the MPI-4
- * group-based constructors across sites come with the coverage work).
+ * expressed to MPICH: MPI_Comm_create_group and MPI_Comm_create_from_group
+ * build a grid communicator then (gc_comm_group.c), the other calls fail
+ * naming themselves.
  */
 
 /* *local is `group` itself, or a converted grid group to free afterwards
@@ -587,16 +598,11 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
                                MPI_Comm *newcomm)
 {
     GC_ENTER();
-    MPI_Group local;
-    int converted;
-    if (site_group(group, &local, &converted) != MPI_SUCCESS) {
-        *newcomm = MPI_COMM_NULL;
-        return unsupported_with(errhandler, "MPI_Comm_create_from_group");
-    }
-    int status = PMPI_Comm_create_from_group(local, stringtag, info, errhandler,
-                                             newcomm);
-    site_group_free(&local, converted);
-    return status;
+    if (gc_group_is_grid(group))
+        return gc_comm_from_group_grid(group, stringtag, info, errhandler,
+                                       newcomm);
+    return PMPI_Comm_create_from_group(group, stringtag, info, errhandler,
+                                       newcomm);
 }
 
 int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
@@ -629,8 +635,9 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
                           MPI_Comm *newcomm)
 {
     GC_ENTER();
-    if (gc_comm_is_grid(comm))
-        return gc_unsupported(comm, "MPI_Comm_create_group");
+    struct gc_comm *c = gc_comm_find(comm);
+    if (c != NULL)
+        return gc_comm_create_group_grid(c, group, tag, newcomm);
     MPI_Group local;
     int converted;
     int status = site_group(group, &local, &converted);

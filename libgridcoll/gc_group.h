@@ -24,6 +24,22 @@ struct gc_ranks {
 
 /* 1 when `group` is a grid group handle (also a freed one). */
 int gc_group_is_grid(MPI_Group group);
+/* A new grid group of these grid ranks (MPI_GROUP_EMPTY when size is 0);
+ * MPI_ERR_NO_MEM unreported. */
+int gc_group_new(const int *member, int size, MPI_Group *out);
+/* 1 when every grid rank of r is on this site. */
+int gc_ranks_on_site(const struct gc_ranks *r);
+
+/*
+ * The group constructors across sites (gc_comm_group.c): MPI_Comm_create_group
+ * of grid communicator c, and MPI_Comm_create_from_group of a grid group
+ * whose members are not all on this site.
+ */
+int gc_comm_create_group_grid(struct gc_comm *c, MPI_Group group, int tag,
+                              MPI_Comm *newcomm);
+int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
+                            MPI_Info info, MPI_Errhandler errhandler,
+                            MPI_Comm *newcomm);
 
 /*
  * gc_error with the detail "function: problem" (for details that name the

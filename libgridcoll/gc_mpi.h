@@ -34,9 +34,17 @@ enum gc_ctx_class {
     GC_CTX_SYNC = 1, /* user point-to-point that wants a match ack */
     GC_CTX_ACK = 2,  /* payload: the acked message's msg_seq */
     GC_CTX_COLL = 3, /* collectives between sites */
-    GC_CTX_STRIDE = 4,
+    /* Constructors collective over a group's members only
+     * (MPI_Comm_create_group, MPI_Comm_create_from_group): none of the
+     * parent's collectives may be used, so the members agree on the new
+     * context here, on the program's tag. */
+    GC_CTX_CREATE = 4,
+    GC_CTX_STRIDE = 5,
 };
 #define GC_CTX_LIBRARY 0xfffffff0u
+/* Ids from here to GC_CTX_LIBRARY are derived from the parent's, without
+ * an agreement (MPI_Comm_idup); below, they are agreed on. */
+#define GC_CTX_DERIVED (0x80000000u / GC_CTX_STRIDE * GC_CTX_STRIDE)
 
 struct gc_site {
     char name[GC_NAME_MAX + 1];
@@ -53,6 +61,13 @@ struct gc_world {
     int size; /* grid world size */
     int grid_rank;
     int thread_level;
+    /* MPICH's communicator of this site's processes: MPI_COMM_WORLD, or,
+     * when a session started the layer, one of the layer's own session
+     * (MPICH's MPI_COMM_WORLD is not valid without MPI_Init). */
+    MPI_Comm site_world;
+    /* MPI_COMM_SELF, or under sessions alone the same made from the
+     * layer's session (for the layer's private self communicators). */
+    MPI_Comm site_self;
     struct gc_rc *rc;
     /* Our site's network from GRIDCOLL_FATTREE (gridrun passes the machine
      * file's fattree= or --fattree). */
@@ -106,6 +121,7 @@ struct gc_comm {
      * the struct, after pending operations. */
     struct gc_topo *topo;
     uint64_t coll_seq; /* collectives started, for diagnostics */
+    uint32_t idup_seq; /* MPI_Comm_idup calls on it (gc_context_derived) */
     int refs;          /* the registry's, and one per pending operation */
 };
 
@@ -128,8 +144,12 @@ struct gc_comm *gc_comm_find_or_leave(MPI_Comm handle, int *entered);
  */
 int gc_comm_is_grid(MPI_Comm comm);
 
-/* Build and register the grid world (after the runtime filled gc_world). */
-int gc_comm_world_init(void);
+/*
+ * Build and register a grid communicator of every grid rank under
+ * `handle` (an MPICH communicator of this site's processes), on relay
+ * context block `context` (after the runtime filled gc_world).
+ */
+struct gc_comm *gc_comm_world_init(MPI_Comm handle, uint32_t context);
 
 /*
  * Make a grid communicator from `parent`'s member list: `members[i]` is
@@ -140,6 +160,10 @@ int gc_comm_world_init(void);
  */
 struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
                               uint32_t context);
+/* The same with local_p2p made already (MPI_Comm_idup, which must not
+ * block on a split); the struct owns it, also on failure. */
+struct gc_comm *gc_comm_build_p2p(const int *members, int size, MPI_Comm local,
+                                  MPI_Comm local_p2p, uint32_t context);
 /*
  * Unregister (does not free the MPICH handles) and free the node layer
  * (a collective over this site's members: every member releases the
@@ -166,6 +190,8 @@ int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
  * proposal gathered, gc_ctx_decide returns the agreed id, or 0 when a
  * member yielded and another round is needed.  `priority` is the parent's
  * context.  The claim lives from gc_ctx_claim_begin to gc_ctx_claim_end.
+ * Agreed ids stay below GC_CTX_DERIVED (gc_ctx_decide returns 0 and
+ * *exhausted is set when they ran out).
  */
 struct gc_ctx_claim {
     uint32_t priority;
@@ -174,11 +200,38 @@ struct gc_ctx_claim {
 void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t priority);
 uint32_t gc_ctx_propose(struct gc_ctx_claim *claim);
 uint32_t gc_ctx_decide(struct gc_ctx_claim *claim, uint32_t largest,
-                       int any_yielded);
+                       int any_yielded, int *exhausted);
 void gc_ctx_claim_end(struct gc_ctx_claim *claim);
+/*
+ * The context of the n-th MPI_Comm_idup of a communicator on block
+ * `parent`: every member starts a communicator's collectives in the same
+ * order, so all derive the same id without exchanging anything, as a
+ * nonblocking call must.  A hash into the ids from GC_CTX_DERIVED: two
+ * communicators of one process collide with probability about 1 in 4e8,
+ * which gc_comm_context_taken detects.
+ */
+uint32_t gc_context_derived(uint32_t parent, uint32_t n);
+/* Whether a registered communicator uses relay context block `context`. */
+int gc_comm_context_taken(uint32_t context);
 /* Free every registered grid communicator (MPI_Finalize), newest first:
  * an order every process agrees on. */
 void gc_comm_release_all(void);
+
+/* ---- runtime (gc_runtime.c) -------------------------------------------- */
+
+/*
+ * MPI_Session_init joins the grid (after PMPI_Session_init): the first
+ * user of the layer, MPI_Init or a session, starts it.  Every join is
+ * matched by a gc_runtime_leave (MPI_Finalize: world_model 1,
+ * MPI_Session_finalize: 0); the last closes the relay session, at once
+ * for MPI_Finalize, at exit for a session.
+ */
+int gc_runtime_session_join(void);
+void gc_runtime_leave(int world_model);
+/* A grid communicator of every grid rank that the layer alone uses (its
+ * closing barrier, the group constructors' agreement); NULL when the job
+ * is not a grid job. */
+struct gc_comm *gc_runtime_grid(void);
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -273,6 +326,11 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
                   size_t len, struct gc_xfer **req);
 int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                   struct gc_xfer **req);
+/* The same on context class `cls` of c (GC_CTX_CREATE). */
+int gc_xfer_isend_on(struct gc_comm *c, enum gc_ctx_class cls, int dst, int tag,
+                     const void *buf, size_t len, struct gc_xfer **req);
+int gc_xfer_irecv_on(struct gc_comm *c, enum gc_ctx_class cls, int src, int tag,
+                     void *buf, size_t len, struct gc_xfer **req);
 int gc_xfer_waitall(int count, struct gc_xfer **reqs);
 /*
  * Whether *req finished (*done), without driving progress (gc_progress

@@ -44,14 +44,14 @@ int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
     return gc_error(c->handle, MPI_ERR_RANK, detail);
 }
 
-/* MPI_TAG_UB of MPI_COMM_WORLD: MPICH's, which the relay's 32-bit tag
- * field holds too. */
+/* MPI_TAG_UB of MPICH's world (the site's: MPI_COMM_WORLD is not valid
+ * under sessions alone), which the relay's 32-bit tag field holds too. */
 static int tag_ub(void)
 {
     static int ub = -1;
     if (ub < 0) {
         int *value, flag = 0;
-        PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &flag);
+        PMPI_Comm_get_attr(gc_world.site_world, MPI_TAG_UB, &value, &flag);
         ub = flag ? *value : 32767; /* the least MPI allows */
     }
     return ub;

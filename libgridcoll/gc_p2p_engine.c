@@ -150,7 +150,8 @@ static int envelope_matches(const struct op *op,
     uint32_t cls = info->context_id % GC_CTX_STRIDE;
     if (ctx_base(info->context_id) != op->comm->context)
         return 0;
-    if (op->coll ? cls != GC_CTX_COLL : cls != GC_CTX_P2P && cls != GC_CTX_SYNC)
+    if (op->coll ? cls != (uint32_t)op->coll
+                 : cls != GC_CTX_P2P && cls != GC_CTX_SYNC)
         return 0;
     if (op->peer == MPI_ANY_SOURCE) {
         if (info->src_rank >= (uint32_t)gc_world.size ||
@@ -188,7 +189,7 @@ static void copy_out(struct op *op, const void *data)
      * stores the basic elements that did arrive, as MPI_Get_elements
      * reports them.  MPI_PACKED matches any receive type. */
     if (engine.self == MPI_COMM_NULL)
-        PMPI_Comm_dup(MPI_COMM_SELF, &engine.self);
+        PMPI_Comm_dup(gc_world.site_self, &engine.self);
     PMPI_Sendrecv_c(data, (MPI_Count)op->bytes, MPI_PACKED, 0, 0, op->buf,
                     op->count, op->type, 0, 0, engine.self, MPI_STATUS_IGNORE);
 }
@@ -807,7 +808,9 @@ int gc_op_start_remote_send(struct op *op, int copy)
         }
         data = op->owned;
     }
-    uint32_t cls = op->coll ? GC_CTX_COLL : op->sync ? GC_CTX_SYNC : GC_CTX_P2P;
+    uint32_t cls = op->coll   ? (uint32_t)op->coll
+                   : op->sync ? GC_CTX_SYNC
+                              : GC_CTX_P2P;
     if (gc_rc_isend(gc_world.rc, (uint32_t)op->comm->grid_rank[op->peer],
                     op->comm->context + cls, op->tag, data, op->capacity,
                     &op->wire) != 0)

@@ -30,7 +30,9 @@ struct op {
      * layer's requests (engine/layer_request.h) */
     MPI_Request request;
     struct gc_comm *comm;
-    int coll; /* collective context (gc_xfer_*) instead of user p2p */
+    /* Internal transfer (gc_xfer_*): its context class (GC_CTX_COLL,
+     * GC_CTX_CREATE); 0 (GC_CTX_P2P) for the user's point-to-point. */
+    int coll;
     int peer; /* comm rank; MPI_ANY_SOURCE for wildcard receives */
     int tag;  /* MPI_ANY_TAG for wildcard receives */
     void *buf;

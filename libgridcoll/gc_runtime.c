@@ -22,12 +22,40 @@
 #include "gc_settings.h"
 #include "gc_util.h"
 
-struct gc_world gc_world;
+struct gc_world gc_world = {.site_world = MPI_COMM_WORLD,
+                            .site_self = MPI_COMM_SELF};
 
+/*
+ * The grid (relay session, grid world) is started by whichever comes
+ * first, MPI_Init or an MPI_Session_init, and closed when the last of
+ * them ends: MPI_Finalize, or the last MPI_Session_finalize.
+ */
 static struct {
     int local_rank; /* rank in this site's MPICH world */
     int unsupported_class;
-} runtime = {.unsupported_class = -1};
+    int users;       /* the world model, until MPI_Finalize; open sessions */
+    int world_model; /* MPI_Init was called, MPI_Finalize not yet */
+    /* A session started the grid: the layer's own session, of which
+     * gc_world.site_world is made (the program may finalize its own
+     * sessions in any order). */
+    MPI_Session session;
+    /*
+     * A session started the grid on a one-process site: MPICH 4.0.2 sets
+     * up its network only for a "world" group of more than one process
+     * (is_world_group in MPIR_Comm_create_from_group_impl), and its
+     * progress then crashes, so the layer starts MPICH's world model
+     * itself, hidden from the program (MPI_Initialized says 0 until the
+     * program's own MPI_Init, which then skips PMPI_Init), and finalizes
+     * it at exit unless the program does.
+     */
+    int hidden_world;
+    int own_site_world; /* gc_world.site_world is the layer's to free */
+    /* Every grid rank, for the layer's own needs (the closing barrier,
+     * the group constructors' agreement), on the layer's own site
+     * communicator: MPI_COMM_WORLD is not valid under sessions alone, nor
+     * after an MPI_Finalize that leaves sessions open. */
+    struct gc_comm *grid;
+} runtime = {.unsupported_class = -1, .session = MPI_SESSION_NULL};
 
 /* ---- start-up --------------------------------------------------------- */
 
@@ -41,7 +69,7 @@ void gc_fatal_relay(const char *during)
     fprintf(stderr, "gridcoll: grid rank %d (site %s): %s: %s\n",
             gc_world.grid_rank, gc_world.sites[gc_world.site_index].name,
             during, gc_world.rc ? gc_rc_error(gc_world.rc) : "no connection");
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    PMPI_Abort(gc_world.site_world, 1);
 }
 
 /* gc_settings_load checked that gridrun set the relay's variables. */
@@ -107,12 +135,14 @@ static int load_model(void)
 }
 
 /*
- * Called right after PMPI_Init*: decide the mode and join the grid.  A
- * malformed setting (`settings`: what gc_settings_load, which MPI_Init
- * ran first, returned) stops the job here, whatever the mode, before the
- * program computes anything.
+ * Called right after PMPI_Init* or PMPI_Session_init: decide the mode and
+ * join the grid, as grid rank SITE_OFFSET + rank in `site` (MPICH's
+ * communicator of this site's processes).  A malformed setting
+ * (`settings`: what gc_settings_load, which the caller ran first,
+ * returned) stops the job here, whatever the mode, before the program
+ * computes anything.
  */
-static int grid_setup(int settings)
+static int grid_setup(int settings, MPI_Comm site)
 {
     const struct gc_site *sites;
     int offset, site_size, local_size;
@@ -139,8 +169,9 @@ static int grid_setup(int settings)
     }
     if (gc_world.site_count == 1)
         return MPI_SUCCESS; /* one site: MPICH alone is the grid */
-    PMPI_Comm_rank(MPI_COMM_WORLD, &runtime.local_rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &local_size);
+    gc_world.site_world = site;
+    PMPI_Comm_rank(site, &runtime.local_rank);
+    PMPI_Comm_size(site, &local_size);
     if (local_size != site_size) {
         fprintf(stderr,
                 "gridcoll: site %s was launched with %d ranks but the grid "
@@ -153,14 +184,141 @@ static int grid_setup(int settings)
     if (load_model() != 0 || connect_relay() != 0)
         goto fail;
     gc_world.active = 1;
-    if (gc_comm_world_init() != 0) {
+    /* Context block 0 is MPI_COMM_WORLD's (registered by MPI_Init), 1
+     * the layer's grid communicator, whichever started the grid
+     * (gc_comm_create.c starts after them). */
+    runtime.grid = gc_comm_world_init(site, GC_CTX_STRIDE);
+    if (runtime.grid == NULL) {
         fprintf(stderr, "gridcoll: out of memory\n");
         goto fail;
     }
     return MPI_SUCCESS;
 fail:
-    PMPI_Abort(MPI_COMM_WORLD, 1);
+    PMPI_Abort(site, 1);
     return MPI_ERR_OTHER;
+}
+
+static void finalize_hidden_world(void)
+{
+    int finalized = 1;
+    if (PMPI_Finalized(&finalized) == MPI_SUCCESS && !finalized)
+        PMPI_Finalize();
+}
+
+/*
+ * A session joins the grid (MPI_Session_init, after PMPI_Session_init):
+ * the first starts it from a session of the layer's own, whose
+ * mpi://WORLD is this site's processes.
+ */
+int gc_runtime_session_join(void)
+{
+    MPI_Group site_group = MPI_GROUP_NULL, self_group = MPI_GROUP_NULL;
+    MPI_Comm site = MPI_COMM_NULL;
+    const struct gc_site *sites;
+    if (gc_world.active) {
+        runtime.users++;
+        return MPI_SUCCESS;
+    }
+    int settings = gc_settings_load();
+    if (settings == 0 && gc_settings_sites(&sites) < 2)
+        return MPI_SUCCESS; /* one site or none: MPICH alone */
+    int status, level;
+    if (gc_settings_site_size() == 1) {
+        status = PMPI_Init_thread(NULL, NULL, MPI_THREAD_SINGLE, &level);
+        if (status == MPI_SUCCESS) {
+            runtime.hidden_world = 1;
+            atexit(finalize_hidden_world);
+            status = PMPI_Comm_dup(MPI_COMM_WORLD, &site);
+        }
+    } else {
+        status = PMPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                   &runtime.session);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Group_from_session_pset(runtime.session,
+                                                  "mpi://WORLD", &site_group);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_create_from_group(
+                site_group, "gridcoll://runtime", MPI_INFO_NULL,
+                MPI_ERRORS_RETURN, &site);
+        if (site_group != MPI_GROUP_NULL)
+            PMPI_Group_free(&site_group);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Group_from_session_pset(runtime.session, "mpi://SELF",
+                                                  &self_group);
+        if (status == MPI_SUCCESS)
+            status = PMPI_Comm_create_from_group(
+                self_group, "gridcoll://self", MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                &gc_world.site_self);
+        if (self_group != MPI_GROUP_NULL)
+            PMPI_Group_free(&self_group);
+    }
+    if (status != MPI_SUCCESS) {
+        fprintf(stderr, "gridcoll: MPI_Session_init: cannot make this "
+                        "site's communicator to join the grid\n");
+        return status;
+    }
+    runtime.own_site_world = 1;
+    status = grid_setup(settings, site);
+    if (status == MPI_SUCCESS && gc_world.active)
+        runtime.users++;
+    return status;
+}
+
+/* Close the relay session and forget the grid. */
+static void grid_close(void)
+{
+    GC_ENTER();
+    if (!gc_world.active)
+        return;
+    gc_thread_stop();
+    gc_coll_print_stats();
+    gc_bsend_flush();
+    /* No rank may leave while another site could still address it. */
+    gc_coll_barrier(runtime.grid);
+    if (gc_rc_close(gc_world.rc, 30000) != 0)
+        fprintf(stderr,
+                "gridcoll: grid rank %d: relay session did not "
+                "close cleanly\n",
+                gc_world.grid_rank);
+    gc_world.rc = NULL;
+    coll_request_shutdown();
+    layer_request_shutdown();
+    gc_p2p_shutdown();
+    gc_comm_release_all();
+    runtime.grid = NULL;
+    gc_world.active = 0;
+    if (runtime.own_site_world) {
+        PMPI_Comm_free(&gc_world.site_world);
+        gc_world.site_world = MPI_COMM_WORLD;
+        runtime.own_site_world = 0;
+    }
+    if (runtime.session != MPI_SESSION_NULL) {
+        PMPI_Comm_free(&gc_world.site_self);
+        gc_world.site_self = MPI_COMM_SELF;
+        PMPI_Session_finalize(&runtime.session);
+    }
+}
+
+/*
+ * The world model or a session leaves.  MPI_Finalize, the last, closes the
+ * grid; after the last session the program may start sessions again (MPI
+ * 4.1 §11.3.1), and neither MPICH (the hidden world) nor the relay (the
+ * rank's one session) can be joined twice, so the grid stays until exit.
+ */
+void gc_runtime_leave(int world_model)
+{
+    static int close_registered;
+    if (--runtime.users > 0)
+        return;
+    if (world_model)
+        grid_close();
+    else if (!close_registered)
+        close_registered = atexit(grid_close) == 0;
+}
+
+struct gc_comm *gc_runtime_grid(void)
+{
+    return runtime.grid;
 }
 
 /*
@@ -189,17 +347,36 @@ static int init(int *argc, char ***argv, const int *required, int *provided)
     int asked = required != NULL ? *required : MPI_THREAD_SINGLE;
     int mpich_level = MPI_THREAD_SINGLE;
     int rc =
-        async ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &mpich_level)
+        runtime.hidden_world ? PMPI_Query_thread(&mpich_level)
+        : async
+            ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &mpich_level)
         : required == NULL ? PMPI_Init(argc, argv)
                            : PMPI_Init_thread(argc, argv, asked, &mpich_level);
     if (rc != MPI_SUCCESS)
         return rc;
+    runtime.hidden_world = 0; /* the program's now */
     if (!async && required == NULL)
         PMPI_Query_thread(&mpich_level);
     gc_world.thread_level = async && mpich_level > asked ? asked : mpich_level;
-    rc = grid_setup(settings);
+    /* A session may have started the grid already. */
+    if (!gc_world.active) {
+        MPI_Comm site = MPI_COMM_WORLD;
+        if (settings == 0 && gc_settings_sites(&sites) > 1) {
+            rc = PMPI_Comm_dup(MPI_COMM_WORLD, &site);
+            runtime.own_site_world = rc == MPI_SUCCESS;
+        }
+        if (rc == MPI_SUCCESS)
+            rc = grid_setup(settings, site);
+    }
     if (rc != MPI_SUCCESS || !gc_world.active)
         goto done;
+    if (gc_comm_find(MPI_COMM_WORLD) == NULL &&
+        gc_comm_world_init(MPI_COMM_WORLD, 0) == NULL) {
+        fprintf(stderr, "gridcoll: out of memory\n");
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    runtime.world_model = 1;
+    runtime.users++;
     if (gc_world.thread_level == MPI_THREAD_MULTIPLE)
         gc_lock_enable();
     if (async && mpich_level < MPI_THREAD_MULTIPLE)
@@ -224,6 +401,14 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     return init(argc, argv, &required, provided);
+}
+
+int MPI_Initialized(int *flag)
+{
+    if (!runtime.hidden_world)
+        return PMPI_Initialized(flag);
+    *flag = 0;
+    return MPI_SUCCESS;
 }
 
 int MPI_Query_thread(int *provided)
@@ -263,29 +448,16 @@ int MPI_Abort(MPI_Comm comm, int errorcode)
     if (gc_world.active)
         fprintf(stderr, "gridcoll: grid rank %d called MPI_Abort(%d)\n",
                 gc_world.grid_rank, errorcode);
-    return PMPI_Abort(gc_comm_is_grid(comm) ? MPI_COMM_WORLD : comm, errorcode);
+    return PMPI_Abort(gc_comm_is_grid(comm) ? gc_world.site_world : comm,
+                      errorcode);
 }
 
 int MPI_Finalize(void)
 {
     GC_ENTER();
-    if (gc_world.active) {
-        gc_thread_stop();
-        gc_coll_print_stats();
-        gc_bsend_flush();
-        /* No rank may leave while another site could still address it. */
-        gc_coll_barrier(gc_comm_find(MPI_COMM_WORLD));
-        if (gc_rc_close(gc_world.rc, 30000) != 0)
-            fprintf(stderr,
-                    "gridcoll: grid rank %d: relay session did not "
-                    "close cleanly\n",
-                    gc_world.grid_rank);
-        gc_world.rc = NULL;
-        coll_request_shutdown();
-        layer_request_shutdown();
-        gc_p2p_shutdown();
-        gc_comm_release_all();
-        gc_world.active = 0;
+    if (gc_world.active && runtime.world_model) {
+        runtime.world_model = 0;
+        gc_runtime_leave(1);
     }
     return PMPI_Finalize();
 }
@@ -337,39 +509,6 @@ int gc_unsupported(MPI_Comm comm, const char *function)
 {
     int code = unsupported_code(function, "on a communicator that spans sites");
     PMPI_Comm_call_errhandler(comm, code);
-    return code;
-}
-
-/*
- * MPI-4 sessions do not join the grid yet: a session's mpi://WORLD would
- * be this site's MPICH job alone, silently.  In a job launched across
- * sites the call fails, loudly, through the handler it was given.
- */
-int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
-                     MPI_Session *session)
-{
-    GC_ENTER();
-    int rc = PMPI_Session_init(info, errhandler, session);
-    const struct gc_site *sites;
-    if (rc != MPI_SUCCESS)
-        return rc;
-    /* Only whether the job spans sites matters here; a malformed setting
-     * has been reported and stops MPI_Init, if the program calls it. */
-    gc_settings_load();
-    if (gc_settings_sites(&sites) < 2)
-        return rc;
-    fprintf(stderr, "gridcoll: MPI_Session_init is not supported in a job "
-                    "that spans sites (MPI-4 sessions would see one site "
-                    "only); use MPI_Init or MPI_Init_thread\n");
-    int code =
-        unsupported_code("MPI_Session_init", "in a job that spans sites");
-    PMPI_Session_finalize(session);
-    *session = MPI_SESSION_NULL;
-    /* MPICH 4.0.2's MPI_Session_call_errhandler aborts even under
-     * MPI_ERRORS_RETURN, and the session is gone: the handler's two
-     * predefined behaviours by hand. */
-    if (errhandler != MPI_ERRORS_RETURN)
-        exit(EXIT_FAILURE);
     return code;
 }
 

@@ -14,6 +14,12 @@
 int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
                   size_t len, struct gc_xfer **req)
 {
+    return gc_xfer_isend_on(c, GC_CTX_COLL, dst, tag, buf, len, req);
+}
+
+int gc_xfer_isend_on(struct gc_comm *c, enum gc_ctx_class cls, int dst, int tag,
+                     const void *buf, size_t len, struct gc_xfer **req)
+{
     *req = NULL;
     if (len > INT_MAX)
         return MPI_ERR_COUNT;
@@ -21,7 +27,7 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
         gc_op_new(OP_SEND, c, dst, tag, (void *)buf, (int)len, MPI_BYTE);
     if (op == NULL)
         return MPI_ERR_NO_MEM;
-    op->coll = 1;
+    op->coll = (int)cls;
     int status = gc_op_start_remote_send(op, 0);
     if (status != MPI_SUCCESS) {
         gc_op_free(op);
@@ -35,13 +41,19 @@ int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
 int gc_xfer_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
                   struct gc_xfer **req)
 {
+    return gc_xfer_irecv_on(c, GC_CTX_COLL, src, tag, buf, len, req);
+}
+
+int gc_xfer_irecv_on(struct gc_comm *c, enum gc_ctx_class cls, int src, int tag,
+                     void *buf, size_t len, struct gc_xfer **req)
+{
     *req = NULL;
     if (len > INT_MAX)
         return MPI_ERR_COUNT;
     struct op *op = gc_op_new(OP_RECV, c, src, tag, buf, (int)len, MPI_BYTE);
     if (op == NULL)
         return MPI_ERR_NO_MEM;
-    op->coll = 1;
+    op->coll = (int)cls;
     op->exact_length = 1;
     gc_op_post_recv(op);
     *req = (struct gc_xfer *)op;

@@ -347,12 +347,12 @@ int node_type_copy(const struct node_type *t, const void *from, void *to, int n,
         return MPI_SUCCESS;
     }
     MPI_Count len = (MPI_Count)n * t->size, position = 0;
-    int status =
-        PMPI_Pack_c(from, n, t->type, bounce, len, &position, MPI_COMM_SELF);
+    int status = PMPI_Pack_c(from, n, t->type, bounce, len, &position,
+                             gc_world.site_self);
     position = 0;
     if (status == MPI_SUCCESS)
         status = PMPI_Unpack_c(bounce, len, &position, to, n, t->type,
-                               MPI_COMM_SELF);
+                               gc_world.site_self);
     return status;
 }
 

@@ -704,6 +704,11 @@ static int post_local(struct coll_sched *s, int i)
         status = PMPI_Iallgatherv(l->sbuf, l->count, l->type, l->rbuf,
                                   l->counts, l->displs, l->rtype, comm, req);
         break;
+    case LOCAL_COMM_IDUP:
+        status = l->info != MPI_INFO_NULL
+                     ? PMPI_Comm_idup_with_info(l->comm, l->info, l->rbuf, req)
+                     : PMPI_Comm_idup(l->comm, l->rbuf, req);
+        break;
     default:
         status = PMPI_Ialltoallw_c(l->sbuf, l->scounts, l->sdispls, l->stypes,
                                    l->rbuf, l->rcounts, l->rdispls, l->rtypes,
@@ -919,7 +924,7 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
     if (seq_wrap == 0) {
         /* Tags must stay within MPICH's bound on local_p2p. */
         int *ub, flag = 0;
-        PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+        PMPI_Comm_get_attr(gc_world.site_world, MPI_TAG_UB, &ub, &flag);
         seq_wrap = flag ? (unsigned)(*ub / SCHED_TAG_KINDS) - 1 : 1023;
     }
     struct gc_comm *c = s->comm;

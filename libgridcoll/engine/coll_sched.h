@@ -74,6 +74,8 @@ enum sched_local_op {
     LOCAL_SCATTERV,       /* sbuf counts/displs x type -> rbuf rcount x rtype */
     LOCAL_ALLGATHERV,     /* sbuf count x type -> rbuf counts/displs x rtype */
     LOCAL_ALLTOALLW,      /* w: every member's counts, byte displs and types */
+    LOCAL_COMM_IDUP,      /* comm (with info unless MPI_INFO_NULL) -> rbuf,
+                             an MPI_Comm */
 };
 
 /*
@@ -98,6 +100,10 @@ struct sched_local {
     const MPI_Count *scounts, *rcounts;
     const MPI_Aint *sdispls, *rdispls;
     const MPI_Datatype *stypes, *rtypes;
+    /* comm idup: a communicator of this site's members of the schedule's
+     * communicator (its `local` or `local_p2p`) */
+    MPI_Comm comm;
+    MPI_Info info;
 };
 
 /* Local work of a CALL step; MPI_SUCCESS or an MPI error. */

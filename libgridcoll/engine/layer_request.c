@@ -104,7 +104,7 @@ int layer_request_create(const struct layer_request_class *cls, void *run,
     if (r == NULL)
         goto fail;
     if (requests.self == MPI_COMM_NULL) {
-        status = PMPI_Comm_dup(MPI_COMM_SELF, &requests.self);
+        status = PMPI_Comm_dup(gc_world.site_self, &requests.self);
         if (status != MPI_SUCCESS)
             goto fail;
     }

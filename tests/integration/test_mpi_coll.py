@@ -18,7 +18,8 @@ PROGRAMS = {
     "comm_check": [
         "world", "dup", "split_parity", "split_mod3_rev", "split_reverse",
         "split_undefined", "split_shared", "groups", "create", "compare",
-        "attributes", "nested", "free_many", "isolation"],
+        "attributes", "nested", "free_many", "isolation", "create_group",
+        "idup", "info"],
     "coll_check": [
         "barrier", "bcast", "reduce", "allreduce", "reduce_scatter",
         "reduce_scatter_block", "scan", "exscan", "gather", "gatherv",

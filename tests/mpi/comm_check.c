@@ -38,6 +38,15 @@
  *                     then created and freed in a loop
  *   isolation         same source and tag on three communicators: each
  *                     message arrives on its own communicator
+ *   create_group      Comm_create_group called by the group's members only:
+ *                     even ranks reversed and odd ranks at once (two tags),
+ *                     the first and last rank on a dup; a negative tag fails
+ *   idup              Comm_idup with point-to-point between the call and
+ *                     its completion, two idups of two communicators started
+ *                     in opposite orders on even and odd ranks, idup of a
+ *                     split; Comm_idup_with_info keeps an mpi_assert_ hint
+ *   info              Comm_set_info/Comm_get_info: an mpi_assert_ hint set
+ *                     on a dup is reported, the world's is not set
  *
  * On every new communicator: size and rank, Comm_group translated to the
  * world, a sendrecv ring with wildcard receives whose MPI_SOURCE must be a
@@ -1089,6 +1098,170 @@ static void case_isolation(void)
     free_comm(&reversed);
 }
 
+/* ---- MPI-3/4 constructors: create_group, idup, info ------------------- */
+
+/* Members: world ranks `members` (count), tag `tag`; only members call. */
+static void create_group_and_exercise(MPI_Comm parent, const int *members,
+                                      int count, int tag, const char *label)
+{
+    if (position_of(world_rank, members, count) < 0)
+        return;
+    MPI_Group world_group, group;
+    MPI_Comm result;
+    /* parent's own group (its ranks are world ranks): MPICH 4.0.2 crashes
+     * on a group made from another communicator's. */
+    MPI_CHECK(MPI_Comm_group(parent, &world_group));
+    MPI_CHECK(MPI_Group_incl(world_group, count, members, &group));
+    MPI_CHECK(MPI_Comm_create_group(parent, group, tag, &result));
+    exercise(result, members, count, label);
+    free_comm(&result);
+    MPI_CHECK(MPI_Group_free(&group));
+    MPI_CHECK(MPI_Group_free(&world_group));
+}
+
+static void case_create_group(void)
+{
+    int *even = xmalloc(sizeof *even * world_size);
+    int *odd = xmalloc(sizeof *odd * world_size);
+    int n_even = 0, n_odd = 0;
+    for (int r = world_size - 1; r >= 0; r--)
+        if (r % 2 == 0)
+            even[n_even++] = r;
+    for (int r = 0; r < world_size; r++)
+        if (r % 2 == 1)
+            odd[n_odd++] = r;
+    /* Disjoint groups at once, told apart by their tags. */
+    create_group_and_exercise(MPI_COMM_WORLD, even, n_even, 11,
+                              "even ranks reversed");
+    if (n_odd > 0)
+        create_group_and_exercise(MPI_COMM_WORLD, odd, n_odd, 12, "odd ranks");
+
+    MPI_Comm dup;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    int ends[2] = {0, world_size - 1};
+    create_group_and_exercise(dup, ends, world_size > 1 ? 2 : 1, 0,
+                              "first and last on a dup");
+
+    /* A negative tag: every member fails alike, nobody waits. */
+    MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    if (world_rank == 0 || world_rank == world_size - 1) {
+        MPI_Group world_group, group;
+        MPI_Comm result = MPI_COMM_NULL;
+        MPI_CHECK(MPI_Comm_group(dup, &world_group));
+        MPI_CHECK(
+            MPI_Group_incl(world_group, world_size > 1 ? 2 : 1, ends, &group));
+        int rc = MPI_Comm_create_group(dup, group, -5, &result);
+        CHECK(rc != MPI_SUCCESS && result == MPI_COMM_NULL,
+              "a negative tag was accepted (rc %d)", rc);
+        MPI_CHECK(MPI_Group_free(&group));
+        MPI_CHECK(MPI_Group_free(&world_group));
+    }
+    free_comm(&dup);
+    free(even);
+    free(odd);
+}
+
+/* The value of `key` in comm's info ("" when absent). */
+static void info_value(MPI_Comm comm, const char *key, char *value, int size)
+{
+    MPI_Info info;
+    int flag = 0;
+    MPI_CHECK(MPI_Comm_get_info(comm, &info));
+    MPI_CHECK(MPI_Info_get(info, key, size - 1, value, &flag));
+    if (!flag)
+        value[0] = '\0';
+    MPI_CHECK(MPI_Info_free(&info));
+}
+
+static void case_idup(void)
+{
+    int *world = xmalloc(sizeof *world * world_size);
+    world_list(world);
+    int right = (world_rank + 1) % world_size;
+    int left = (world_rank + world_size - 1) % world_size;
+
+    /* Messages between the start and the completion must not deadlock. */
+    MPI_Comm copy;
+    MPI_Request requests[3];
+    int out = world_rank, in = -1;
+    MPI_CHECK(
+        MPI_Irecv(&in, 1, MPI_INT, left, 3, MPI_COMM_WORLD, &requests[0]));
+    MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, &copy, &requests[1]));
+    MPI_CHECK(
+        MPI_Isend(&out, 1, MPI_INT, right, 3, MPI_COMM_WORLD, &requests[2]));
+    MPI_Status statuses[3];
+    MPI_CHECK(MPI_Waitall(3, requests, statuses));
+    CHECK(in == left, "message around the idup: %d, want %d", in, left);
+    exercise(copy, world, world_size, "idup of the world");
+    check_compare(copy, MPI_COMM_WORLD, MPI_CONGRUENT, "idup, world");
+
+    /* Two communicators duplicated in opposite orders by even and odd
+     * ranks (MPI orders collectives per communicator only). */
+    MPI_Comm a, b, a2 = MPI_COMM_NULL, b2 = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &a));
+    MPI_CHECK(
+        MPI_Comm_split(MPI_COMM_WORLD, 0, world_size - 1 - world_rank, &b));
+    if (world_rank % 2 == 0) {
+        MPI_CHECK(MPI_Comm_idup(a, &a2, &requests[0]));
+        MPI_CHECK(MPI_Comm_idup(b, &b2, &requests[1]));
+    } else {
+        MPI_CHECK(MPI_Comm_idup(b, &b2, &requests[1]));
+        MPI_CHECK(MPI_Comm_idup(a, &a2, &requests[0]));
+    }
+    MPI_CHECK(MPI_Waitall(2, requests, statuses));
+    int *reversed = xmalloc(sizeof *reversed * world_size);
+    for (int i = 0; i < world_size; i++)
+        reversed[i] = world_size - 1 - i;
+    exercise(a2, world, world_size, "idup of a dup");
+    exercise(b2, reversed, world_size, "idup of a reversed split");
+
+    /* A hint given to idup_with_info is the new communicator's. */
+    MPI_Info info;
+    MPI_Comm hinted;
+    char value[MPI_MAX_INFO_VAL + 1];
+    MPI_CHECK(MPI_Info_create(&info));
+    MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_tag", "true"));
+    MPI_CHECK(MPI_Comm_idup_with_info(b, info, &hinted, &requests[0]));
+    MPI_CHECK(MPI_Info_free(&info)); /* allowed before completion */
+    MPI_CHECK(MPI_Wait(&requests[0], MPI_STATUS_IGNORE));
+    info_value(hinted, "mpi_assert_no_any_tag", value, sizeof value);
+    CHECK(strcmp(value, "true") == 0,
+          "idup_with_info: mpi_assert_no_any_tag is '%s', want 'true'", value);
+    exercise(hinted, reversed, world_size, "idup_with_info");
+
+    free_comm(&hinted);
+    free_comm(&a2);
+    free_comm(&b2);
+    free_comm(&a);
+    free_comm(&b);
+    free_comm(&copy);
+    free(reversed);
+    free(world);
+}
+
+static void case_info(void)
+{
+    char value[MPI_MAX_INFO_VAL + 1];
+    MPI_Comm dup;
+    MPI_Info info;
+    info_value(MPI_COMM_WORLD, "mpi_assert_no_any_source", value, sizeof value);
+    CHECK(value[0] == '\0' || strcmp(value, "false") == 0,
+          "the world says mpi_assert_no_any_source '%s'", value);
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_CHECK(MPI_Info_create(&info));
+    MPI_CHECK(MPI_Info_set(info, "mpi_assert_no_any_source", "true"));
+    MPI_CHECK(MPI_Comm_set_info(dup, info));
+    MPI_CHECK(MPI_Info_free(&info));
+    info_value(dup, "mpi_assert_no_any_source", value, sizeof value);
+    CHECK(strcmp(value, "true") == 0,
+          "set_info: mpi_assert_no_any_source is '%s', want 'true'", value);
+    int *world = xmalloc(sizeof *world * world_size);
+    world_list(world);
+    exercise(dup, world, world_size, "dup with a hint");
+    free_comm(&dup);
+    free(world);
+}
+
 /* ---- driver ------------------------------------------------------------- */
 
 struct test_case {
@@ -1111,6 +1284,9 @@ static const struct test_case cases[] = {
     {"nested", case_nested},
     {"free_many", case_free_many},
     {"isolation", case_isolation},
+    {"create_group", case_create_group},
+    {"idup", case_idup},
+    {"info", case_info},
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 

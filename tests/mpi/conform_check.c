@@ -30,10 +30,12 @@
  *                      inactive), generalized, null, nonblocking
  *                      collective and cross-site requests in one array
  *   group_calls        MPI-4 constructors from groups: a group of this
- *                      site's members works, one spanning sites fails
- *                      naming the call (MPI_ERRORS_RETURN)
+ *                      site's members works, MPI_Comm_create_from_group
+ *                      of the world's group gives the world (CONGRUENT),
+ *                      MPI_Intercomm_create_from_groups across sites
+ *                      fails naming the call (MPI_ERRORS_RETURN)
  *   session_init       prints "SESSION <error string>" ("success" when
- *                      it worked: MPI-4 sessions do not span sites yet)
+ *                      it worked, as it must across sites too)
  *   large_local        2^31 + 4096 bytes between ranks 0 and 1 (same site
  *                      in a 2+1 layout) on MPI_COMM_WORLD; needs ~5 GiB
  */
@@ -696,13 +698,19 @@ static void case_group_calls(void)
     MPI_CHECK(MPI_Comm_free(&comm));
     MPI_CHECK(MPI_Group_free(&mine));
     if (getenv("CONFORM_MULTI_SITE") != NULL) {
-        int rc =
-            MPI_Comm_create_from_group(world, "conform_check.world",
-                                       MPI_INFO_NULL, MPI_ERRORS_RETURN, &comm);
-        expect_unsupported(rc, "MPI_Comm_create_from_group");
-        if (comm != MPI_COMM_NULL)
-            fail("MPI_Comm_create_from_group failed but set a communicator");
+        int result;
+        MPI_CHECK(MPI_Comm_create_from_group(world, "conform_check.world",
+                                             MPI_INFO_NULL, MPI_ERRORS_RETURN,
+                                             &comm));
+        MPI_CHECK(MPI_Comm_compare(comm, MPI_COMM_WORLD, &result));
+        if (result != MPI_CONGRUENT)
+            fail("MPI_Comm_create_from_group of the world's group: compare "
+                 "%d, want MPI_CONGRUENT",
+                 result);
+        MPI_CHECK(MPI_Barrier(comm));
+        MPI_CHECK(MPI_Comm_free(&comm));
         MPI_Group zero, last;
+        int rc;
         int z = 0;
         MPI_CHECK(MPI_Group_incl(world, 1, &z, &zero));
         MPI_CHECK(MPI_Group_incl(world, 1, &last_rank, &last));

@@ -163,7 +163,7 @@ static int write_slot(struct node_bcast *op)
             return MPI_SUCCESS;
         MPI_Count position = 0;
         int status = PMPI_Pack_c(op->buf, op->count, op->type, slot_of(op),
-                                 room(op), &position, MPI_COMM_SELF);
+                                 room(op), &position, gc_world.site_self);
         if (status != MPI_SUCCESS)
             return status;
     }
@@ -180,7 +180,7 @@ static int test(struct node_bcast *op, int *done)
             return MPI_SUCCESS;
         MPI_Count position = 0;
         status = PMPI_Unpack_c(slot_of(op), room(op), &position, op->buf,
-                               op->count, op->type, MPI_COMM_SELF);
+                               op->count, op->type, gc_world.site_self);
         if (status == MPI_SUCCESS)
             status = node_post_to(n, op->end);
         *done = 1;
