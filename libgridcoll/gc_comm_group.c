@@ -29,23 +29,28 @@
 #include "gc_group.h"
 
 /*
- * Phases 2-4 for the members `g` (grid ranks, new-rank order), whose
- * part on this site is `local`; `via` holds every member.
+ * One round of phases 2-4 for the members `g` (grid ranks, new-rank
+ * order), whose part on this site is `local`; `via` holds every member.
+ * In: this member's proposal (0: it yields, gc_context.c).  Out: the
+ * largest proposal, and whether a member yielded.
  */
-static int agree_context(struct gc_comm *via, const struct gc_ranks *g,
-                         MPI_Comm local, int tag, uint32_t *context)
+static int agree_round(struct gc_comm *via, const struct gc_ranks *g,
+                       MPI_Comm local, int tag, uint32_t mine,
+                       uint32_t *largest, int *yielded)
 {
-    uint32_t mine = gc_context_proposal(), site_max = 0;
-    uint32_t proposal[GC_MAX_SITES] = {0};
+    /* [largest proposal, whether one yielded]: both combine by MPI_MAX. */
+    uint32_t site[2] = {0, 0}, mine2[2] = {mine, mine == 0};
+    uint32_t proposal[GC_MAX_SITES][2] = {{0}};
     int leader[GC_MAX_SITES], local_rank;
     struct gc_xfer *reqs[2 * GC_MAX_SITES];
     int n = 0;
-    int status =
-        PMPI_Reduce(&mine, &site_max, 1, MPI_UINT32_T, MPI_MAX, 0, local);
+    unsigned held = gc_block_begin();
+    int status = PMPI_Reduce(mine2, site, 2, MPI_UINT32_T, MPI_MAX, 0, local);
+    gc_block_end(held);
     if (status != MPI_SUCCESS)
         return status;
     PMPI_Comm_rank(local, &local_rank);
-    *context = site_max;
+    uint32_t result[3] = {site[0], site[1], 0};
     if (local_rank == 0) {
         for (int s = 0; s < GC_MAX_SITES; s++)
             leader[s] = -1;
@@ -57,35 +62,60 @@ static int agree_context(struct gc_comm *via, const struct gc_ranks *g,
         for (int s = 0; s < GC_MAX_SITES && status == MPI_SUCCESS; s++) {
             if (leader[s] < 0 || s == gc_world.site_index)
                 continue;
-            status = gc_xfer_isend_on(via, GC_CTX_CREATE, leader[s], tag,
-                                      &site_max, sizeof site_max, &reqs[n]);
+            status = gc_xfer_isend_on(via, GC_CTX_CREATE, leader[s], tag, site,
+                                      sizeof site, &reqs[n]);
             if (status != MPI_SUCCESS)
                 break;
             n++;
-            status = gc_xfer_irecv_on(via, GC_CTX_CREATE, leader[s], tag,
-                                      &proposal[s], sizeof *proposal, &reqs[n]);
+            status =
+                gc_xfer_irecv_on(via, GC_CTX_CREATE, leader[s], tag,
+                                 proposal[s], sizeof proposal[s], &reqs[n]);
             if (status == MPI_SUCCESS)
                 n++;
         }
         int waited = gc_xfer_waitall(n, reqs);
         if (status == MPI_SUCCESS)
             status = waited;
-        for (int s = 0; s < GC_MAX_SITES; s++)
-            if (proposal[s] > *context)
-                *context = proposal[s];
+        for (int s = 0; s < GC_MAX_SITES; s++) {
+            if (proposal[s][0] > result[0])
+                result[0] = proposal[s][0];
+            result[1] |= proposal[s][1];
+        }
+        result[2] = status != MPI_SUCCESS;
     }
     /* A leader whose exchange failed still takes part in the bcast, so
      * that its site's members do not wait forever; they then fail too. */
-    uint32_t result[2] = {*context, status != MPI_SUCCESS};
-    int bcast = PMPI_Bcast(result, 2, MPI_UINT32_T, 0, local);
+    held = gc_block_begin();
+    int bcast = PMPI_Bcast(result, 3, MPI_UINT32_T, 0, local);
+    gc_block_end(held);
     if (status != MPI_SUCCESS)
         return status;
     if (bcast != MPI_SUCCESS)
         return bcast;
-    if (result[1] != 0)
+    if (result[2] != 0)
         return MPI_ERR_OTHER;
-    *context = result[0];
-    return gc_context_accept(*context) == 0 ? MPI_SUCCESS : MPI_ERR_INTERN;
+    *largest = result[0];
+    *yielded = result[1] != 0;
+    return MPI_SUCCESS;
+}
+
+/* Phases 2-4, in rounds until no member yields (gc_context.c). */
+static int agree_context(struct gc_comm *via, const struct gc_ranks *g,
+                         MPI_Comm local, int tag, uint32_t *context)
+{
+    struct gc_ctx_claim claim;
+    int status = MPI_SUCCESS, exhausted = 0;
+    gc_ctx_claim_begin(&claim, via->context);
+    for (*context = 0; *context == 0 && !exhausted && status == MPI_SUCCESS;) {
+        uint32_t largest = 0;
+        int yielded = 0;
+        status = agree_round(via, g, local, tag, gc_ctx_propose(&claim),
+                             &largest, &yielded);
+        if (status == MPI_SUCCESS)
+            *context = gc_ctx_decide(&claim, largest, yielded, &exhausted);
+    }
+    gc_ctx_claim_end(&claim);
+    return status == MPI_SUCCESS && exhausted ? MPI_ERR_INTERN : status;
 }
 
 /*
