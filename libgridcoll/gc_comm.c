@@ -153,7 +153,6 @@ struct gc_comm *gc_comm_build_p2p(const int *members, int size, MPI_Comm local,
         if (split != MPI_SUCCESS)
             goto fail;
     }
-    goto fail;
     if (PMPI_Comm_set_errhandler(c->local_p2p, MPI_ERRORS_RETURN) !=
             MPI_SUCCESS ||
         registry_add(c) != 0)
