@@ -856,18 +856,19 @@ static int cval(int r, MPI_Count i)
 }
 
 /* The call NAME_c in form 0 (blocking), 1 (INAME_c + MPI_Wait) or 2
- * (NAME_init_c, started twice), arguments before the communicator. */
-#define FORMS_C(form, NAME, INAME, ...)                                        \
+ * (NAME_init_c, started twice) on MPI_COMM_WORLD; FORMS_C_ON on `comm`.
+ * The arguments are those before the communicator. */
+#define FORMS_C_ON(comm, form, NAME, INAME, ...)                               \
     do {                                                                       \
         MPI_Request req_;                                                      \
         if ((form) == 0) {                                                     \
-            MPI_CHECK(MPI_##NAME##_c(__VA_ARGS__, MPI_COMM_WORLD));            \
+            MPI_CHECK(MPI_##NAME##_c(__VA_ARGS__, comm));                      \
         } else if ((form) == 1) {                                              \
-            MPI_CHECK(MPI_##INAME##_c(__VA_ARGS__, MPI_COMM_WORLD, &req_));    \
+            MPI_CHECK(MPI_##INAME##_c(__VA_ARGS__, comm, &req_));              \
             MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));                     \
         } else {                                                               \
-            MPI_CHECK(MPI_##NAME##_init_c(__VA_ARGS__, MPI_COMM_WORLD,         \
-                                          MPI_INFO_NULL, &req_));              \
+            MPI_CHECK(                                                         \
+                MPI_##NAME##_init_c(__VA_ARGS__, comm, MPI_INFO_NULL, &req_)); \
             for (int start_ = 0; start_ < 2; start_++) {                       \
                 MPI_CHECK(MPI_Start(&req_));                                   \
                 MPI_CHECK(MPI_Wait(&req_, MPI_STATUS_IGNORE));                 \
@@ -875,6 +876,9 @@ static int cval(int r, MPI_Count i)
             MPI_CHECK(MPI_Request_free(&req_));                                \
         }                                                                      \
     } while (0)
+
+#define FORMS_C(form, NAME, INAME, ...)                                        \
+    FORMS_C_ON(MPI_COMM_WORLD, form, NAME, INAME, __VA_ARGS__)
 
 static void expect_ints(const int *got, MPI_Count n, const int *want,
                         const char *what, int form)
@@ -1030,6 +1034,54 @@ static void count_c_blocks(int form, int *in, int *out, int *want)
     free(types);
 }
 
+/* The neighbourhood collectives on a periodic ring: source and
+ * destination 0 the left neighbour, 1 the right one; the v- and w-forms
+ * receive into the blocks in reverse order. */
+static void count_c_neighbors(int form, int *in, int *out, int *want)
+{
+    const MPI_Count n = 11;
+    int periodic = 1, left = (rank + size - 1) % size,
+        right = (rank + 1) % size;
+    MPI_Comm ring;
+    MPI_CHECK(MPI_Cart_create(MPI_COMM_WORLD, 1, &size, &periodic, 0, &ring));
+    MPI_Count counts[2] = {n, n};
+    MPI_Aint sdispls[2] = {0, n}, rdispls[2] = {n, 0};
+    MPI_Aint sbytes[2] = {0, n * (MPI_Aint)sizeof(int)};
+    MPI_Aint rbytes[2] = {n * (MPI_Aint)sizeof(int), 0};
+    MPI_Datatype types[2] = {MPI_INT, MPI_INT};
+    for (MPI_Count i = 0; i < 2 * n; i++)
+        in[i] = cval(rank, i);
+    for (MPI_Count i = 0; i < n; i++) {
+        want[i] = cval(left, i);
+        want[n + i] = cval(right, i);
+    }
+    FORMS_C_ON(ring, form, Neighbor_allgather, Ineighbor_allgather, in, n,
+               MPI_INT, out, n, MPI_INT);
+    expect_ints(out, 2 * n, want, "MPI_Neighbor_allgather_c", form);
+    FORMS_C_ON(ring, form, Neighbor_allgatherv, Ineighbor_allgatherv, in, n,
+               MPI_INT, out, counts, rdispls, MPI_INT);
+    expect_ints(out, n, want + n, "MPI_Neighbor_allgatherv_c", form);
+    expect_ints(out + n, n, want, "MPI_Neighbor_allgatherv_c", form);
+    /* The left neighbour's block for its right (its second), the right
+     * one's for its left (its first). */
+    for (MPI_Count i = 0; i < n; i++) {
+        want[i] = cval(left, n + i);
+        want[n + i] = cval(right, i);
+    }
+    FORMS_C_ON(ring, form, Neighbor_alltoall, Ineighbor_alltoall, in, n,
+               MPI_INT, out, n, MPI_INT);
+    expect_ints(out, 2 * n, want, "MPI_Neighbor_alltoall_c", form);
+    FORMS_C_ON(ring, form, Neighbor_alltoallv, Ineighbor_alltoallv, in, counts,
+               sdispls, MPI_INT, out, counts, rdispls, MPI_INT);
+    expect_ints(out, n, want + n, "MPI_Neighbor_alltoallv_c", form);
+    expect_ints(out + n, n, want, "MPI_Neighbor_alltoallv_c", form);
+    FORMS_C_ON(ring, form, Neighbor_alltoallw, Ineighbor_alltoallw, in, counts,
+               sbytes, types, out, counts, rbytes, types);
+    expect_ints(out, n, want + n, "MPI_Neighbor_alltoallw_c", form);
+    expect_ints(out + n, n, want, "MPI_Neighbor_alltoallw_c", form);
+    MPI_CHECK(MPI_Comm_free(&ring));
+}
+
 static void count_c_case(void)
 {
     size_t room = (size_t)size * (size_t)size * 8 + COUNT_C;
@@ -1042,6 +1094,7 @@ static void count_c_case(void)
     for (int form = 0; form < (sites > 1 ? 3 : 2); form++) {
         count_c_reductions(form, in, out, want);
         count_c_blocks(form, in, out, want);
+        count_c_neighbors(form, in, out, want);
     }
     free(in);
     free(out);
