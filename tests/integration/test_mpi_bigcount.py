@@ -2,8 +2,9 @@
 """Beyond 2 GiB across sites: tests/mpi/bigcount_check sends one message of
 2^31 + 4099 bytes (a count beyond INT_MAX of MPI_BYTE) each way between
 rank 0 and the last rank, which are on different sites, and checks every
-byte and the statuses' large counts (send_c: linked in two layouts,
-preloaded into the plain build once); and broadcasts as many bytes with
+byte and the statuses' large counts (send_c: linked on 1+3 ranks,
+preloaded into the plain build on 1+1; p2p_check count_c runs every _c
+call on 2+1+2 at small sizes); and broadcasts as many bytes with
 MPI_Bcast_c from one site to the other (bcast_c, one rank a site: every
 rank holds the whole buffer).  Each run moves 2 to 4 GiB through the
 relays: a test of its own, labelled long."""
@@ -17,7 +18,8 @@ from harness import BIN, SANITIZED, Skip, check, main
 GRIDRUN = os.path.join(BIN, "gridrun")
 BIGCOUNT_CHECK = os.path.join(BIN, "bigcount_check")
 BIGCOUNT_CHECK_PLAIN = os.path.join(BIN, "bigcount_check_plain")
-TIMEOUT_S = 240
+# About 25 s a run on an idle machine; several minutes on a busy one.
+TIMEOUT_S = 600
 
 
 def run_bigcount_check(layout, program=BIGCOUNT_CHECK, cases=("send_c",)):
@@ -41,10 +43,6 @@ def two_sites_1_3():
     run_bigcount_check(["--site-sizes", "1,3"])
 
 
-def three_sites_2_1_2():
-    run_bigcount_check(["--site-sizes", "2,1,2"])
-
-
 def preloaded_into_plain_build():
     if SANITIZED:
         raise Skip("instrumented libgridcoll.so cannot be preloaded into "
@@ -59,6 +57,5 @@ def bcast_two_sites_1_1():
 
 if __name__ == "__main__":
     main([("two_sites_1_3", two_sites_1_3),
-          ("three_sites_2_1_2", three_sites_2_1_2),
           ("preloaded_into_plain_build", preloaded_into_plain_build),
           ("bcast_two_sites_1_1", bcast_two_sites_1_1)])
