@@ -93,13 +93,11 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
              MPI_Datatype type, int dst, int tag, const char *function)
 {
     char detail[160];
-    int status = MPI_SUCCESS, narrow = 0;
+    int status = MPI_SUCCESS;
     if (c != NULL) {
         status = check_rank(c, dst, 0, function);
         if (status == MPI_SUCCESS)
-            status = gc_p2p_int_count(c, count, &narrow, function);
-        if (status == MPI_SUCCESS)
-            status = check_args(c, buf, narrow, type, tag, 0, function);
+            status = check_args(c, buf, count, type, tag, 0, function);
         if (status != MPI_SUCCESS)
             return status;
     }
@@ -132,10 +130,7 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
         status = PMPI_Isend_c(data, position, MPI_PACKED, c->site_rank[dst],
                               tag, c->local, &m->local);
     } else {
-        status = gc_p2p_int_count(c, position, &narrow, function);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-        m->op = gc_op_new(OP_SEND, c, dst, tag, data, narrow, MPI_PACKED);
+        m->op = gc_op_new(OP_SEND, c, dst, tag, data, position, MPI_PACKED);
         if (m->op == NULL) {
             status = MPI_ERR_NO_MEM;
             goto cleanup;

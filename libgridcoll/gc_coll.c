@@ -34,8 +34,8 @@ static int check_not_in_place(const struct gc_comm *c, const char *fn,
  * its side: count x type, or counts[] (when not NULL) and type.
  */
 static int check_rooted(const struct gc_comm *c, const char *fn, int root,
-                        const void *buf, int count, MPI_Datatype type,
-                        int root_count, const int *root_counts,
+                        const void *buf, MPI_Count count, MPI_Datatype type,
+                        MPI_Count root_count, const MPI_Count *root_counts,
                         MPI_Datatype root_type)
 {
     int status = coll_check_root(c, fn, root);
@@ -59,9 +59,9 @@ static int check_rooted(const struct gc_comm *c, const char *fn, int root,
  * side is which); `bytes` is the block size when uniform.
  */
 static int run_rooted(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
-                      const void *sbuf, void *rbuf, int block_count,
-                      MPI_Datatype block_type, const int *counts,
-                      const int *displs, MPI_Datatype many_type, int root,
+                      const void *sbuf, void *rbuf, MPI_Count block_count,
+                      MPI_Datatype block_type, const MPI_Count *counts,
+                      const MPI_Aint *displs, MPI_Datatype many_type, int root,
                       size_t bytes, const struct coll_form *form)
 {
     struct coll_args a = {.comm = c,
@@ -85,7 +85,7 @@ static int run_rooted(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
 }
 
 /* The size of `count` x `type`, what every member agrees on. */
-static size_t agreed_bytes(int count, MPI_Datatype type)
+static size_t agreed_bytes(MPI_Count count, MPI_Datatype type)
 {
     size_t bytes = 0;
     return gc_packed_size(count, type, &bytes) == MPI_SUCCESS ? bytes : 0;
@@ -132,8 +132,9 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
     return barrier(c, "MPI_Barrier_init", COLL_PERSISTENT(request));
 }
 
-static int bcast(struct gc_comm *c, const char *fn, void *buffer, int count,
-                 MPI_Datatype datatype, int root, const struct coll_form *form)
+static int bcast(struct gc_comm *c, const char *fn, void *buffer,
+                 MPI_Count count, MPI_Datatype datatype, int root,
+                 const struct coll_form *form)
 {
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS)
@@ -156,43 +157,16 @@ static int bcast(struct gc_comm *c, const char *fn, void *buffer, int count,
     return coll_run(GC_COLL_BCAST, &a);
 }
 
-int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root,
-              MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Bcast(buffer, count, datatype, root, comm);
-    return bcast(c, "MPI_Bcast", buffer, count, datatype, root, COLL_BLOCKING);
-}
-
-int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root,
-               MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    return bcast(c, "MPI_Ibcast", buffer, count, datatype, root,
-                 COLL_NONBLOCKING(request));
-}
-
-int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root,
-                   MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Bcast_init(buffer, count, datatype, root, comm, info,
-                               request);
-    return bcast(c, "MPI_Bcast_init", buffer, count, datatype, root,
-                 COLL_PERSISTENT(request));
-}
+#define BCAST_PARAMS(COUNT, DISP)                                              \
+    void *buffer, COUNT count, MPI_Datatype datatype, int root
+#define BCAST_ARGS()            buffer, count, datatype, root
+#define BCAST_IMPL(c, fn, form) bcast(c, fn, BCAST_ARGS(), form)
+GC_COLL_FORMS(Bcast, Ibcast, BCAST_PARAMS, BCAST_ARGS, BCAST_IMPL)
 
 /* Gather is Gatherv of one recvcount x recvtype block per member. */
 static int gather(struct gc_comm *c, const char *fn, const void *sendbuf,
-                  int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, int root,
+                  MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  MPI_Count recvcount, MPI_Datatype recvtype, int root,
                   const struct coll_form *form)
 {
     struct coll_blocks b = COLL_BLOCKS_INIT;
@@ -216,108 +190,49 @@ cleanup:
     return status;
 }
 
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-               void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-               MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                           recvtype, root, comm);
-    return gather(c, "MPI_Gather", sendbuf, sendcount, sendtype, recvbuf,
-                  recvcount, recvtype, root, COLL_BLOCKING);
-}
-
-int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                            recvtype, root, comm, request);
-    return gather(c, "MPI_Igather", sendbuf, sendcount, sendtype, recvbuf,
-                  recvcount, recvtype, root, COLL_NONBLOCKING(request));
-}
-
-int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                    void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                    int root, MPI_Comm comm, MPI_Info info,
-                    MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Gather_init(sendbuf, sendcount, sendtype, recvbuf,
-                                recvcount, recvtype, root, comm, info, request);
-    return gather(c, "MPI_Gather_init", sendbuf, sendcount, sendtype, recvbuf,
-                  recvcount, recvtype, root, COLL_PERSISTENT(request));
-}
+/* The parameters of Gather, Scatter, Allgather and Alltoall (no root). */
+#define BLOCKS_PARAMS(COUNT, DISP)                                             \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, COUNT recvcount, MPI_Datatype recvtype
+#define ROOTED_PARAMS(COUNT, DISP) BLOCKS_PARAMS(COUNT, DISP), int root
+#define BLOCKS_ARGS()              sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
+#define ROOTED_ARGS()              BLOCKS_ARGS(), root
+#define GATHER_IMPL(c, fn, form)   gather(c, fn, ROOTED_ARGS(), form)
+GC_COLL_FORMS(Gather, Igather, ROOTED_PARAMS, ROOTED_ARGS, GATHER_IMPL)
 
 static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
-                   int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   const int recvcounts[], const int displs[],
-                   MPI_Datatype recvtype, int root,
+                   MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   struct coll_vec v, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
-    int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
-                              recvcounts, recvtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_GATHERV, c, fn, sendbuf, recvbuf, sendcount,
-                      sendtype, recvcounts, displs, recvtype, root, 0, form);
+    struct coll_wide w;
+    int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
+    if (status == MPI_SUCCESS)
+        status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
+                              w.counts, recvtype);
+    if (status == MPI_SUCCESS)
+        status =
+            run_rooted(GC_COLL_GATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                       sendtype, w.counts, w.displs, recvtype, root, 0, form);
+    coll_wide_free(&w);
+    return status;
 }
 
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, const int recvcounts[], const int displs[],
-                MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                            displs, recvtype, root, comm);
-    return gatherv(c, "MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcounts, displs, recvtype, root, COLL_BLOCKING);
-}
-
-int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void *recvbuf, const int recvcounts[], const int displs[],
-                 MPI_Datatype recvtype, int root, MPI_Comm comm,
-                 MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                             displs, recvtype, root, comm, request);
-    return gatherv(c, "MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcounts, displs, recvtype, root,
-                   COLL_NONBLOCKING(request));
-}
-
-int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                     void *recvbuf, const int recvcounts[], const int displs[],
-                     MPI_Datatype recvtype, int root, MPI_Comm comm,
-                     MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf,
-                                 recvcounts, displs, recvtype, root, comm, info,
-                                 request);
-    return gatherv(c, "MPI_Gatherv_init", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcounts, displs, recvtype, root,
-                   COLL_PERSISTENT(request));
-}
+#define GATHERV_PARAMS(COUNT, DISP)                                            \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, const COUNT recvcounts[], const DISP displs[],          \
+        MPI_Datatype recvtype, int root
+#define GATHERV_ARGS()                                                         \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root
+#define GATHERV_IMPL(c, fn, form)                                              \
+    gatherv(c, fn, sendbuf, sendcount, sendtype, recvbuf,                      \
+            COLL_VEC(recvcounts, displs), recvtype, root, form)
+GC_COLL_FORMS(Gatherv, Igatherv, GATHERV_PARAMS, GATHERV_ARGS, GATHERV_IMPL)
 
 /* Scatter is Scatterv of one sendcount x sendtype block per member. */
 static int scatter(struct gc_comm *c, const char *fn, const void *sendbuf,
-                   int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                   int recvcount, MPI_Datatype recvtype, int root,
+                   MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   MPI_Count recvcount, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
     struct coll_blocks b = COLL_BLOCKS_INIT;
@@ -340,109 +255,43 @@ cleanup:
     return status;
 }
 
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                            recvtype, root, comm);
-    return scatter(c, "MPI_Scatter", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcount, recvtype, root, COLL_BLOCKING);
-}
-
-int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
-                 MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                             recvtype, root, comm, request);
-    return scatter(c, "MPI_Iscatter", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcount, recvtype, root, COLL_NONBLOCKING(request));
-}
-
-int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                     int root, MPI_Comm comm, MPI_Info info,
-                     MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scatter_init(sendbuf, sendcount, sendtype, recvbuf,
-                                 recvcount, recvtype, root, comm, info,
-                                 request);
-    return scatter(c, "MPI_Scatter_init", sendbuf, sendcount, sendtype, recvbuf,
-                   recvcount, recvtype, root, COLL_PERSISTENT(request));
-}
+#define SCATTER_IMPL(c, fn, form) scatter(c, fn, ROOTED_ARGS(), form)
+GC_COLL_FORMS(Scatter, Iscatter, ROOTED_PARAMS, ROOTED_ARGS, SCATTER_IMPL)
 
 static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
-                    const int sendcounts[], const int displs[],
-                    MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                    MPI_Datatype recvtype, int root,
+                    struct coll_vec v, MPI_Datatype sendtype, void *recvbuf,
+                    MPI_Count recvcount, MPI_Datatype recvtype, int root,
                     const struct coll_form *form)
 {
-    int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
-                              sendcounts, sendtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_SCATTERV, c, fn, sendbuf, recvbuf, recvcount,
-                      recvtype, sendcounts, displs, sendtype, root, 0, form);
+    struct coll_wide w;
+    int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
+    if (status == MPI_SUCCESS)
+        status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
+                              w.counts, sendtype);
+    if (status == MPI_SUCCESS)
+        status =
+            run_rooted(GC_COLL_SCATTERV, c, fn, sendbuf, recvbuf, recvcount,
+                       recvtype, w.counts, w.displs, sendtype, root, 0, form);
+    coll_wide_free(&w);
+    return status;
 }
 
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[],
-                 const int displs[], MPI_Datatype sendtype, void *recvbuf,
-                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                             recvcount, recvtype, root, comm);
-    return scatterv(c, "MPI_Scatterv", sendbuf, sendcounts, displs, sendtype,
-                    recvbuf, recvcount, recvtype, root, COLL_BLOCKING);
-}
-
-int MPI_Iscatterv(const void *sendbuf, const int sendcounts[],
-                  const int displs[], MPI_Datatype sendtype, void *recvbuf,
-                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
-                  MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
-                              recvcount, recvtype, root, comm, request);
-    return scatterv(c, "MPI_Iscatterv", sendbuf, sendcounts, displs, sendtype,
-                    recvbuf, recvcount, recvtype, root,
-                    COLL_NONBLOCKING(request));
-}
-
-int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[],
-                      const int displs[], MPI_Datatype sendtype, void *recvbuf,
-                      int recvcount, MPI_Datatype recvtype, int root,
-                      MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype,
-                                  recvbuf, recvcount, recvtype, root, comm,
-                                  info, request);
-    return scatterv(c, "MPI_Scatterv_init", sendbuf, sendcounts, displs,
-                    sendtype, recvbuf, recvcount, recvtype, root,
-                    COLL_PERSISTENT(request));
-}
+#define SCATTERV_PARAMS(COUNT, DISP)                                           \
+    const void *sendbuf, const COUNT sendcounts[], const DISP displs[],        \
+        MPI_Datatype sendtype, void *recvbuf, COUNT recvcount,                 \
+        MPI_Datatype recvtype, int root
+#define SCATTERV_ARGS()                                                        \
+    sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root
+#define SCATTERV_IMPL(c, fn, form)                                             \
+    scatterv(c, fn, sendbuf, COLL_VEC(sendcounts, displs), sendtype, recvbuf,  \
+             recvcount, recvtype, root, form)
+GC_COLL_FORMS(Scatterv, Iscatterv, SCATTERV_PARAMS, SCATTERV_ARGS,
+              SCATTERV_IMPL)
 
 /* Allgather is Allgatherv of one recvcount x recvtype block per member. */
 static int allgather(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     int recvcount, MPI_Datatype recvtype,
+                     MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     MPI_Count recvcount, MPI_Datatype recvtype,
                      const struct coll_form *form)
 {
     struct coll_blocks b = COLL_BLOCKS_INIT;
@@ -464,104 +313,38 @@ cleanup:
     return status;
 }
 
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                              recvtype, comm);
-    return allgather(c, "MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf,
-                     recvcount, recvtype, COLL_BLOCKING);
-}
+#define ALLGATHER_IMPL(c, fn, form) allgather(c, fn, BLOCKS_ARGS(), form)
+GC_COLL_FORMS(Allgather, Iallgather, BLOCKS_PARAMS, BLOCKS_ARGS, ALLGATHER_IMPL)
 
-int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                   void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                   MPI_Comm comm, MPI_Request *request)
+static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
+                      MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      struct coll_vec v, MPI_Datatype recvtype,
+                      const struct coll_form *form)
 {
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                               recvtype, comm, request);
-    return allgather(c, "MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf,
-                     recvcount, recvtype, COLL_NONBLOCKING(request));
-}
-
-int MPI_Allgather_init(const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                       MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf,
-                                   recvcount, recvtype, comm, info, request);
-    return allgather(c, "MPI_Allgather_init", sendbuf, sendcount, sendtype,
-                     recvbuf, recvcount, recvtype, COLL_PERSISTENT(request));
-}
-
-static int allgatherv_call(struct gc_comm *c, const char *fn,
-                           const void *sendbuf, int sendcount,
-                           MPI_Datatype sendtype, void *recvbuf,
-                           const int recvcounts[], const int displs[],
-                           MPI_Datatype recvtype, const struct coll_form *form)
-{
-    int status = coll_check_counts(c, fn, c->size, recvcounts);
+    struct coll_wide w;
+    int status = coll_vec_wide(c, c->size, v, &w);
+    if (status == MPI_SUCCESS)
+        status = coll_check_counts(c, fn, c->size, w.counts);
     if (status == MPI_SUCCESS)
         status = coll_check_type(c, fn, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
         status = coll_check_buf(c, fn, sendcount, sendtype);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_rooted(GC_COLL_ALLGATHERV, c, fn, sendbuf, recvbuf, sendcount,
-                      sendtype, recvcounts, displs, recvtype, 0, 0, form);
+    if (status == MPI_SUCCESS)
+        status =
+            run_rooted(GC_COLL_ALLGATHERV, c, fn, sendbuf, recvbuf, sendcount,
+                       sendtype, w.counts, w.displs, recvtype, 0, 0, form);
+    coll_wide_free(&w);
+    return status;
 }
 
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                   void *recvbuf, const int recvcounts[], const int displs[],
-                   MPI_Datatype recvtype, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                               recvcounts, displs, recvtype, comm);
-    return allgatherv_call(c, "MPI_Allgatherv", sendbuf, sendcount, sendtype,
-                           recvbuf, recvcounts, displs, recvtype,
-                           COLL_BLOCKING);
-}
-
-int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                    void *recvbuf, const int recvcounts[], const int displs[],
-                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                recvcounts, displs, recvtype, comm, request);
-    return allgatherv_call(c, "MPI_Iallgatherv", sendbuf, sendcount, sendtype,
-                           recvbuf, recvcounts, displs, recvtype,
-                           COLL_NONBLOCKING(request));
-}
-
-int MPI_Allgatherv_init(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf,
-                        const int recvcounts[], const int displs[],
-                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info,
-                        MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf,
-                                    recvcounts, displs, recvtype, comm, info,
-                                    request);
-    return allgatherv_call(c, "MPI_Allgatherv_init", sendbuf, sendcount,
-                           sendtype, recvbuf, recvcounts, displs, recvtype,
-                           COLL_PERSISTENT(request));
-}
+#define ALLGATHERV_PARAMS(COUNT, DISP)                                         \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, const COUNT recvcounts[], const DISP displs[],          \
+        MPI_Datatype recvtype
+#define ALLGATHERV_ARGS()                                                      \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype
+#define ALLGATHERV_IMPL(c, fn, form)                                           \
+    allgatherv(c, fn, sendbuf, sendcount, sendtype, recvbuf,                   \
+               COLL_VEC(recvcounts, displs), recvtype, form)
+GC_COLL_FORMS(Allgatherv, Iallgatherv, ALLGATHERV_PARAMS, ALLGATHERV_ARGS,
+              ALLGATHERV_IMPL)

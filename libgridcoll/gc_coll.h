@@ -63,7 +63,7 @@ struct coll_temp {
     char *base;
     MPI_Aint stride;
 };
-int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
+int coll_temp_alloc(const struct gc_comm *c, MPI_Count count, MPI_Datatype type,
                     int blocks, struct coll_temp *t);
 
 /* malloc that never returns NULL for 0 bytes; NULL means out of memory. */
@@ -90,37 +90,109 @@ struct coll_form {
 #define COLL_NONBLOCKING(req) (&(const struct coll_form){(req), 0})
 #define COLL_PERSISTENT(req)  (&(const struct coll_form){(req), 1})
 
+/*
+ * The six MPI entry points of a collective: blocking, nonblocking (INAME,
+ * MPI_Ibcast) and persistent (NAME_init), each with int counts and in its
+ * large-count form (suffix _c, MPI 4.1 section 6.1: MPI_Count counts,
+ * MPI_Aint displacements).  PARAMS(COUNT, DISP) is the parameter list
+ * before the communicator with those types, ARGS() its names, IMPL(c, fn,
+ * form) the call of the one implementation all six share, which takes the
+ * large-count types (v-forms: a struct coll_vec).  A communicator that is
+ * not a grid one goes to MPICH's function of the same form.
+ */
+#define GC_COLL_FORMS(NAME, INAME, PARAMS, ARGS, IMPL)                         \
+    GC_COLL_FORMS_OF(NAME, INAME, , PARAMS(int, int), ARGS, IMPL)              \
+    GC_COLL_FORMS_OF(NAME, INAME, _c, PARAMS(MPI_Count, MPI_Aint), ARGS, IMPL)
+#define GC_COLL_FORMS_OF(NAME, INAME, SFX, PARAMS, ARGS, IMPL)                 \
+    int MPI_##NAME##SFX(PARAMS, MPI_Comm comm)                                 \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME##SFX(ARGS(), comm);                             \
+        return IMPL(c, "MPI_" #NAME #SFX, COLL_BLOCKING);                      \
+    }                                                                          \
+    int MPI_##INAME##SFX(PARAMS, MPI_Comm comm, MPI_Request *request)          \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_##INAME##SFX(ARGS(), comm, request);                   \
+        return IMPL(c, "MPI_" #INAME #SFX, COLL_NONBLOCKING(request));         \
+    }                                                                          \
+    int MPI_##NAME##_init##SFX(PARAMS, MPI_Comm comm, MPI_Info info,           \
+                               MPI_Request *request)                           \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME##_init##SFX(ARGS(), comm, info, request);       \
+        return IMPL(c, "MPI_" #NAME "_init" #SFX, COLL_PERSISTENT(request));   \
+    }
+
+/*
+ * A v-form's counts and displacements as the call gave them: int arrays
+ * (MPI_Gatherv) or large-count ones (MPI_Gatherv_c), told apart by
+ * COLL_VEC from their types.  coll_vec_wide gives the algorithms' form of
+ * the first n entries, the int arrays widened into memory that
+ * coll_wide_free releases (also after a failure).
+ */
+struct coll_vec {
+    const int *icounts, *idispls;
+    const MPI_Count *counts;
+    const MPI_Aint *displs;
+};
+#define COLL_VEC_INT(p)                                                        \
+    _Generic((p), const int *: (const int *)(p), int *: (const int *)(p),      \
+             default: (const int *)NULL)
+#define COLL_VEC_WIDE(T, p)                                                    \
+    _Generic((p), const int *: (const T *)NULL, int *: (const T *)NULL,        \
+             default: (const T *)(p))
+#define COLL_VEC(counts, displs)                                               \
+    ((struct coll_vec){COLL_VEC_INT(counts), COLL_VEC_INT(displs),             \
+                       COLL_VEC_WIDE(MPI_Count, counts),                       \
+                       COLL_VEC_WIDE(MPI_Aint, displs)})
+struct coll_wide {
+    const MPI_Count *counts;
+    const MPI_Aint *displs;
+    MPI_Count *own_counts;
+    MPI_Aint *own_displs;
+};
+int coll_vec_wide(const struct gc_comm *c, int n, struct coll_vec v,
+                  struct coll_wide *w);
+void coll_wide_free(struct coll_wide *w);
+
 /* Bytes with an optional K, M or G suffix (powers of 1024), not 0:
  * 0, else -1. */
 int coll_parse_size(const char *text, size_t *value);
 
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);
-int coll_check_count(const struct gc_comm *c, const char *fn, int count);
+int coll_check_count(const struct gc_comm *c, const char *fn, MPI_Count count);
 int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
-                      const int *counts);
+                      const MPI_Count *counts);
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type);
 /* op on type: MPI_OP_NULL, or a predefined op the type does not take. */
 int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
                   MPI_Datatype type);
 /* A null buffer for count > 0 elements of a predefined type. */
 int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
-                       int count, MPI_Datatype type);
+                       MPI_Count count, MPI_Datatype type);
 /* sendbuf == recvbuf without MPI_IN_PLACE (count > 0). */
 int coll_check_alias(const struct gc_comm *c, const char *fn,
-                     const void *sendbuf, const void *recvbuf, int count);
+                     const void *sendbuf, const void *recvbuf, MPI_Count count);
 /* count elements of type: a valid send or receive description. */
-int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
+int coll_check_buf(const struct gc_comm *c, const char *fn, MPI_Count count,
                    MPI_Datatype type);
 
 /* gc_packed_size, an oversized message through the handler. */
-int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
-                     size_t *len);
+int coll_packed_size(const struct gc_comm *c, MPI_Count count,
+                     MPI_Datatype type, size_t *len);
 /* Exactly `len` packed bytes (gc_packed_size) to or from a typed buffer. */
-int coll_pack(const struct gc_comm *c, const void *buf, int count,
+int coll_pack(const struct gc_comm *c, const void *buf, MPI_Count count,
               MPI_Datatype type, void *out, size_t len);
 int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
-                int count, MPI_Datatype type);
+                MPI_Count count, MPI_Datatype type);
 
 /*
  * One block of count x type per member, so a collective's uniform form
@@ -132,9 +204,9 @@ int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
  */
 struct coll_blocks {
     MPI_Datatype type;
-    int count;
-    int *counts;
-    int *displs;
+    MPI_Count count;
+    MPI_Count *counts;
+    MPI_Aint *displs;
 };
 #define COLL_BLOCKS_INIT                                                       \
     {                                                                          \
@@ -161,9 +233,9 @@ int coll_local_wait(MPI_Request *req);
  * by coll_local_wait, so waiting ranks sleep instead of spinning in MPICH.
  */
 int coll_local_barrier(MPI_Comm comm);
-int coll_local_bcast(void *buf, int count, MPI_Datatype type, int root,
+int coll_local_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root,
                      MPI_Comm comm);
-int coll_local_reduce(const void *sbuf, void *rbuf, int count,
+int coll_local_reduce(const void *sbuf, void *rbuf, MPI_Count count,
                       MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm);
 /* PMPI_Waitall, statuses ignored, sleeping between polls; every request
  * completes, the first error is returned. */
@@ -184,29 +256,30 @@ int coll_irecv(struct gc_comm *c, int src, int tag, void *buf, size_t len,
  * finishes after all of them.  Types and the counts/displs arrays are
  * copied or held by the schedule.
  */
-int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
-                int root, int after, int *done);
-int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf, int count,
-                 MPI_Datatype type, MPI_Op op, int root, size_t segsize,
-                 int after, int *done);
+int phase_bcast(struct coll_sched *s, void *buf, MPI_Count count,
+                MPI_Datatype type, int root, int after, int *done);
+int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf,
+                 MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                 size_t segsize, int after, int *done);
 /*
  * rcounts, rdispls, rtype (scounts, sdispls, stype) matter at the root
  * only.  `uniform`: every member sends (receives) the same number of
  * bytes, so site leaders need not collect their members' sizes.
  */
-int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
-                  MPI_Datatype stype, void *rbuf, const int *rcounts,
-                  const int *rdispls, MPI_Datatype rtype, int root, int uniform,
-                  int after, int *done);
-int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
-                   const int *sdispls, MPI_Datatype stype, void *rbuf,
-                   int rcount, MPI_Datatype rtype, int root, int uniform,
-                   int after, int *done);
+int phase_gatherv(struct coll_sched *s, const void *sbuf, MPI_Count scount,
+                  MPI_Datatype stype, void *rbuf, const MPI_Count *rcounts,
+                  const MPI_Aint *rdispls, MPI_Datatype rtype, int root,
+                  int uniform, int after, int *done);
+int phase_scatterv(struct coll_sched *s, const void *sbuf,
+                   const MPI_Count *scounts, const MPI_Aint *sdispls,
+                   MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+                   MPI_Datatype rtype, int root, int uniform, int after,
+                   int *done);
 /*
  * Room in s for `count` elements of `type` laid out as the datatype says
  * (what PMPI_Reduce_local needs): *base is where element 0 goes.
  */
-int coll_sched_temp(struct coll_sched *s, int count, MPI_Datatype type,
+int coll_sched_temp(struct coll_sched *s, MPI_Count count, MPI_Datatype type,
                     void **base);
 
 /* 1 when every site's members are one contiguous range of comm ranks. */
@@ -223,7 +296,7 @@ int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order);
  * (count elements of type) in rbuf.
  */
 int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
-                 size_t stride, size_t len, void *rbuf, int count,
+                 size_t stride, size_t len, void *rbuf, MPI_Count count,
                  MPI_Datatype type, MPI_Op op);
 /* coll_combine as a schedule's CALL step (arg: struct coll_fold). */
 struct coll_fold {
@@ -231,7 +304,7 @@ struct coll_fold {
     int sources;
     size_t stride, len;
     void *rbuf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op op;
 };

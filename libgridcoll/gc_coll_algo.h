@@ -67,14 +67,14 @@ enum gc_coll_kind {
 
 /* One side of an all-to-all per comm rank; displacements in bytes. */
 struct coll_side {
-    int *counts;
+    MPI_Count *counts;
     MPI_Aint *displs;
     MPI_Datatype *types;
 };
 
 struct coll_bcast_args {
     void *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     int root;
 };
@@ -83,7 +83,7 @@ struct coll_bcast_args {
 struct coll_reduce_args {
     const void *sbuf; /* as the user passed it: may be MPI_IN_PLACE */
     void *rbuf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op op;
     int root;
@@ -93,7 +93,7 @@ struct coll_reduce_args {
 struct coll_reduce_scatter_args {
     const void *sbuf; /* may be MPI_IN_PLACE */
     void *rbuf;
-    const int *rcounts;
+    const MPI_Count *rcounts;
     MPI_Datatype type;
     MPI_Op op;
 };
@@ -108,10 +108,10 @@ struct coll_reduce_scatter_args {
 struct coll_rooted_args {
     const void *sbuf;
     void *rbuf;
-    int block_count;
+    MPI_Count block_count;
     MPI_Datatype block_type;
-    const int *counts;
-    const int *displs;
+    const MPI_Count *counts;
+    const MPI_Aint *displs;
     MPI_Datatype many_type;
     int root;
     int uniform; /* every member's block has the same size */
@@ -135,7 +135,7 @@ struct coll_neighbor_args {
     void *rbuf;
     int indegree, outdegree;
     const int *sources, *destinations;
-    const int *scounts, *rcounts;
+    const MPI_Count *scounts, *rcounts;
     const MPI_Aint *sdispls, *rdispls;
     const MPI_Datatype *stypes, *rtypes;
     /* A Cartesian topology: sources[2d] and [2d + 1] are the -1 and +1

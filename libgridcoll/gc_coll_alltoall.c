@@ -17,56 +17,64 @@ static void side_free(struct coll_side *s)
 }
 
 /*
- * One side as an entry point gives it: Alltoall (counts NULL: `count`
- * elements of `type` per peer, consecutive), Alltoallv (types NULL:
- * displs in extents of `type`) or Alltoallw (displs in bytes, types[]).
+ * One side as an entry point gives it: Alltoall (v.counts and v.icounts
+ * NULL: `count` elements of `type` per peer, consecutive), Alltoallv
+ * (types NULL: displs in extents of `type`) or Alltoallw (displs in
+ * bytes, types[]).
  */
 struct side_args {
-    const int *counts;
-    int count;
-    const int *displs;
+    struct coll_vec v;
+    MPI_Count count;
     MPI_Datatype type;
     const MPI_Datatype *types;
 };
 
-static int side_check(const struct gc_comm *c, const char *fn,
-                      const struct side_args *a)
+static int side_uniform(const struct side_args *a)
 {
-    if (a->counts == NULL)
-        return coll_check_buf(c, fn, a->count, a->type);
-    int status = coll_check_counts(c, fn, c->size, a->counts);
-    if (status == MPI_SUCCESS && a->types == NULL)
-        status = coll_check_type(c, fn, a->type);
-    return status;
+    return a->v.counts == NULL && a->v.icounts == NULL;
 }
 
 /* The caller frees `s` with side_free, also after a failure. */
-static int side_fill(const struct gc_comm *c, const struct side_args *a,
-                     struct coll_side *s)
+static int side_fill(const struct gc_comm *c, const char *fn,
+                     const struct side_args *a, struct coll_side *s)
 {
     MPI_Aint lb, extent = 0;
     size_t n = (size_t)c->size + 1;
+    struct coll_wide w = {0};
+    int status = MPI_SUCCESS;
     s->counts = malloc(n * sizeof *s->counts);
     s->displs = malloc(n * sizeof *s->displs);
     s->types = malloc(n * sizeof *s->types);
-    if (s->counts == NULL || s->displs == NULL || s->types == NULL)
-        return coll_no_mem(c);
-    if (a->types == NULL) {
-        int status = PMPI_Type_get_extent(a->type, &lb, &extent);
-        if (status != MPI_SUCCESS)
-            return status;
+    if (s->counts == NULL || s->displs == NULL || s->types == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
+    if (side_uniform(a)) {
+        status = coll_check_buf(c, fn, a->count, a->type);
+    } else {
+        status = coll_vec_wide(c, c->size, a->v, &w);
+        if (status == MPI_SUCCESS)
+            status = coll_check_counts(c, fn, c->size, w.counts);
+        if (status == MPI_SUCCESS && a->types == NULL)
+            status = coll_check_type(c, fn, a->type);
+    }
+    if (status == MPI_SUCCESS && a->types == NULL)
+        status = PMPI_Type_get_extent(a->type, &lb, &extent);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
     for (int r = 0; r < c->size; r++) {
-        s->counts[r] = a->counts != NULL ? a->counts[r] : a->count;
+        s->counts[r] = w.counts != NULL ? w.counts[r] : a->count;
         s->types[r] = a->types != NULL ? a->types[r] : a->type;
-        if (a->counts == NULL)
+        if (w.counts == NULL)
             s->displs[r] = (MPI_Aint)r * a->count * extent;
         else if (a->types == NULL)
-            s->displs[r] = a->displs[r] * extent;
+            s->displs[r] = w.displs[r] * extent;
         else
-            s->displs[r] = a->displs[r];
+            s->displs[r] = w.displs[r];
     }
-    return MPI_SUCCESS;
+cleanup:
+    coll_wide_free(&w);
+    return status;
 }
 
 /*
@@ -78,17 +86,9 @@ static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
                     const struct side_args *ra, const struct coll_form *form)
 {
     struct coll_side snd = {0}, rcv = {0};
-    int status = side_check(c, fn, ra);
+    int status = side_fill(c, fn, ra, &rcv);
     if (status == MPI_SUCCESS && sbuf != MPI_IN_PLACE)
-        status = side_check(c, fn, sa);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    if (sbuf != MPI_IN_PLACE) {
-        status = side_fill(c, sa, &snd);
-        if (status != MPI_SUCCESS)
-            goto cleanup;
-    }
-    status = side_fill(c, ra, &rcv);
+        status = side_fill(c, fn, sa, &snd);
     if (status != MPI_SUCCESS)
         goto cleanup;
     struct coll_args a = {.comm = c,
@@ -107,8 +107,8 @@ cleanup:
 }
 
 static int alltoall(struct gc_comm *c, const char *fn, const void *sendbuf,
-                    int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    int recvcount, MPI_Datatype recvtype,
+                    MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    MPI_Count recvcount, MPI_Datatype recvtype,
                     const struct coll_form *form)
 {
     int status = sendcount > 0
@@ -122,168 +122,48 @@ static int alltoall(struct gc_comm *c, const char *fn, const void *sendbuf,
         &(struct side_args){.count = recvcount, .type = recvtype}, form);
 }
 
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                 MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                             recvtype, comm);
-    return alltoall(c, "MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf,
-                    recvcount, recvtype, COLL_BLOCKING);
-}
+#define ALLTOALL_PARAMS(COUNT, DISP)                                           \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, COUNT recvcount, MPI_Datatype recvtype
+#define ALLTOALL_ARGS()                                                        \
+    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
+#define ALLTOALL_IMPL(c, fn, form) alltoall(c, fn, ALLTOALL_ARGS(), form)
+GC_COLL_FORMS(Alltoall, Ialltoall, ALLTOALL_PARAMS, ALLTOALL_ARGS,
+              ALLTOALL_IMPL)
 
-int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                  MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                              recvtype, comm, request);
-    return alltoall(c, "MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf,
-                    recvcount, recvtype, COLL_NONBLOCKING(request));
-}
+#define ALLTOALLV_PARAMS(COUNT, DISP)                                          \
+    const void *sendbuf, const COUNT sendcounts[], const DISP sdispls[],       \
+        MPI_Datatype sendtype, void *recvbuf, const COUNT recvcounts[],        \
+        const DISP rdispls[], MPI_Datatype recvtype
+#define ALLTOALLV_ARGS()                                                       \
+    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,      \
+        recvtype
+#define ALLTOALLV_IMPL(c, fn, form)                                            \
+    exchange(GC_COLL_ALLTOALLV, c, fn, sendbuf,                                \
+             &(struct side_args){.v = COLL_VEC(sendcounts, sdispls),           \
+                                 .type = sendtype},                            \
+             recvbuf,                                                          \
+             &(struct side_args){.v = COLL_VEC(recvcounts, rdispls),           \
+                                 .type = recvtype},                            \
+             form)
+GC_COLL_FORMS(Alltoallv, Ialltoallv, ALLTOALLV_PARAMS, ALLTOALLV_ARGS,
+              ALLTOALLV_IMPL)
 
-int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                      MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoall_init(sendbuf, sendcount, sendtype, recvbuf,
-                                  recvcount, recvtype, comm, info, request);
-    return alltoall(c, "MPI_Alltoall_init", sendbuf, sendcount, sendtype,
-                    recvbuf, recvcount, recvtype, COLL_PERSISTENT(request));
-}
-
-static int alltoallv(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     const int sendcounts[], const int sdispls[],
-                     MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int rdispls[],
-                     MPI_Datatype recvtype, const struct coll_form *form)
-{
-    return exchange(
-        GC_COLL_ALLTOALLV, c, fn, sendbuf,
-        &(struct side_args){
-            .counts = sendcounts, .displs = sdispls, .type = sendtype},
-        recvbuf,
-        &(struct side_args){
-            .counts = recvcounts, .displs = rdispls, .type = recvtype},
-        form);
-}
-
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
-                  const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                  const int recvcounts[], const int rdispls[],
-                  MPI_Datatype recvtype, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                              recvcounts, rdispls, recvtype, comm);
-    return alltoallv(c, "MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype,
-                     recvbuf, recvcounts, rdispls, recvtype, COLL_BLOCKING);
-}
-
-int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
-                   const int sdispls[], MPI_Datatype sendtype, void *recvbuf,
-                   const int recvcounts[], const int rdispls[],
-                   MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                               recvcounts, rdispls, recvtype, comm, request);
-    return alltoallv(c, "MPI_Ialltoallv", sendbuf, sendcounts, sdispls,
-                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                     COLL_NONBLOCKING(request));
-}
-
-int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[],
-                       const int sdispls[], MPI_Datatype sendtype,
-                       void *recvbuf, const int recvcounts[],
-                       const int rdispls[], MPI_Datatype recvtype,
-                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype,
-                                   recvbuf, recvcounts, rdispls, recvtype, comm,
-                                   info, request);
-    return alltoallv(c, "MPI_Alltoallv_init", sendbuf, sendcounts, sdispls,
-                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                     COLL_PERSISTENT(request));
-}
-
-static int alltoallw(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     const int sendcounts[], const int sdispls[],
-                     const MPI_Datatype sendtypes[], void *recvbuf,
-                     const int recvcounts[], const int rdispls[],
-                     const MPI_Datatype recvtypes[],
-                     const struct coll_form *form)
-{
-    return exchange(
-        GC_COLL_ALLTOALLW, c, fn, sendbuf,
-        &(struct side_args){
-            .counts = sendcounts, .displs = sdispls, .types = sendtypes},
-        recvbuf,
-        &(struct side_args){
-            .counts = recvcounts, .displs = rdispls, .types = recvtypes},
-        form);
-}
-
-int MPI_Alltoallw(const void *sendbuf, const int sendcounts[],
-                  const int sdispls[], const MPI_Datatype sendtypes[],
-                  void *recvbuf, const int recvcounts[], const int rdispls[],
-                  const MPI_Datatype recvtypes[], MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
-                              recvcounts, rdispls, recvtypes, comm);
-    return alltoallw(c, "MPI_Alltoallw", sendbuf, sendcounts, sdispls,
-                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                     COLL_BLOCKING);
-}
-
-int MPI_Ialltoallw(const void *sendbuf, const int sendcounts[],
-                   const int sdispls[], const MPI_Datatype sendtypes[],
-                   void *recvbuf, const int recvcounts[], const int rdispls[],
-                   const MPI_Datatype recvtypes[], MPI_Comm comm,
-                   MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
-                               recvcounts, rdispls, recvtypes, comm, request);
-    return alltoallw(c, "MPI_Ialltoallw", sendbuf, sendcounts, sdispls,
-                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                     COLL_NONBLOCKING(request));
-}
-
-int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[],
-                       const int sdispls[], const MPI_Datatype sendtypes[],
-                       void *recvbuf, const int recvcounts[],
-                       const int rdispls[], const MPI_Datatype recvtypes[],
-                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes,
-                                   recvbuf, recvcounts, rdispls, recvtypes,
-                                   comm, info, request);
-    return alltoallw(c, "MPI_Alltoallw_init", sendbuf, sendcounts, sdispls,
-                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                     COLL_PERSISTENT(request));
-}
+#define ALLTOALLW_PARAMS(COUNT, DISP)                                          \
+    const void *sendbuf, const COUNT sendcounts[], const DISP sdispls[],       \
+        const MPI_Datatype sendtypes[], void *recvbuf,                         \
+        const COUNT recvcounts[], const DISP rdispls[],                        \
+        const MPI_Datatype recvtypes[]
+#define ALLTOALLW_ARGS()                                                       \
+    sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,     \
+        recvtypes
+#define ALLTOALLW_IMPL(c, fn, form)                                            \
+    exchange(GC_COLL_ALLTOALLW, c, fn, sendbuf,                                \
+             &(struct side_args){.v = COLL_VEC(sendcounts, sdispls),           \
+                                 .types = sendtypes},                          \
+             recvbuf,                                                          \
+             &(struct side_args){.v = COLL_VEC(recvcounts, rdispls),           \
+                                 .types = recvtypes},                          \
+             form)
+GC_COLL_FORMS(Alltoallw, Ialltoallw, ALLTOALLW_PARAMS, ALLTOALLW_ARGS,
+              ALLTOALLW_IMPL)

@@ -17,23 +17,22 @@
 /*
  * One side of a call as the program gave it: `count` x `type` per
  * neighbour, blocks consecutive (allgather's send side: the same block
- * for every neighbour, `same`); or counts[] with displs[] in extents of
- * `type` (v-forms); or counts[], byte displacements bdispls[] and types[]
+ * for every neighbour, `same`); or counts and displacements (`v`) in
+ * extents of `type` (v-forms) or, with `bytes`, in bytes with types[]
  * (w-form).
  */
 struct nbr_side {
     const void *buf;
-    int count;
+    MPI_Count count;
     int same;
-    const int *counts;
-    const int *displs;
-    const MPI_Aint *bdispls;
+    struct coll_vec v;
+    int bytes;
     MPI_Datatype type;
     const MPI_Datatype *types;
 };
 
 struct nbr_arrays {
-    int *counts;
+    MPI_Count *counts;
     MPI_Aint *displs;
     MPI_Datatype *types;
 };
@@ -45,45 +44,45 @@ static void arrays_free(struct nbr_arrays *x)
     free(x->types);
 }
 
-static int check_side(const struct gc_comm *c, const char *fn, int degree,
-                      const struct nbr_side *s)
-{
-    if (s->counts == NULL)
-        return coll_check_buf(c, fn, s->count, s->type);
-    int status = MPI_SUCCESS;
-    for (int i = 0; i < degree && status == MPI_SUCCESS; i++)
-        status = coll_check_buf(c, fn, s->counts[i],
-                                s->types != NULL ? s->types[i] : s->type);
-    return status;
-}
-
-/* Every block of a side as count, byte displacement and type. */
-static int fill(const struct gc_comm *c, int degree, const struct nbr_side *s,
-                struct nbr_arrays *x)
+/* Check a side and describe every block as count, byte displacement and
+ * type. */
+static int fill(const struct gc_comm *c, const char *fn, int degree,
+                const struct nbr_side *s, struct nbr_arrays *x)
 {
     size_t n = (size_t)(degree > 0 ? degree : 1);
+    struct coll_wide w = {0};
+    MPI_Aint lb, extent = 0;
+    int status = MPI_SUCCESS;
+    int uniform = s->v.counts == NULL && s->v.icounts == NULL;
     x->counts = malloc(n * sizeof *x->counts);
     x->displs = malloc(n * sizeof *x->displs);
     x->types = malloc(n * sizeof *x->types);
-    if (x->counts == NULL || x->displs == NULL || x->types == NULL)
-        return coll_no_mem(c);
-    MPI_Aint lb, extent = 0;
-    if (s->types == NULL) {
-        int status = PMPI_Type_get_extent(s->type, &lb, &extent);
-        if (status != MPI_SUCCESS)
-            return status;
+    if (x->counts == NULL || x->displs == NULL || x->types == NULL) {
+        status = coll_no_mem(c);
+        goto cleanup;
     }
+    if (uniform)
+        status = coll_check_buf(c, fn, s->count, s->type);
+    else
+        status = coll_vec_wide(c, degree, s->v, &w);
+    for (int i = 0; !uniform && i < degree && status == MPI_SUCCESS; i++)
+        status = coll_check_buf(c, fn, w.counts[i],
+                                s->types != NULL ? s->types[i] : s->type);
+    if (status == MPI_SUCCESS && s->types == NULL)
+        status = PMPI_Type_get_extent(s->type, &lb, &extent);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
     for (int i = 0; i < degree; i++) {
-        x->counts[i] = s->counts != NULL ? s->counts[i] : s->count;
+        x->counts[i] = uniform ? s->count : w.counts[i];
         x->types[i] = s->types != NULL ? s->types[i] : s->type;
-        if (s->bdispls != NULL)
-            x->displs[i] = s->bdispls[i];
-        else if (s->displs != NULL)
-            x->displs[i] = (MPI_Aint)s->displs[i] * extent;
-        else
+        if (uniform)
             x->displs[i] = s->same ? 0 : (MPI_Aint)i * s->count * extent;
+        else
+            x->displs[i] = s->bytes ? w.displs[i] : w.displs[i] * extent;
     }
-    return MPI_SUCCESS;
+cleanup:
+    coll_wide_free(&w);
+    return status;
 }
 
 static int neighbor(struct gc_comm *c, const char *fn,
@@ -100,13 +99,9 @@ static int neighbor(struct gc_comm *c, const char *fn,
                                 "the communicator has no process topology");
         goto cleanup;
     }
-    status = check_side(c, fn, n.outdegree, snd);
+    status = fill(c, fn, n.outdegree, snd, &sx);
     if (status == MPI_SUCCESS)
-        status = check_side(c, fn, n.indegree, rcv);
-    if (status == MPI_SUCCESS)
-        status = fill(c, n.outdegree, snd, &sx);
-    if (status == MPI_SUCCESS)
-        status = fill(c, n.indegree, rcv, &rx);
+        status = fill(c, fn, n.indegree, rcv, &rx);
     if (status != MPI_SUCCESS)
         goto cleanup;
     n.scounts = sx.counts;
@@ -122,7 +117,8 @@ static int neighbor(struct gc_comm *c, const char *fn,
                           .persistent = form->persistent};
     /* Allgather and alltoall: MPI makes the block's type signature the
      * same on every member (the v- and w-forms leave bytes 0). */
-    if (snd->counts == NULL && rcv->counts == NULL)
+    if (snd->v.counts == NULL && snd->v.icounts == NULL &&
+        rcv->v.counts == NULL && rcv->v.icounts == NULL)
         status = coll_packed_size(c, rcv->count, rcv->type, &a.bytes);
     if (status != MPI_SUCCESS)
         goto cleanup;
@@ -134,328 +130,92 @@ cleanup:
     return status;
 }
 
-/* ---- MPI_Neighbor_allgather --------------------------------------------- */
+/* ---- the entry points (gc_coll.h, GC_COLL_FORMS) ------------------------- */
 
-static int allgather(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                     int recvcount, MPI_Datatype recvtype,
-                     const struct coll_form *form)
-{
-    struct nbr_side snd = {
-        .buf = sendbuf, .count = sendcount, .same = 1, .type = sendtype};
-    struct nbr_side rcv = {
-        .buf = recvbuf, .count = recvcount, .type = recvtype};
-    return neighbor(c, fn, &snd, &rcv, form);
-}
+/* Neighbor_allgather and Neighbor_alltoall: one count and type a side. */
+#define NBR_BLOCKS_PARAMS(COUNT, DISP)                                         \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, COUNT recvcount, MPI_Datatype recvtype
+#define NBR_BLOCKS_ARGS()                                                      \
+    sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype
 
-int MPI_Neighbor_allgather(const void *sendbuf, int sendcount,
-                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                           MPI_Datatype recvtype, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
-                                       recvcount, recvtype, comm);
-    return allgather(c, "MPI_Neighbor_allgather", sendbuf, sendcount, sendtype,
-                     recvbuf, recvcount, recvtype, COLL_BLOCKING);
-}
+#define NBR_ALLGATHER_IMPL(c, fn, form)                                        \
+    neighbor(                                                                  \
+        c, fn,                                                                 \
+        &(struct nbr_side){                                                    \
+            .buf = sendbuf, .count = sendcount, .same = 1, .type = sendtype},  \
+        &(struct nbr_side){                                                    \
+            .buf = recvbuf, .count = recvcount, .type = recvtype},             \
+        form)
+GC_COLL_FORMS(Neighbor_allgather, Ineighbor_allgather, NBR_BLOCKS_PARAMS,
+              NBR_BLOCKS_ARGS, NBR_ALLGATHER_IMPL)
 
-int MPI_Ineighbor_allgather(const void *sendbuf, int sendcount,
-                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, MPI_Comm comm,
-                            MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
-                                        recvcount, recvtype, comm, request);
-    return allgather(c, "MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype,
-                     recvbuf, recvcount, recvtype, COLL_NONBLOCKING(request));
-}
+#define NBR_ALLGATHERV_PARAMS(COUNT, DISP)                                     \
+    const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,               \
+        void *recvbuf, const COUNT recvcounts[], const DISP displs[],          \
+        MPI_Datatype recvtype
+#define NBR_ALLGATHERV_ARGS()                                                  \
+    sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype
+#define NBR_ALLGATHERV_IMPL(c, fn, form)                                       \
+    neighbor(                                                                  \
+        c, fn,                                                                 \
+        &(struct nbr_side){                                                    \
+            .buf = sendbuf, .count = sendcount, .same = 1, .type = sendtype},  \
+        &(struct nbr_side){.buf = recvbuf,                                     \
+                           .v = COLL_VEC(recvcounts, displs),                  \
+                           .type = recvtype},                                  \
+        form)
+GC_COLL_FORMS(Neighbor_allgatherv, Ineighbor_allgatherv, NBR_ALLGATHERV_PARAMS,
+              NBR_ALLGATHERV_ARGS, NBR_ALLGATHERV_IMPL)
 
-int MPI_Neighbor_allgather_init(const void *sendbuf, int sendcount,
-                                MPI_Datatype sendtype, void *recvbuf,
-                                int recvcount, MPI_Datatype recvtype,
-                                MPI_Comm comm, MPI_Info info,
-                                MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_allgather_init(sendbuf, sendcount, sendtype,
-                                            recvbuf, recvcount, recvtype, comm,
-                                            info, request);
-    return allgather(c, "MPI_Neighbor_allgather_init", sendbuf, sendcount,
-                     sendtype, recvbuf, recvcount, recvtype,
-                     COLL_PERSISTENT(request));
-}
+#define NBR_ALLTOALL_IMPL(c, fn, form)                                         \
+    neighbor(c, fn,                                                            \
+             &(struct nbr_side){                                               \
+                 .buf = sendbuf, .count = sendcount, .type = sendtype},        \
+             &(struct nbr_side){                                               \
+                 .buf = recvbuf, .count = recvcount, .type = recvtype},        \
+             form)
+GC_COLL_FORMS(Neighbor_alltoall, Ineighbor_alltoall, NBR_BLOCKS_PARAMS,
+              NBR_BLOCKS_ARGS, NBR_ALLTOALL_IMPL)
 
-/* ---- MPI_Neighbor_allgatherv -------------------------------------------- */
+#define NBR_ALLTOALLV_PARAMS(COUNT, DISP)                                      \
+    const void *sendbuf, const COUNT sendcounts[], const DISP sdispls[],       \
+        MPI_Datatype sendtype, void *recvbuf, const COUNT recvcounts[],        \
+        const DISP rdispls[], MPI_Datatype recvtype
+#define NBR_ALLTOALLV_ARGS()                                                   \
+    sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,      \
+        recvtype
+#define NBR_ALLTOALLV_IMPL(c, fn, form)                                        \
+    neighbor(c, fn,                                                            \
+             &(struct nbr_side){.buf = sendbuf,                                \
+                                .v = COLL_VEC(sendcounts, sdispls),            \
+                                .type = sendtype},                             \
+             &(struct nbr_side){.buf = recvbuf,                                \
+                                .v = COLL_VEC(recvcounts, rdispls),            \
+                                .type = recvtype},                             \
+             form)
+GC_COLL_FORMS(Neighbor_alltoallv, Ineighbor_alltoallv, NBR_ALLTOALLV_PARAMS,
+              NBR_ALLTOALLV_ARGS, NBR_ALLTOALLV_IMPL)
 
-static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
-                      int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                      const int recvcounts[], const int displs[],
-                      MPI_Datatype recvtype, const struct coll_form *form)
-{
-    struct nbr_side snd = {
-        .buf = sendbuf, .count = sendcount, .same = 1, .type = sendtype};
-    struct nbr_side rcv = {.buf = recvbuf,
-                           .counts = recvcounts,
-                           .displs = displs,
-                           .type = recvtype};
-    return neighbor(c, fn, &snd, &rcv, form);
-}
-
-int MPI_Neighbor_allgatherv(const void *sendbuf, int sendcount,
-                            MPI_Datatype sendtype, void *recvbuf,
-                            const int recvcounts[], const int displs[],
-                            MPI_Datatype recvtype, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                        recvcounts, displs, recvtype, comm);
-    return allgatherv(c, "MPI_Neighbor_allgatherv", sendbuf, sendcount,
-                      sendtype, recvbuf, recvcounts, displs, recvtype,
-                      COLL_BLOCKING);
-}
-
-int MPI_Ineighbor_allgatherv(const void *sendbuf, int sendcount,
-                             MPI_Datatype sendtype, void *recvbuf,
-                             const int recvcounts[], const int displs[],
-                             MPI_Datatype recvtype, MPI_Comm comm,
-                             MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
-                                         recvcounts, displs, recvtype, comm,
-                                         request);
-    return allgatherv(c, "MPI_Ineighbor_allgatherv", sendbuf, sendcount,
-                      sendtype, recvbuf, recvcounts, displs, recvtype,
-                      COLL_NONBLOCKING(request));
-}
-
-int MPI_Neighbor_allgatherv_init(const void *sendbuf, int sendcount,
-                                 MPI_Datatype sendtype, void *recvbuf,
-                                 const int recvcounts[], const int displs[],
-                                 MPI_Datatype recvtype, MPI_Comm comm,
-                                 MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_allgatherv_init(sendbuf, sendcount, sendtype,
-                                             recvbuf, recvcounts, displs,
-                                             recvtype, comm, info, request);
-    return allgatherv(c, "MPI_Neighbor_allgatherv_init", sendbuf, sendcount,
-                      sendtype, recvbuf, recvcounts, displs, recvtype,
-                      COLL_PERSISTENT(request));
-}
-
-/* ---- MPI_Neighbor_alltoall ---------------------------------------------- */
-
-static int alltoall(struct gc_comm *c, const char *fn, const void *sendbuf,
-                    int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                    int recvcount, MPI_Datatype recvtype,
-                    const struct coll_form *form)
-{
-    struct nbr_side snd = {
-        .buf = sendbuf, .count = sendcount, .type = sendtype};
-    struct nbr_side rcv = {
-        .buf = recvbuf, .count = recvcount, .type = recvtype};
-    return neighbor(c, fn, &snd, &rcv, form);
-}
-
-int MPI_Neighbor_alltoall(const void *sendbuf, int sendcount,
-                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                          MPI_Datatype recvtype, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
-                                      recvcount, recvtype, comm);
-    return alltoall(c, "MPI_Neighbor_alltoall", sendbuf, sendcount, sendtype,
-                    recvbuf, recvcount, recvtype, COLL_BLOCKING);
-}
-
-int MPI_Ineighbor_alltoall(const void *sendbuf, int sendcount,
-                           MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                           MPI_Datatype recvtype, MPI_Comm comm,
-                           MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
-                                       recvcount, recvtype, comm, request);
-    return alltoall(c, "MPI_Ineighbor_alltoall", sendbuf, sendcount, sendtype,
-                    recvbuf, recvcount, recvtype, COLL_NONBLOCKING(request));
-}
-
-int MPI_Neighbor_alltoall_init(const void *sendbuf, int sendcount,
-                               MPI_Datatype sendtype, void *recvbuf,
-                               int recvcount, MPI_Datatype recvtype,
-                               MPI_Comm comm, MPI_Info info,
-                               MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoall_init(sendbuf, sendcount, sendtype,
-                                           recvbuf, recvcount, recvtype, comm,
-                                           info, request);
-    return alltoall(c, "MPI_Neighbor_alltoall_init", sendbuf, sendcount,
-                    sendtype, recvbuf, recvcount, recvtype,
-                    COLL_PERSISTENT(request));
-}
-
-/* ---- MPI_Neighbor_alltoallv --------------------------------------------- */
-
-static int alltoallv(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     const int sendcounts[], const int sdispls[],
-                     MPI_Datatype sendtype, void *recvbuf,
-                     const int recvcounts[], const int rdispls[],
-                     MPI_Datatype recvtype, const struct coll_form *form)
-{
-    struct nbr_side snd = {.buf = sendbuf,
-                           .counts = sendcounts,
-                           .displs = sdispls,
-                           .type = sendtype};
-    struct nbr_side rcv = {.buf = recvbuf,
-                           .counts = recvcounts,
-                           .displs = rdispls,
-                           .type = recvtype};
-    return neighbor(c, fn, &snd, &rcv, form);
-}
-
-int MPI_Neighbor_alltoallv(const void *sendbuf, const int sendcounts[],
-                           const int sdispls[], MPI_Datatype sendtype,
-                           void *recvbuf, const int recvcounts[],
-                           const int rdispls[], MPI_Datatype recvtype,
-                           MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
-                                       recvbuf, recvcounts, rdispls, recvtype,
-                                       comm);
-    return alltoallv(c, "MPI_Neighbor_alltoallv", sendbuf, sendcounts, sdispls,
-                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                     COLL_BLOCKING);
-}
-
-int MPI_Ineighbor_alltoallv(const void *sendbuf, const int sendcounts[],
-                            const int sdispls[], MPI_Datatype sendtype,
-                            void *recvbuf, const int recvcounts[],
-                            const int rdispls[], MPI_Datatype recvtype,
-                            MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
-                                        recvbuf, recvcounts, rdispls, recvtype,
-                                        comm, request);
-    return alltoallv(c, "MPI_Ineighbor_alltoallv", sendbuf, sendcounts, sdispls,
-                     sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                     COLL_NONBLOCKING(request));
-}
-
-int MPI_Neighbor_alltoallv_init(const void *sendbuf, const int sendcounts[],
-                                const int sdispls[], MPI_Datatype sendtype,
-                                void *recvbuf, const int recvcounts[],
-                                const int rdispls[], MPI_Datatype recvtype,
-                                MPI_Comm comm, MPI_Info info,
-                                MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoallv_init(
-            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-            rdispls, recvtype, comm, info, request);
-    return alltoallv(c, "MPI_Neighbor_alltoallv_init", sendbuf, sendcounts,
-                     sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                     COLL_PERSISTENT(request));
-}
-
-/* ---- MPI_Neighbor_alltoallw --------------------------------------------- */
-
-static int alltoallw(struct gc_comm *c, const char *fn, const void *sendbuf,
-                     const int sendcounts[], const MPI_Aint sdispls[],
-                     const MPI_Datatype sendtypes[], void *recvbuf,
-                     const int recvcounts[], const MPI_Aint rdispls[],
-                     const MPI_Datatype recvtypes[],
-                     const struct coll_form *form)
-{
-    struct nbr_side snd = {.buf = sendbuf,
-                           .counts = sendcounts,
-                           .bdispls = sdispls,
-                           .types = sendtypes};
-    struct nbr_side rcv = {.buf = recvbuf,
-                           .counts = recvcounts,
-                           .bdispls = rdispls,
-                           .types = recvtypes};
-    return neighbor(c, fn, &snd, &rcv, form);
-}
-
-int MPI_Neighbor_alltoallw(const void *sendbuf, const int sendcounts[],
-                           const MPI_Aint sdispls[],
-                           const MPI_Datatype sendtypes[], void *recvbuf,
-                           const int recvcounts[], const MPI_Aint rdispls[],
-                           const MPI_Datatype recvtypes[], MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
-                                       recvbuf, recvcounts, rdispls, recvtypes,
-                                       comm);
-    return alltoallw(c, "MPI_Neighbor_alltoallw", sendbuf, sendcounts, sdispls,
-                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                     COLL_BLOCKING);
-}
-
-int MPI_Ineighbor_alltoallw(const void *sendbuf, const int sendcounts[],
-                            const MPI_Aint sdispls[],
-                            const MPI_Datatype sendtypes[], void *recvbuf,
-                            const int recvcounts[], const MPI_Aint rdispls[],
-                            const MPI_Datatype recvtypes[], MPI_Comm comm,
-                            MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
-                                        recvbuf, recvcounts, rdispls, recvtypes,
-                                        comm, request);
-    return alltoallw(c, "MPI_Ineighbor_alltoallw", sendbuf, sendcounts, sdispls,
-                     sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                     COLL_NONBLOCKING(request));
-}
-
-int MPI_Neighbor_alltoallw_init(const void *sendbuf, const int sendcounts[],
-                                const MPI_Aint sdispls[],
-                                const MPI_Datatype sendtypes[], void *recvbuf,
-                                const int recvcounts[],
-                                const MPI_Aint rdispls[],
-                                const MPI_Datatype recvtypes[], MPI_Comm comm,
-                                MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Neighbor_alltoallw_init(
-            sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
-            rdispls, recvtypes, comm, info, request);
-    return alltoallw(c, "MPI_Neighbor_alltoallw_init", sendbuf, sendcounts,
-                     sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                     recvtypes, COLL_PERSISTENT(request));
-}
+/* The w-form's displacements are MPI_Aint bytes in both forms. */
+#define NBR_ALLTOALLW_PARAMS(COUNT, DISP)                                      \
+    const void *sendbuf, const COUNT sendcounts[], const MPI_Aint sdispls[],   \
+        const MPI_Datatype sendtypes[], void *recvbuf,                         \
+        const COUNT recvcounts[], const MPI_Aint rdispls[],                    \
+        const MPI_Datatype recvtypes[]
+#define NBR_ALLTOALLW_ARGS()                                                   \
+    sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,     \
+        recvtypes
+#define NBR_ALLTOALLW_IMPL(c, fn, form)                                        \
+    neighbor(c, fn,                                                            \
+             &(struct nbr_side){.buf = sendbuf,                                \
+                                .v = COLL_VEC(sendcounts, sdispls),            \
+                                .bytes = 1,                                    \
+                                .types = sendtypes},                           \
+             &(struct nbr_side){.buf = recvbuf,                                \
+                                .v = COLL_VEC(recvcounts, rdispls),            \
+                                .bytes = 1,                                    \
+                                .types = recvtypes},                           \
+             form)
+GC_COLL_FORMS(Neighbor_alltoallw, Ineighbor_alltoallw, NBR_ALLTOALLW_PARAMS,
+              NBR_ALLTOALLW_ARGS, NBR_ALLTOALLW_IMPL)

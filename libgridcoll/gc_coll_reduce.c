@@ -19,9 +19,9 @@
 
 /* Reduction arguments every member checks: count, datatype, op, and
  * buffers not aliased (`count` 0 when the caller checks aliasing). */
-static int check_reduction(const struct gc_comm *c, const char *fn, int count,
-                           MPI_Datatype type, MPI_Op op, const void *sendbuf,
-                           const void *recvbuf)
+static int check_reduction(const struct gc_comm *c, const char *fn,
+                           MPI_Count count, MPI_Datatype type, MPI_Op op,
+                           const void *sendbuf, const void *recvbuf)
 {
     int status = coll_check_buf(c, fn, count, type);
     if (status == MPI_SUCCESS)
@@ -35,8 +35,8 @@ static int check_reduction(const struct gc_comm *c, const char *fn, int count,
 
 static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
                          const char *fn, const void *sbuf, void *rbuf,
-                         int count, MPI_Datatype type, MPI_Op op, int root,
-                         int exclusive, const struct coll_form *form)
+                         MPI_Count count, MPI_Datatype type, MPI_Op op,
+                         int root, int exclusive, const struct coll_form *form)
 {
     struct coll_args a = {.comm = c,
                           .fn = fn,
@@ -56,8 +56,8 @@ static int run_reduction(enum gc_coll_kind kind, struct gc_comm *c,
 }
 
 static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
-                  void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  int root, const struct coll_form *form)
+                  void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                  MPI_Op op, int root, const struct coll_form *form)
 {
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS) /* recvbuf matters at the root only */
@@ -72,47 +72,20 @@ static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
                          datatype, op, root, 0, form);
 }
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
-               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    return reduce(c, "MPI_Reduce", sendbuf, recvbuf, count, datatype, op, root,
-                  COLL_BLOCKING);
-}
-
-int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
-                MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
-                MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
-                            request);
-    return reduce(c, "MPI_Ireduce", sendbuf, recvbuf, count, datatype, op, root,
-                  COLL_NONBLOCKING(request));
-}
-
-int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count,
-                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
-                    MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root,
-                                comm, info, request);
-    return reduce(c, "MPI_Reduce_init", sendbuf, recvbuf, count, datatype, op,
-                  root, COLL_PERSISTENT(request));
-}
+/* The parameters of Allreduce, Scan and Exscan; Reduce adds the root. */
+#define ALL_REDUCTION_PARAMS(COUNT, DISP)                                      \
+    const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype datatype,    \
+        MPI_Op op
+#define ALL_REDUCTION_ARGS()       sendbuf, recvbuf, count, datatype, op
+#define REDUCE_PARAMS(COUNT, DISP) ALL_REDUCTION_PARAMS(COUNT, DISP), int root
+#define REDUCE_ARGS()              ALL_REDUCTION_ARGS(), root
+#define REDUCE_IMPL(c, fn, form)   reduce(c, fn, REDUCE_ARGS(), form)
+GC_COLL_FORMS(Reduce, Ireduce, REDUCE_PARAMS, REDUCE_ARGS, REDUCE_IMPL)
 
 /* Allreduce (kind GC_COLL_ALLREDUCE), Scan and Exscan (GC_COLL_SCAN). */
 static int all_reduction(enum gc_coll_kind kind, int exclusive,
                          struct gc_comm *c, const char *fn, const void *sendbuf,
-                         void *recvbuf, int count, MPI_Datatype datatype,
+                         void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                          MPI_Op op, const struct coll_form *form)
 {
     int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
@@ -122,122 +95,21 @@ static int all_reduction(enum gc_coll_kind kind, int exclusive,
                          exclusive, form);
 }
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Allreduce", sendbuf,
-                         recvbuf, count, datatype, op, COLL_BLOCKING);
-}
-
-int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                   MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                               request);
-    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Iallreduce", sendbuf,
-                         recvbuf, count, datatype, op,
-                         COLL_NONBLOCKING(request));
-}
-
-int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count,
-                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                       MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm,
-                                   info, request);
-    return all_reduction(GC_COLL_ALLREDUCE, 0, c, "MPI_Allreduce_init", sendbuf,
-                         recvbuf, count, datatype, op,
-                         COLL_PERSISTENT(request));
-}
-
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count,
-             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
-    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Scan", sendbuf, recvbuf,
-                         count, datatype, op, COLL_BLOCKING);
-}
-
-int MPI_Iscan(const void *sendbuf, void *recvbuf, int count,
-              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-              MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
-    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Iscan", sendbuf, recvbuf,
-                         count, datatype, op, COLL_NONBLOCKING(request));
-}
-
-int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count,
-                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                  MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Scan_init(sendbuf, recvbuf, count, datatype, op, comm, info,
-                              request);
-    return all_reduction(GC_COLL_SCAN, 0, c, "MPI_Scan_init", sendbuf, recvbuf,
-                         count, datatype, op, COLL_PERSISTENT(request));
-}
-
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count,
-               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
-    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Exscan", sendbuf, recvbuf,
-                         count, datatype, op, COLL_BLOCKING);
-}
-
-int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count,
-                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm,
-                            request);
-    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Iexscan", sendbuf, recvbuf,
-                         count, datatype, op, COLL_NONBLOCKING(request));
-}
-
-int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count,
-                    MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                    MPI_Info info, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Exscan_init(sendbuf, recvbuf, count, datatype, op, comm,
-                                info, request);
-    return all_reduction(GC_COLL_SCAN, 1, c, "MPI_Exscan_init", sendbuf,
-                         recvbuf, count, datatype, op,
-                         COLL_PERSISTENT(request));
-}
+#define ALLREDUCE_IMPL(c, fn, form)                                            \
+    all_reduction(GC_COLL_ALLREDUCE, 0, c, fn, ALL_REDUCTION_ARGS(), form)
+#define SCAN_IMPL(c, fn, form)                                                 \
+    all_reduction(GC_COLL_SCAN, 0, c, fn, ALL_REDUCTION_ARGS(), form)
+#define EXSCAN_IMPL(c, fn, form)                                               \
+    all_reduction(GC_COLL_SCAN, 1, c, fn, ALL_REDUCTION_ARGS(), form)
+GC_COLL_FORMS(Allreduce, Iallreduce, ALL_REDUCTION_PARAMS, ALL_REDUCTION_ARGS,
+              ALLREDUCE_IMPL)
+GC_COLL_FORMS(Scan, Iscan, ALL_REDUCTION_PARAMS, ALL_REDUCTION_ARGS, SCAN_IMPL)
+GC_COLL_FORMS(Exscan, Iexscan, ALL_REDUCTION_PARAMS, ALL_REDUCTION_ARGS,
+              EXSCAN_IMPL)
 
 static int run_reduce_scatter(struct gc_comm *c, const char *fn,
                               const void *sbuf, void *rbuf,
-                              const int *recvcounts, MPI_Datatype type,
+                              const MPI_Count *recvcounts, MPI_Datatype type,
                               MPI_Op op, size_t block_bytes,
                               const struct coll_form *form)
 {
@@ -257,68 +129,43 @@ static int run_reduce_scatter(struct gc_comm *c, const char *fn,
 }
 
 static int reduce_scatter(struct gc_comm *c, const char *fn,
-                          const void *sendbuf, void *recvbuf,
-                          const int recvcounts[], MPI_Datatype datatype,
-                          MPI_Op op, const struct coll_form *form)
+                          const void *sendbuf, void *recvbuf, struct coll_vec v,
+                          MPI_Datatype datatype, MPI_Op op,
+                          const struct coll_form *form)
 {
-    int status = coll_check_counts(c, fn, c->size, recvcounts);
+    struct coll_wide w;
+    int status = coll_vec_wide(c, c->size, v, &w);
+    if (status == MPI_SUCCESS)
+        status = coll_check_counts(c, fn, c->size, w.counts);
     int any = 0; /* aliasing matters when something is reduced */
     for (int r = 0; status == MPI_SUCCESS && r < c->size && !any; r++)
-        any = recvcounts[r] > 0;
+        any = w.counts[r] > 0;
     if (status == MPI_SUCCESS)
         status = check_reduction(c, fn, any, datatype, op, sendbuf, recvbuf);
-    if (status != MPI_SUCCESS)
-        return status;
-    return run_reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, datatype, op,
-                              0, form);
+    if (status == MPI_SUCCESS)
+        status = run_reduce_scatter(c, fn, sendbuf, recvbuf, w.counts, datatype,
+                                    op, 0, form);
+    coll_wide_free(&w);
+    return status;
 }
 
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
-                       const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                                   comm);
-    return reduce_scatter(c, "MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts,
-                          datatype, op, COLL_BLOCKING);
-}
-
-int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
-                        const int recvcounts[], MPI_Datatype datatype,
-                        MPI_Op op, MPI_Comm comm, MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                                    comm, request);
-    return reduce_scatter(c, "MPI_Ireduce_scatter", sendbuf, recvbuf,
-                          recvcounts, datatype, op, COLL_NONBLOCKING(request));
-}
-
-int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf,
-                            const int recvcounts[], MPI_Datatype datatype,
-                            MPI_Op op, MPI_Comm comm, MPI_Info info,
-                            MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype,
-                                        op, comm, info, request);
-    return reduce_scatter(c, "MPI_Reduce_scatter_init", sendbuf, recvbuf,
-                          recvcounts, datatype, op, COLL_PERSISTENT(request));
-}
+#define REDUCE_SCATTER_PARAMS(COUNT, DISP)                                     \
+    const void *sendbuf, void *recvbuf, const COUNT recvcounts[],              \
+        MPI_Datatype datatype, MPI_Op op
+#define REDUCE_SCATTER_ARGS() sendbuf, recvbuf, recvcounts, datatype, op
+#define REDUCE_SCATTER_IMPL(c, fn, form)                                       \
+    reduce_scatter(c, fn, sendbuf, recvbuf,                                    \
+                   COLL_VEC(recvcounts, (const int *)NULL), datatype, op,      \
+                   form)
+GC_COLL_FORMS(Reduce_scatter, Ireduce_scatter, REDUCE_SCATTER_PARAMS,
+              REDUCE_SCATTER_ARGS, REDUCE_SCATTER_IMPL)
 
 static int reduce_scatter_block(struct gc_comm *c, const char *fn,
                                 const void *sendbuf, void *recvbuf,
-                                int recvcount, MPI_Datatype datatype, MPI_Op op,
-                                const struct coll_form *form)
+                                MPI_Count recvcount, MPI_Datatype datatype,
+                                MPI_Op op, const struct coll_form *form)
 {
-    int *counts = NULL;
+    MPI_Count *counts = NULL;
     size_t block_bytes = 0;
     int status =
         check_reduction(c, fn, recvcount, datatype, op, sendbuf, recvbuf);
@@ -338,43 +185,12 @@ cleanup:
     return status;
 }
 
-int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
-                                         op, comm);
-    return reduce_scatter_block(c, "MPI_Reduce_scatter_block", sendbuf, recvbuf,
-                                recvcount, datatype, op, COLL_BLOCKING);
-}
-
-int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                              MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
-                                          op, comm, request);
-    return reduce_scatter_block(c, "MPI_Ireduce_scatter_block", sendbuf,
-                                recvbuf, recvcount, datatype, op,
-                                COLL_NONBLOCKING(request));
-}
-
-int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf,
-                                  int recvcount, MPI_Datatype datatype,
-                                  MPI_Op op, MPI_Comm comm, MPI_Info info,
-                                  MPI_Request *request)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Reduce_scatter_block_init(
-            sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    return reduce_scatter_block(c, "MPI_Reduce_scatter_block_init", sendbuf,
-                                recvbuf, recvcount, datatype, op,
-                                COLL_PERSISTENT(request));
-}
+#define REDUCE_SCATTER_BLOCK_PARAMS(COUNT, DISP)                               \
+    const void *sendbuf, void *recvbuf, COUNT recvcount,                       \
+        MPI_Datatype datatype, MPI_Op op
+#define REDUCE_SCATTER_BLOCK_ARGS() sendbuf, recvbuf, recvcount, datatype, op
+#define REDUCE_SCATTER_BLOCK_IMPL(c, fn, form)                                 \
+    reduce_scatter_block(c, fn, REDUCE_SCATTER_BLOCK_ARGS(), form)
+GC_COLL_FORMS(Reduce_scatter_block, Ireduce_scatter_block,
+              REDUCE_SCATTER_BLOCK_PARAMS, REDUCE_SCATTER_BLOCK_ARGS,
+              REDUCE_SCATTER_BLOCK_IMPL)

@@ -21,7 +21,7 @@
 
 #include "gc_mpi.h"
 
-int gc_packed_size(int count, MPI_Datatype type, size_t *bytes)
+int gc_packed_size(MPI_Count count, MPI_Datatype type, size_t *bytes)
 {
     MPI_Count size;
     int status = PMPI_Type_size_x(type, &size);

@@ -371,7 +371,7 @@ void gc_coll_print_stats(void);
 /* ---- datatypes (gc_datatype.c) ---------------------------------------- */
 
 /* Bytes of `count` elements of `type` once packed (PMPI_Pack_size exact). */
-int gc_packed_size(int count, MPI_Datatype type, size_t *bytes);
+int gc_packed_size(MPI_Count count, MPI_Datatype type, size_t *bytes);
 /* 1 for a predefined datatype (which is never freed). */
 int gc_type_is_named(MPI_Datatype type);
 /*

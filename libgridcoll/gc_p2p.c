@@ -9,7 +9,6 @@
  * relay.  Receives are always the engine's (gc_p2p_engine.c), whatever
  * the source, so MPI's matching order holds across sites.
  */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -73,13 +72,14 @@ static int check_tag(struct gc_comm *c, int tag, int wildcard_ok,
  * takes it: a bad argument found later, on the wire or at completion,
  * would leave the peer waiting.
  */
-int check_args(struct gc_comm *c, const void *buf, int count, MPI_Datatype type,
-               int tag, int wildcard_ok, const char *function)
+int check_args(struct gc_comm *c, const void *buf, MPI_Count count,
+               MPI_Datatype type, int tag, int wildcard_ok,
+               const char *function)
 {
     char detail[128];
     if (count < 0) {
-        snprintf(detail, sizeof detail, "%s: negative count %d", function,
-                 count);
+        snprintf(detail, sizeof detail, "%s: negative count %lld", function,
+                 (long long)count);
         return gc_error(c->handle, MPI_ERR_COUNT, detail);
     }
     if (gc_type_check(type) != MPI_SUCCESS) {
@@ -96,7 +96,7 @@ int check_args(struct gc_comm *c, const void *buf, int count, MPI_Datatype type,
     return check_tag(c, tag, wildcard_ok, function);
 }
 
-static int grid_isend(struct gc_comm *c, const void *buf, int count,
+static int grid_isend(struct gc_comm *c, const void *buf, MPI_Count count,
                       MPI_Datatype type, int dst, int tag, enum send_mode mode,
                       MPI_Request *request, const char *function)
 {
@@ -109,11 +109,11 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
         int to = dst == MPI_PROC_NULL ? MPI_PROC_NULL : c->site_rank[dst];
         switch (mode) {
         case MODE_SYNC:
-            return PMPI_Issend(buf, count, type, to, tag, c->local, request);
+            return PMPI_Issend_c(buf, count, type, to, tag, c->local, request);
         case MODE_READY:
-            return PMPI_Irsend(buf, count, type, to, tag, c->local, request);
+            return PMPI_Irsend_c(buf, count, type, to, tag, c->local, request);
         default:
-            return PMPI_Isend(buf, count, type, to, tag, c->local, request);
+            return PMPI_Isend_c(buf, count, type, to, tag, c->local, request);
         }
     }
     struct op *op = gc_op_new(OP_SEND, c, dst, tag, (void *)buf, count, type);
@@ -131,7 +131,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, int count,
     return MPI_SUCCESS;
 }
 
-static int grid_irecv(struct gc_comm *c, void *buf, int count,
+static int grid_irecv(struct gc_comm *c, void *buf, MPI_Count count,
                       MPI_Datatype type, int src, int tag, MPI_Request *request,
                       const char *function)
 {
@@ -141,8 +141,8 @@ static int grid_irecv(struct gc_comm *c, void *buf, int count,
     if (status != MPI_SUCCESS)
         return status;
     if (src == MPI_PROC_NULL)
-        return PMPI_Irecv(buf, count, type, MPI_PROC_NULL, tag, c->local,
-                          request);
+        return PMPI_Irecv_c(buf, count, type, MPI_PROC_NULL, tag, c->local,
+                            request);
     struct op *op = gc_op_new(OP_RECV, c, src, tag, buf, count, type);
     if (op == NULL)
         return gc_error(c->handle, MPI_ERR_NO_MEM, function);
@@ -260,7 +260,7 @@ static int grid_probe(struct gc_comm *c, int src, int tag, MPI_Message *message,
     }
 }
 
-static int grid_imrecv(struct message *m, void *buf, int count,
+static int grid_imrecv(struct message *m, void *buf, MPI_Count count,
                        MPI_Datatype type, MPI_Message *message,
                        MPI_Request *request)
 {
@@ -268,7 +268,7 @@ static int grid_imrecv(struct message *m, void *buf, int count,
                               buf, count, type);
     int status = op != NULL ? gc_op_start_request(op) : MPI_ERR_NO_MEM;
     if (status == MPI_SUCCESS && m->rx == NULL)
-        status = PMPI_Imrecv(buf, count, type, message, &op->local);
+        status = PMPI_Imrecv_c(buf, count, type, message, &op->local);
     if (status != MPI_SUCCESS) {
         if (op != NULL)
             gc_op_discard(op);
@@ -283,9 +283,14 @@ static int grid_imrecv(struct message *m, void *buf, int count,
 }
 
 /* ---- the MPI functions ----------------------------------------------------
+ *
+ * Every call has its int-count form and its large-count form, MPI_Send and
+ * MPI_Send_c (MPI 4.1, 5.2.2), which differ only in the type of their
+ * counts: one macro defines both (the suffix and the count type are its
+ * last two arguments) over one implementation that takes MPI_Count.
  */
 
-static int grid_send(struct gc_comm *c, const void *buf, int count,
+static int grid_send(struct gc_comm *c, const void *buf, MPI_Count count,
                      MPI_Datatype type, int dst, int tag, enum send_mode mode,
                      const char *function)
 {
@@ -297,79 +302,32 @@ static int grid_send(struct gc_comm *c, const void *buf, int count,
     return gc_request_wait(&request, MPI_STATUS_IGNORE);
 }
 
-#define GRID_SEND(NAME, MODE)                                                  \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
-                   int tag, MPI_Comm comm)                                     \
-    {                                                                          \
-        GC_ENTER();                                                            \
-        struct gc_comm *c = GC_FIND(comm);                                     \
-        if (c == NULL)                                                         \
-            return PMPI_##NAME(buf, count, type, dst, tag, comm);              \
-        return grid_send(c, buf, count, type, dst, tag, MODE, "MPI_" #NAME);   \
-    }
-#define GRID_ISEND(NAME, MODE)                                                 \
-    int MPI_##NAME(const void *buf, int count, MPI_Datatype type, int dst,     \
-                   int tag, MPI_Comm comm, MPI_Request *request)               \
-    {                                                                          \
-        GC_ENTER();                                                            \
-        struct gc_comm *c = GC_FIND(comm);                                     \
-        if (c == NULL)                                                         \
-            return PMPI_##NAME(buf, count, type, dst, tag, comm, request);     \
-        return grid_isend(c, buf, count, type, dst, tag, MODE, request,        \
-                          "MPI_" #NAME);                                       \
-    }
-
-GRID_SEND(Send, MODE_STANDARD)
-GRID_SEND(Ssend, MODE_SYNC)
-GRID_SEND(Rsend, MODE_READY)
-GRID_ISEND(Isend, MODE_STANDARD)
-GRID_ISEND(Issend, MODE_SYNC)
-GRID_ISEND(Irsend, MODE_READY)
-
-int MPI_Irecv(void *buf, int count, MPI_Datatype type, int src, int tag,
-              MPI_Comm comm, MPI_Request *request)
+static int grid_recv(struct gc_comm *c, void *buf, MPI_Count count,
+                     MPI_Datatype type, int src, int tag, MPI_Status *status,
+                     const char *function)
 {
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Irecv(buf, count, type, src, tag, comm, request);
-    return grid_irecv(c, buf, count, type, src, tag, request, "MPI_Irecv");
-}
-
-int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag,
-             MPI_Comm comm, MPI_Status *status)
-{
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Recv(buf, count, type, src, tag, comm, status);
     if (src == MPI_PROC_NULL) {
         set_probe_status(status, MPI_PROC_NULL, MPI_ANY_TAG, 0);
         return MPI_SUCCESS;
     }
     MPI_Request request;
-    int rc = grid_irecv(c, buf, count, type, src, tag, &request, "MPI_Recv");
+    int rc = grid_irecv(c, buf, count, type, src, tag, &request, function);
     return rc != MPI_SUCCESS ? rc : gc_request_wait(&request, status);
 }
 
-int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                 int dst, int sendtag, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, int src, int recvtag, MPI_Comm comm,
-                 MPI_Status *status)
+static int grid_sendrecv(struct gc_comm *c, const void *sendbuf,
+                         MPI_Count sendcount, MPI_Datatype sendtype, int dst,
+                         int sendtag, void *recvbuf, MPI_Count recvcount,
+                         MPI_Datatype recvtype, int src, int recvtag,
+                         MPI_Status *status, const char *function)
 {
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dst, sendtag,
-                             recvbuf, recvcount, recvtype, src, recvtag, comm,
-                             status);
     MPI_Request recv_request, send_request;
     int rc = grid_irecv(c, recvbuf, recvcount, recvtype, src, recvtag,
-                        &recv_request, "MPI_Sendrecv");
+                        &recv_request, function);
     if (rc != MPI_SUCCESS)
         return rc;
     rc = grid_isend(c, sendbuf, sendcount, sendtype, dst, sendtag,
-                    MODE_STANDARD, &send_request, "MPI_Sendrecv");
+                    MODE_STANDARD, &send_request, function);
     if (rc != MPI_SUCCESS) {
         PMPI_Cancel(&recv_request);
         PMPI_Request_free(&recv_request);
@@ -384,32 +342,121 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     return rc != MPI_SUCCESS ? rc : send_rc;
 }
 
-int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dst,
-                         int sendtag, int src, int recvtag, MPI_Comm comm,
-                         MPI_Status *status)
+static int grid_sendrecv_replace(struct gc_comm *c, void *buf, MPI_Count count,
+                                 MPI_Datatype type, int dst, int sendtag,
+                                 int src, int recvtag, MPI_Status *status,
+                                 const char *function)
 {
-    GC_ENTER();
-    struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Sendrecv_replace(buf, count, type, dst, sendtag, src,
-                                     recvtag, comm, status);
     /* The outgoing data is packed first so the receive can land in buf. */
     size_t bytes;
     int rc = gc_packed_size(count, type, &bytes);
-    if (rc != MPI_SUCCESS || bytes > INT_MAX)
-        return gc_error(comm, rc != MPI_SUCCESS ? rc : MPI_ERR_COUNT,
-                        "MPI_Sendrecv_replace: message too large");
+    if (rc != MPI_SUCCESS)
+        return gc_error(c->handle, rc, function);
     void *packed = malloc(bytes ? bytes : 1);
     if (packed == NULL)
-        return gc_error(comm, MPI_ERR_NO_MEM, "MPI_Sendrecv_replace");
-    int position = 0;
-    rc = PMPI_Pack(buf, count, type, packed, (int)bytes, &position, c->local);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+    MPI_Count position = 0;
+    rc = gc_pack(buf, count, type, packed, (MPI_Count)bytes, &position,
+                 c->local);
     if (rc == MPI_SUCCESS)
-        rc = MPI_Sendrecv(packed, position, MPI_PACKED, dst, sendtag, buf,
-                          count, type, src, recvtag, comm, status);
+        rc = grid_sendrecv(c, packed, position, MPI_PACKED, dst, sendtag, buf,
+                           count, type, src, recvtag, status, function);
     free(packed);
     return rc;
 }
+
+#define GRID_SEND_FORM(NAME, MODE, SUFFIX, COUNT)                              \
+    int MPI_##NAME##SUFFIX(const void *buf, COUNT count, MPI_Datatype type,    \
+                           int dst, int tag, MPI_Comm comm)                    \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME##SUFFIX(buf, count, type, dst, tag, comm);      \
+        return grid_send(c, buf, count, type, dst, tag, MODE,                  \
+                         "MPI_" #NAME #SUFFIX);                                \
+    }
+#define GRID_ISEND_FORM(NAME, MODE, SUFFIX, COUNT)                             \
+    int MPI_##NAME##SUFFIX(const void *buf, COUNT count, MPI_Datatype type,    \
+                           int dst, int tag, MPI_Comm comm,                    \
+                           MPI_Request *request)                               \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_##NAME##SUFFIX(buf, count, type, dst, tag, comm,       \
+                                       request);                               \
+        return grid_isend(c, buf, count, type, dst, tag, MODE, request,        \
+                          "MPI_" #NAME #SUFFIX);                               \
+    }
+#define GRID_SEND(NAME, MODE)                                                  \
+    GRID_SEND_FORM(NAME, MODE, , int)                                          \
+    GRID_SEND_FORM(NAME, MODE, _c, MPI_Count)
+#define GRID_ISEND(NAME, MODE)                                                 \
+    GRID_ISEND_FORM(NAME, MODE, , int)                                         \
+    GRID_ISEND_FORM(NAME, MODE, _c, MPI_Count)
+
+GRID_SEND(Send, MODE_STANDARD)
+GRID_SEND(Ssend, MODE_SYNC)
+GRID_SEND(Rsend, MODE_READY)
+GRID_ISEND(Isend, MODE_STANDARD)
+GRID_ISEND(Issend, MODE_SYNC)
+GRID_ISEND(Irsend, MODE_READY)
+
+#define GRID_RECV_FORMS(SUFFIX, COUNT)                                         \
+    int MPI_Irecv##SUFFIX(void *buf, COUNT count, MPI_Datatype type, int src,  \
+                          int tag, MPI_Comm comm, MPI_Request *request)        \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_Irecv##SUFFIX(buf, count, type, src, tag, comm,        \
+                                      request);                                \
+        return grid_irecv(c, buf, count, type, src, tag, request,              \
+                          "MPI_Irecv" #SUFFIX);                                \
+    }                                                                          \
+    int MPI_Recv##SUFFIX(void *buf, COUNT count, MPI_Datatype type, int src,   \
+                         int tag, MPI_Comm comm, MPI_Status *status)           \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_Recv##SUFFIX(buf, count, type, src, tag, comm,         \
+                                     status);                                  \
+        return grid_recv(c, buf, count, type, src, tag, status,                \
+                         "MPI_Recv" #SUFFIX);                                  \
+    }                                                                          \
+    int MPI_Sendrecv##SUFFIX(                                                  \
+        const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int dst,  \
+        int sendtag, void *recvbuf, COUNT recvcount, MPI_Datatype recvtype,    \
+        int src, int recvtag, MPI_Comm comm, MPI_Status *status)               \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_Sendrecv##SUFFIX(                                      \
+                sendbuf, sendcount, sendtype, dst, sendtag, recvbuf,           \
+                recvcount, recvtype, src, recvtag, comm, status);              \
+        return grid_sendrecv(c, sendbuf, sendcount, sendtype, dst, sendtag,    \
+                             recvbuf, recvcount, recvtype, src, recvtag,       \
+                             status, "MPI_Sendrecv" #SUFFIX);                  \
+    }                                                                          \
+    int MPI_Sendrecv_replace##SUFFIX(                                          \
+        void *buf, COUNT count, MPI_Datatype type, int dst, int sendtag,       \
+        int src, int recvtag, MPI_Comm comm, MPI_Status *status)               \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct gc_comm *c = GC_FIND(comm);                                     \
+        if (c == NULL)                                                         \
+            return PMPI_Sendrecv_replace##SUFFIX(                              \
+                buf, count, type, dst, sendtag, src, recvtag, comm, status);   \
+        return grid_sendrecv_replace(c, buf, count, type, dst, sendtag, src,   \
+                                     recvtag, status,                          \
+                                     "MPI_Sendrecv_replace" #SUFFIX);          \
+    }
+
+GRID_RECV_FORMS(, int)
+GRID_RECV_FORMS(_c, MPI_Count)
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
@@ -463,27 +510,30 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
     return rc != MPI_SUCCESS ? rc : grid_probe(c, src, tag, message, status);
 }
 
-int MPI_Imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
-               MPI_Request *request)
-{
-    GC_ENTER();
-    struct message *m = gc_world.active ? take_message(*message) : NULL;
-    if (m == NULL)
-        return PMPI_Imrecv(buf, count, type, message, request);
-    return grid_imrecv(m, buf, count, type, message, request);
-}
+#define GRID_MRECV_FORMS(SUFFIX, COUNT)                                        \
+    int MPI_Imrecv##SUFFIX(void *buf, COUNT count, MPI_Datatype type,          \
+                           MPI_Message *message, MPI_Request *request)         \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct message *m = gc_world.active ? take_message(*message) : NULL;   \
+        if (m == NULL)                                                         \
+            return PMPI_Imrecv##SUFFIX(buf, count, type, message, request);    \
+        return grid_imrecv(m, buf, count, type, message, request);             \
+    }                                                                          \
+    int MPI_Mrecv##SUFFIX(void *buf, COUNT count, MPI_Datatype type,           \
+                          MPI_Message *message, MPI_Status *status)            \
+    {                                                                          \
+        GC_ENTER();                                                            \
+        struct message *m = gc_world.active ? take_message(*message) : NULL;   \
+        if (m == NULL)                                                         \
+            return PMPI_Mrecv##SUFFIX(buf, count, type, message, status);      \
+        MPI_Request request;                                                   \
+        int rc = grid_imrecv(m, buf, count, type, message, &request);          \
+        return rc != MPI_SUCCESS ? rc : gc_request_wait(&request, status);     \
+    }
 
-int MPI_Mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *message,
-              MPI_Status *status)
-{
-    GC_ENTER();
-    struct message *m = gc_world.active ? take_message(*message) : NULL;
-    if (m == NULL)
-        return PMPI_Mrecv(buf, count, type, message, status);
-    MPI_Request request;
-    int rc = grid_imrecv(m, buf, count, type, message, &request);
-    return rc != MPI_SUCCESS ? rc : gc_request_wait(&request, status);
-}
+GRID_MRECV_FORMS(, int)
+GRID_MRECV_FORMS(_c, MPI_Count)
 
 /* ---- shutdown ----------------------------------------------------------- */
 

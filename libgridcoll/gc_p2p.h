@@ -20,15 +20,9 @@ enum send_mode { MODE_STANDARD, MODE_SYNC, MODE_READY, MODE_BUFFERED };
  */
 int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
                const char *function);
-int check_args(struct gc_comm *c, const void *buf, int count, MPI_Datatype type,
-               int tag, int wildcard_ok, const char *function);
-
-/*
- * The engine and the checks take int counts: `count` as an int in *out,
- * or MPI_ERR_COUNT through c's handler when it does not fit.
- */
-int gc_p2p_int_count(struct gc_comm *c, MPI_Count count, int *out,
-                     const char *function);
+int check_args(struct gc_comm *c, const void *buf, MPI_Count count,
+               MPI_Datatype type, int tag, int wildcard_ok,
+               const char *function);
 
 /*
  * A buffered send (MPI_Bsend) of `count` elements on comm (c its grid

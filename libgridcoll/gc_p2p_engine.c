@@ -427,9 +427,9 @@ static void finish_local(struct op *op, int rc, MPI_Status *st)
 static int post_local(struct op *op)
 {
     op->matched = 1;
-    return PMPI_Irecv(op->buf, op->count, op->type,
-                      op->comm->site_rank[op->peer], op->tag, op->comm->local,
-                      &op->local);
+    return PMPI_Irecv_c(op->buf, op->count, op->type,
+                        op->comm->site_rank[op->peer], op->tag, op->comm->local,
+                        &op->local);
 }
 
 /*
@@ -454,7 +454,7 @@ static void progress_local_receives(void)
             if (!found)
                 continue;
             op->matched = 1;
-            PMPI_Imrecv(op->buf, op->count, op->type, &message, &op->local);
+            PMPI_Imrecv_c(op->buf, op->count, op->type, &message, &op->local);
         } else if (!op->matched && !op->coll && is_local_member(c, op->peer)) {
             if (held_by_wildcard(op) || post_local(op) != MPI_SUCCESS)
                 continue;
@@ -725,7 +725,7 @@ int gc_op_start_request(struct op *op)
 /* ---- operations ---------------------------------------------------------- */
 
 struct op *gc_op_new(enum op_kind kind, struct gc_comm *c, int peer, int tag,
-                     void *buf, int count, MPI_Datatype type)
+                     void *buf, MPI_Count count, MPI_Datatype type)
 {
     struct op *op = calloc(1, sizeof *op);
     if (op == NULL)
@@ -792,6 +792,8 @@ void gc_op_post_matched(struct op *op, struct rx *rx)
 int gc_op_start_remote_send(struct op *op, int copy)
 {
     const void *data = op->buf;
+    if (op->capacity > GC_MAX_MESSAGE)
+        return MPI_ERR_COUNT;
     if (!op->contiguous || copy) {
         op->owned = malloc(op->capacity ? op->capacity : 1);
         if (op->owned == NULL)

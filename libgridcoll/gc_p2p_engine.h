@@ -36,7 +36,7 @@ struct op {
     int peer; /* comm rank; MPI_ANY_SOURCE for wildcard receives */
     int tag;  /* MPI_ANY_TAG for wildcard receives */
     void *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type; /* a receive's own reference (gc_type_hold) */
     size_t capacity;   /* bytes the receive buffer holds, packed */
     int contiguous;
@@ -80,7 +80,7 @@ static inline int can_match_remote(const struct op *op)
  * datatype), or NULL when out of memory or the type is not usable.
  */
 struct op *gc_op_new(enum op_kind kind, struct gc_comm *c, int peer, int tag,
-                     void *buf, int count, MPI_Datatype type);
+                     void *buf, MPI_Count count, MPI_Datatype type);
 /* Free an operation nobody waits for any more (no generalized request). */
 void gc_op_free(struct op *op);
 /* Give op a generalized request (op->request) for the application. */
@@ -98,7 +98,8 @@ void gc_op_post_recv(struct op *op);
  * another site, or NULL when op->local is MPICH's receive of it.
  */
 void gc_op_post_matched(struct op *op, struct rx *rx);
-/* Put a send to another site on the wire (packed or copied if needed). */
+/* Put a send to another site on the wire (packed or copied if needed);
+ * MPI_ERR_COUNT beyond what one relay message carries (GC_MAX_MESSAGE). */
 int gc_op_start_remote_send(struct op *op, int copy);
 
 /*

@@ -13,7 +13,6 @@
  * completion calls report is that operation's.  MPI_Isendrecv is a
  * one-shot request of the same kind whose run is a receive and a send.
  */
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -21,20 +20,6 @@
 #include "gc_mpi.h"
 #include "gc_p2p.h"
 #include "gc_p2p_engine.h"
-
-int gc_p2p_int_count(struct gc_comm *c, MPI_Count count, int *out,
-                     const char *function)
-{
-    if (count <= INT_MAX) {
-        *out = (int)count;
-        return MPI_SUCCESS;
-    }
-    char detail[128];
-    snprintf(detail, sizeof detail,
-             "%s: count %lld does not fit the engine's int count", function,
-             (long long)count);
-    return gc_error(c->handle, MPI_ERR_COUNT, detail);
-}
 
 /* The result of an engine operation for its request's status. */
 static void op_result(const struct op *op, struct layer_result *result)
@@ -53,7 +38,7 @@ struct persistent {
     enum send_mode mode;
     struct gc_comm *comm;
     void *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type; /* the request's own reference (gc_type_hold) */
     int peer;
     int tag;
@@ -138,13 +123,10 @@ static int persistent_init(struct gc_comm *c, enum op_kind kind,
                            MPI_Count count, MPI_Datatype type, int peer,
                            int tag, MPI_Request *request, const char *function)
 {
-    int narrow;
     int status = check_rank(c, peer, kind == OP_RECV, function);
     if (status == MPI_SUCCESS)
-        status = gc_p2p_int_count(c, count, &narrow, function);
-    if (status == MPI_SUCCESS)
         status =
-            check_args(c, buf, narrow, type, tag, kind == OP_RECV, function);
+            check_args(c, buf, count, type, tag, kind == OP_RECV, function);
     if (status != MPI_SUCCESS)
         return status;
     if (kind == OP_SEND && mode != MODE_BUFFERED &&
@@ -174,7 +156,7 @@ static int persistent_init(struct gc_comm *c, enum op_kind kind,
     p->mode = mode;
     p->comm = c;
     p->buf = (void *)buf;
-    p->count = narrow;
+    p->count = count;
     p->peer = peer;
     p->tag = tag;
     gc_comm_retain(c);
@@ -356,20 +338,15 @@ static int sendrecv_post(struct sendrecv *x, const void *sendbuf,
                          int replace, const char *function)
 {
     struct gc_comm *c = x->comm;
-    int narrow_send, narrow_recv;
     int status = check_rank(c, dst, 0, function);
     if (status == MPI_SUCCESS)
         status = check_rank(c, src, 1, function);
     if (status == MPI_SUCCESS)
-        status = gc_p2p_int_count(c, sendcount, &narrow_send, function);
-    if (status == MPI_SUCCESS)
-        status = gc_p2p_int_count(c, recvcount, &narrow_recv, function);
+        status =
+            check_args(c, sendbuf, sendcount, sendtype, sendtag, 0, function);
     if (status == MPI_SUCCESS)
         status =
-            check_args(c, sendbuf, narrow_send, sendtype, sendtag, 0, function);
-    if (status == MPI_SUCCESS)
-        status =
-            check_args(c, recvbuf, narrow_recv, recvtype, recvtag, 1, function);
+            check_args(c, recvbuf, recvcount, recvtype, recvtag, 1, function);
     if (status != MPI_SUCCESS)
         return status;
     if (replace && dst != MPI_PROC_NULL) {
@@ -384,16 +361,15 @@ static int sendrecv_post(struct sendrecv *x, const void *sendbuf,
         }
         status = gc_pack(sendbuf, sendcount, sendtype, x->packed, bytes,
                          &position, c->local);
-        if (status == MPI_SUCCESS)
-            status = gc_p2p_int_count(c, position, &narrow_send, function);
         if (status != MPI_SUCCESS)
             goto cleanup;
+        sendcount = position;
         sendbuf = x->packed;
         sendtype = MPI_PACKED;
     }
     if (src != MPI_PROC_NULL) {
         x->recv =
-            gc_op_new(OP_RECV, c, src, recvtag, recvbuf, narrow_recv, recvtype);
+            gc_op_new(OP_RECV, c, src, recvtag, recvbuf, recvcount, recvtype);
         if (x->recv == NULL) {
             status = MPI_ERR_NO_MEM;
             goto cleanup;
@@ -403,11 +379,11 @@ static int sendrecv_post(struct sendrecv *x, const void *sendbuf,
     if (dst == MPI_PROC_NULL)
         return MPI_SUCCESS;
     if (is_local_member(c, dst)) {
-        status = PMPI_Isend_c(sendbuf, narrow_send, sendtype, c->site_rank[dst],
+        status = PMPI_Isend_c(sendbuf, sendcount, sendtype, c->site_rank[dst],
                               sendtag, c->local, &x->local);
         goto cleanup;
     }
-    x->send = gc_op_new(OP_SEND, c, dst, sendtag, (void *)sendbuf, narrow_send,
+    x->send = gc_op_new(OP_SEND, c, dst, sendtag, (void *)sendbuf, sendcount,
                         sendtype);
     status =
         x->send != NULL ? gc_op_start_remote_send(x->send, 0) : MPI_ERR_NO_MEM;

@@ -27,7 +27,7 @@ struct partitioned {
     struct gc_comm *comm;
     void *buf;
     int partitions;
-    int count; /* elements of the whole message */
+    MPI_Count count; /* elements of the whole message */
     MPI_Datatype type;
     int peer;
     int tag;     /* the relay's: -2 - the program's */
@@ -94,16 +94,13 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
                             MPI_Datatype type, int peer, int tag,
                             MPI_Request *request, const char *function)
 {
-    int narrow;
+    MPI_Count total = (MPI_Count)partitions * count;
     int status = check_rank(c, peer, 0, function);
     if (status == MPI_SUCCESS && (partitions < 1 || count < 0))
         status = gc_error(
             c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT, function);
     if (status == MPI_SUCCESS)
-        status = gc_p2p_int_count(c, (MPI_Count)partitions * count, &narrow,
-                                  function);
-    if (status == MPI_SUCCESS)
-        status = check_args(c, buf, narrow, type, tag, 0, function);
+        status = check_args(c, buf, total, type, tag, 0, function);
     if (status != MPI_SUCCESS)
         return status;
     struct partitioned *p = calloc(1, sizeof *p);
@@ -122,7 +119,7 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     p->comm = c;
     p->buf = (void *)buf;
     p->partitions = partitions;
-    p->count = narrow;
+    p->count = total;
     p->peer = peer;
     p->tag = -2 - tag;
     gc_comm_retain(c);

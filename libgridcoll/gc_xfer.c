@@ -5,7 +5,6 @@
  * (gc_p2p_engine.c) without generalized requests.  Every one crosses the
  * WAN and counts for the running collective (gc_coll_account_wan).
  */
-#include <limits.h>
 #include <stddef.h>
 
 #include "gc_mpi.h"
@@ -21,10 +20,8 @@ int gc_xfer_isend_on(struct gc_comm *c, enum gc_ctx_class cls, int dst, int tag,
                      const void *buf, size_t len, struct gc_xfer **req)
 {
     *req = NULL;
-    if (len > INT_MAX)
-        return MPI_ERR_COUNT;
     struct op *op =
-        gc_op_new(OP_SEND, c, dst, tag, (void *)buf, (int)len, MPI_BYTE);
+        gc_op_new(OP_SEND, c, dst, tag, (void *)buf, (MPI_Count)len, MPI_BYTE);
     if (op == NULL)
         return MPI_ERR_NO_MEM;
     op->coll = (int)cls;
@@ -48,9 +45,8 @@ int gc_xfer_irecv_on(struct gc_comm *c, enum gc_ctx_class cls, int src, int tag,
                      void *buf, size_t len, struct gc_xfer **req)
 {
     *req = NULL;
-    if (len > INT_MAX)
-        return MPI_ERR_COUNT;
-    struct op *op = gc_op_new(OP_RECV, c, src, tag, buf, (int)len, MPI_BYTE);
+    struct op *op =
+        gc_op_new(OP_RECV, c, src, tag, buf, (MPI_Count)len, MPI_BYTE);
     if (op == NULL)
         return MPI_ERR_NO_MEM;
     op->coll = (int)cls;

@@ -15,8 +15,8 @@
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
 
-int coll_packed_size(const struct gc_comm *c, int count, MPI_Datatype type,
-                     size_t *len)
+int coll_packed_size(const struct gc_comm *c, MPI_Count count,
+                     MPI_Datatype type, size_t *len)
 {
     int status = gc_packed_size(count, type, len);
     if (status == MPI_ERR_COUNT)
@@ -58,7 +58,7 @@ int coll_check_root(const struct gc_comm *c, const char *fn, int root)
     return MPI_SUCCESS;
 }
 
-int coll_check_count(const struct gc_comm *c, const char *fn, int count)
+int coll_check_count(const struct gc_comm *c, const char *fn, MPI_Count count)
 {
     if (count < 0)
         return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
@@ -66,7 +66,7 @@ int coll_check_count(const struct gc_comm *c, const char *fn, int count)
 }
 
 int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
-                      const int *counts)
+                      const MPI_Count *counts)
 {
     if (counts == NULL && n > 0)
         return coll_arg_error(c, MPI_ERR_ARG, fn, "counts array is NULL");
@@ -86,7 +86,7 @@ int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type)
     return MPI_SUCCESS;
 }
 
-int coll_check_buf(const struct gc_comm *c, const char *fn, int count,
+int coll_check_buf(const struct gc_comm *c, const char *fn, MPI_Count count,
                    MPI_Datatype type)
 {
     int status = coll_check_count(c, fn, count);
@@ -105,7 +105,7 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
 }
 
 int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
-                       int count, MPI_Datatype type)
+                       MPI_Count count, MPI_Datatype type)
 {
     /* NULL is MPI_BOTTOM, valid with a type of absolute addresses only:
      * a null buffer would fail late, on the ranks that touch it. */
@@ -115,7 +115,7 @@ int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
 }
 
 int coll_check_alias(const struct gc_comm *c, const char *fn,
-                     const void *sendbuf, const void *recvbuf, int count)
+                     const void *sendbuf, const void *recvbuf, MPI_Count count)
 {
     /* As MPICH checks it: the same non-null address for both buffers. */
     if (count > 0 && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf &&
@@ -152,7 +152,8 @@ void site_map_free(struct site_map *m)
  * first element's address) for *span bytes, rounded up to 16 so blocks
  * after the first keep the alignment malloc gave it.
  */
-static int temp_span(int count, MPI_Datatype type, MPI_Aint *lo, MPI_Aint *span)
+static int temp_span(MPI_Count count, MPI_Datatype type, MPI_Aint *lo,
+                     MPI_Aint *span)
 {
     MPI_Aint lb, extent, true_lb, true_extent;
     int status = PMPI_Type_get_extent(type, &lb, &extent);
@@ -173,7 +174,7 @@ static int temp_span(int count, MPI_Datatype type, MPI_Aint *lo, MPI_Aint *span)
     return MPI_SUCCESS;
 }
 
-int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
+int coll_temp_alloc(const struct gc_comm *c, MPI_Count count, MPI_Datatype type,
                     int blocks, struct coll_temp *t)
 {
     MPI_Aint lo;
@@ -187,7 +188,7 @@ int coll_temp_alloc(const struct gc_comm *c, int count, MPI_Datatype type,
     return MPI_SUCCESS;
 }
 
-int coll_sched_temp(struct coll_sched *s, int count, MPI_Datatype type,
+int coll_sched_temp(struct coll_sched *s, MPI_Count count, MPI_Datatype type,
                     void **base)
 {
     MPI_Aint lo, span;
@@ -201,7 +202,7 @@ int coll_sched_temp(struct coll_sched *s, int count, MPI_Datatype type,
     return MPI_SUCCESS;
 }
 
-int coll_pack(const struct gc_comm *c, const void *buf, int count,
+int coll_pack(const struct gc_comm *c, const void *buf, MPI_Count count,
               MPI_Datatype type, void *out, size_t len)
 {
     MPI_Count position = 0;
@@ -211,7 +212,7 @@ int coll_pack(const struct gc_comm *c, const void *buf, int count,
 }
 
 int coll_unpack(const struct gc_comm *c, const void *in, size_t len, void *buf,
-                int count, MPI_Datatype type)
+                MPI_Count count, MPI_Datatype type)
 {
     MPI_Count position = 0;
     if (len == 0)
@@ -240,6 +241,34 @@ int coll_blocks_make(const struct gc_comm *c, MPI_Count count,
         b->displs[r] = r;
     }
     return MPI_SUCCESS;
+}
+
+int coll_vec_wide(const struct gc_comm *c, int n, struct coll_vec v,
+                  struct coll_wide *w)
+{
+    *w = (struct coll_wide){.counts = v.counts, .displs = v.displs};
+    if (n > 0 && v.icounts != NULL) {
+        if ((w->own_counts = malloc((size_t)n * sizeof *w->own_counts)) == NULL)
+            return coll_no_mem(c);
+        for (int i = 0; i < n; i++)
+            w->own_counts[i] = v.icounts[i];
+        w->counts = w->own_counts;
+    }
+    if (n > 0 && v.idispls != NULL) {
+        if ((w->own_displs = malloc((size_t)n * sizeof *w->own_displs)) == NULL)
+            return coll_no_mem(c);
+        for (int i = 0; i < n; i++)
+            w->own_displs[i] = v.idispls[i];
+        w->displs = w->own_displs;
+    }
+    return MPI_SUCCESS;
+}
+
+void coll_wide_free(struct coll_wide *w)
+{
+    free(w->own_counts);
+    free(w->own_displs);
+    *w = (struct coll_wide){0};
 }
 
 void coll_blocks_free(struct coll_blocks *b)

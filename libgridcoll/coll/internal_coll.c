@@ -9,7 +9,6 @@
  * over the relays, a local phase back; S sites with members send S(S-1)
  * WAN messages, one WAN latency.
  */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +54,6 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
     struct site_map map = {0};
     int n = 0;
     coll_sched_drain(c);
-    if ((size_t)c->size * len > INT_MAX)
-        return MPI_ERR_COUNT;
     status = site_map_build(c, &map);
     if (status != MPI_SUCCESS)
         return status;
@@ -72,8 +69,8 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
     }
     unsigned char *own = blocks[gc_world.site_index];
     unsigned held = gc_block_begin();
-    status = PMPI_Gather(mine, (int)len, MPI_BYTE, own, (int)len, MPI_BYTE, 0,
-                         c->local);
+    status = PMPI_Gather_c(mine, (MPI_Count)len, MPI_BYTE, own, (MPI_Count)len,
+                           MPI_BYTE, 0, c->local);
     gc_block_end(held);
     if (status != MPI_SUCCESS)
         goto cleanup;
@@ -95,8 +92,8 @@ int gc_coll_allgather_bytes(struct gc_comm *c, const void *mine, size_t len,
             memcpy((unsigned char *)all + (size_t)r * len,
                    blocks[c->site[r]] + (size_t)c->site_rank[r] * len, len);
     }
-    status = coll_local_bcast(all, (int)((size_t)c->size * len), MPI_BYTE, 0,
-                              c->local);
+    status = coll_local_bcast(all, (MPI_Count)((size_t)c->size * len), MPI_BYTE,
+                              0, c->local);
 cleanup:
     for (int s = 0; s < GC_MAX_SITES; s++)
         free(blocks[s]);

@@ -54,38 +54,38 @@ int coll_local_barrier(MPI_Comm comm)
 }
 
 /* Whether `count` elements of `type` are a small local phase. */
-static int small_phase(int count, MPI_Datatype type)
+static int small_phase(MPI_Count count, MPI_Datatype type)
 {
-    int size;
-    return PMPI_Type_size(type, &size) == MPI_SUCCESS &&
-           (MPI_Count)count * size < LARGE_PHASE;
+    MPI_Count size;
+    return PMPI_Type_size_c(type, &size) == MPI_SUCCESS &&
+           count * size < LARGE_PHASE;
 }
 
-int coll_local_bcast(void *buf, int count, MPI_Datatype type, int root,
+int coll_local_bcast(void *buf, MPI_Count count, MPI_Datatype type, int root,
                      MPI_Comm comm)
 {
     if (!small_phase(count, type)) {
         unsigned held = gc_block_begin();
-        int status = PMPI_Bcast(buf, count, type, root, comm);
+        int status = PMPI_Bcast_c(buf, count, type, root, comm);
         gc_block_end(held);
         return status;
     }
     MPI_Request req;
-    return complete(PMPI_Ibcast(buf, count, type, root, comm, &req), &req);
+    return complete(PMPI_Ibcast_c(buf, count, type, root, comm, &req), &req);
 }
 
-int coll_local_reduce(const void *sbuf, void *rbuf, int count,
+int coll_local_reduce(const void *sbuf, void *rbuf, MPI_Count count,
                       MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm)
 {
     if (!small_phase(count, type)) {
         unsigned held = gc_block_begin();
-        int status = PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+        int status = PMPI_Reduce_c(sbuf, rbuf, count, type, op, root, comm);
         gc_block_end(held);
         return status;
     }
     MPI_Request req;
-    return complete(PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, &req),
-                    &req);
+    return complete(
+        PMPI_Ireduce_c(sbuf, rbuf, count, type, op, root, comm, &req), &req);
 }
 
 int coll_local_waitall(int count, MPI_Request reqs[])

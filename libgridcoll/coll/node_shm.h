@@ -182,7 +182,7 @@ struct node_bcast {
     struct gc_comm *comm;
     struct coll_node *node;
     void *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     int root;
     uint64_t after;  /* this member's counter once the chunk before is done */
@@ -196,7 +196,7 @@ struct node_bcast {
 };
 size_t node_bcast_chunk(const struct coll_node *n);
 int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
-                     struct coll_node *n, void *buf, int count,
+                     struct coll_node *n, void *buf, MPI_Count count,
                      MPI_Datatype type, int root);
 int node_bcast_test(struct node_bcast *op, int *done);
 /* The whole buffer from local rank 0 (PMPI_Bcast_c when one element is
@@ -209,8 +209,8 @@ int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
  * its rbuf) into rbuf at local rank 0, by cyclic parallel reduction in
  * each node's shared memory and a reduce between node leaders.
  */
-int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                    MPI_Datatype type, MPI_Op op);
+int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf,
+                    MPI_Count count, MPI_Datatype type, MPI_Op op);
 /*
  * PMPI_Reduce_scatter's contract on the site's members (`input`
  * count elements, member j gets rcounts[j] of them after those of
@@ -218,6 +218,7 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
  * site is one node; otherwise PMPI_Reduce_scatter.
  */
 int reduce_scatter_site_shm(struct gc_comm *c, const void *input, void *out,
-                            const int *rcounts, MPI_Datatype type, MPI_Op op);
+                            const MPI_Count *rcounts, MPI_Datatype type,
+                            MPI_Op op);
 
 #endif

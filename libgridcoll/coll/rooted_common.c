@@ -4,21 +4,22 @@
  */
 #include "coll/rooted_common.h"
 
-#include <limits.h>
 #include <string.h>
 
 #include "gc_coll.h"
 
-int rooted_layout_make(struct coll_sched *s, const int *counts,
-                       const int *displs, MPI_Datatype type,
+int rooted_layout_make(struct coll_sched *s, const MPI_Count *counts,
+                       const MPI_Aint *displs, MPI_Datatype type,
                        struct rooted_layout **out)
 {
     struct gc_comm *c = coll_sched_comm(s);
-    size_t n = (size_t)c->size;
+    size_t n = (size_t)c->size, local = (size_t)c->local_size;
     struct rooted_layout *x = coll_sched_alloc(s, sizeof *x);
-    int *arrays = coll_sched_alloc(s, (3 * n + 2 * (size_t)c->local_size) *
-                                          sizeof *arrays);
-    if (x == NULL || arrays == NULL)
+    MPI_Count *counts_copy = coll_sched_alloc(s, (n + local) * sizeof *counts);
+    MPI_Aint *displs_copy = coll_sched_alloc(s, (n + local) * sizeof *displs);
+    int *member = coll_sched_alloc(s, n * sizeof *member);
+    if (x == NULL || counts_copy == NULL || displs_copy == NULL ||
+        member == NULL)
         return coll_no_mem(c);
     MPI_Aint lb;
     int status = PMPI_Type_get_extent(type, &lb, &x->extent);
@@ -26,13 +27,13 @@ int rooted_layout_make(struct coll_sched *s, const int *counts,
         return status;
     /* Copies: the program may reuse Gather's arrays (the entry point's
      * own) once a nonblocking call returns. */
-    memcpy(arrays, counts, n * sizeof *arrays);
-    memcpy(arrays + n, displs, n * sizeof *arrays);
-    x->counts = arrays;
-    x->displs = arrays + n;
-    x->member = arrays + 2 * n;
-    x->lcounts = arrays + 3 * n;
-    x->ldispls = x->lcounts + c->local_size;
+    memcpy(counts_copy, counts, n * sizeof *counts);
+    memcpy(displs_copy, displs, n * sizeof *displs);
+    x->counts = counts_copy;
+    x->displs = displs_copy;
+    x->member = member;
+    x->lcounts = counts_copy + n;
+    x->ldispls = displs_copy + n;
     x->type = coll_sched_type(s, type);
     for (int k = 0; k < c->local_size; k++) {
         x->lcounts[k] = counts[c->local_to_comm[k]];
@@ -54,10 +55,6 @@ int rooted_layout_make(struct coll_sched *s, const int *counts,
                 return status;
             x->bytes[t] += len;
         }
-        if (x->bytes[t] > INT_MAX)
-            return gc_error(c->handle, MPI_ERR_COUNT,
-                            "collective on a grid communicator: more than "
-                            "INT_MAX packed bytes from one site");
         if ((x->block[t] = coll_sched_alloc(s, x->bytes[t])) == NULL)
             return coll_no_mem(c);
     }
@@ -116,8 +113,9 @@ int rooted_copy_step(struct coll_sched *s, struct rooted_layout *x, int t,
  * site's bytes at a block that large.
  */
 struct remote {
-    int len;
-    int *lens, *displs; /* leader: [local_size] */
+    MPI_Count len;
+    MPI_Count *lens; /* leader: [local_size] */
+    MPI_Aint *displs;
     unsigned char *block;
     size_t cap;
     int wan_step, local_step; /* leader: the steps the block is for */
@@ -129,11 +127,7 @@ static int lay_out(struct coll_sched *s, void *arg)
     struct gc_comm *c = coll_sched_comm(s);
     size_t total = 0;
     for (int k = 0; k < c->local_size; k++) {
-        if (total > INT_MAX - (size_t)x->lens[k])
-            return gc_error(c->handle, MPI_ERR_COUNT,
-                            "collective on a grid communicator: more than "
-                            "INT_MAX packed bytes from one site");
-        x->displs[k] = (int)total;
+        x->displs[k] = (MPI_Aint)total;
         total += (size_t)x->lens[k];
     }
     if (total > x->cap) {
@@ -143,7 +137,7 @@ static int lay_out(struct coll_sched *s, void *arg)
             return MPI_ERR_NO_MEM;
         x->cap = total;
     }
-    coll_sched_retarget(s, x->wan_step, x->block, (int)total);
+    coll_sched_retarget(s, x->wan_step, x->block, (MPI_Count)total);
     struct sched_local *l = coll_sched_local_args(s, x->local_step);
     if (l->op == LOCAL_GATHERV)
         l->rbuf = x->block;
@@ -152,8 +146,9 @@ static int lay_out(struct coll_sched *s, void *arg)
     return MPI_SUCCESS;
 }
 
-int rooted_remote(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
-                  int root, int uniform, int gather, int after, int *done)
+int rooted_remote(struct coll_sched *s, void *buf, MPI_Count count,
+                  MPI_Datatype type, int root, int uniform, int gather,
+                  int after, int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     int leader = c->local_rank == 0;
@@ -161,45 +156,40 @@ int rooted_remote(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
     int status = coll_packed_size(c, count, type, &len);
     if (status != MPI_SUCCESS)
         return status;
-    if (len > INT_MAX)
-        return gc_error(c->handle, MPI_ERR_COUNT,
-                        "collective on a grid communicator: more than "
-                        "INT_MAX packed bytes from one member");
     struct remote *x = coll_sched_alloc(s, sizeof *x);
     unsigned char *mine = coll_sched_alloc(s, len);
     if (x == NULL || mine == NULL)
         return coll_no_mem(c);
-    x->len = (int)len;
+    x->len = (MPI_Count)len;
     if (leader) {
-        x->lens = coll_sched_alloc(s, 2 * (size_t)c->local_size * sizeof(int));
-        if (x->lens == NULL)
+        x->lens = coll_sched_alloc(s, (size_t)c->local_size * sizeof *x->lens);
+        x->displs =
+            coll_sched_alloc(s, (size_t)c->local_size * sizeof *x->displs);
+        if (x->lens == NULL || x->displs == NULL)
             return coll_no_mem(c);
-        x->displs = x->lens + c->local_size;
         for (int k = 0; k < c->local_size; k++)
             x->lens[k] = x->len;
     }
     int sizes = after;
     if (!uniform) {
         /* The leader learns every member's length. */
-        int *ones =
-            leader
-                ? coll_sched_alloc(s, 2 * (size_t)c->local_size * sizeof(int))
-                : NULL;
-        if (leader && ones == NULL)
+        size_t local = leader ? (size_t)c->local_size : 0;
+        MPI_Count *ones = coll_sched_alloc(s, local * sizeof *ones);
+        MPI_Aint *at = coll_sched_alloc(s, local * sizeof *at);
+        if (ones == NULL || at == NULL)
             return coll_no_mem(c);
         for (int k = 0; leader && k < c->local_size; k++) {
             ones[k] = 1;
-            ones[c->local_size + k] = k;
+            at[k] = k;
         }
         struct sched_local l = {.op = LOCAL_GATHERV,
                                 .sbuf = &x->len,
                                 .count = 1,
-                                .type = MPI_INT,
+                                .type = MPI_COUNT,
                                 .rbuf = x->lens,
                                 .counts = ones,
-                                .displs =
-                                    ones != NULL ? ones + c->local_size : NULL,
-                                .rtype = MPI_INT};
+                                .displs = at,
+                                .rtype = MPI_COUNT};
         sizes = coll_sched_local(s, &l, after);
     }
     int laid = leader ? coll_sched_call(s, lay_out, x, sizes) : sizes;

@@ -20,8 +20,10 @@
  * for that site's packed parts (bytes[t]), members in site-rank order.
  */
 struct rooted_layout {
-    const int *counts, *displs;
-    int *lcounts, *ldispls;
+    const MPI_Count *counts;
+    const MPI_Aint *displs;
+    MPI_Count *lcounts;
+    MPI_Aint *ldispls;
     int *member;             /* comm ranks grouped by site */
     int first[GC_MAX_SITES]; /* into member */
     int nmembers[GC_MAX_SITES];
@@ -30,8 +32,8 @@ struct rooted_layout {
     MPI_Datatype type;
     MPI_Aint extent;
 };
-int rooted_layout_make(struct coll_sched *s, const int *counts,
-                       const int *displs, MPI_Datatype type,
+int rooted_layout_make(struct coll_sched *s, const MPI_Count *counts,
+                       const MPI_Aint *displs, MPI_Datatype type,
                        struct rooted_layout **out);
 /*
  * A step packing (or unpacking) site t's parts between buf + displs[r]
@@ -46,7 +48,8 @@ int rooted_copy_step(struct coll_sched *s, struct rooted_layout *x, int t,
  * same number of bytes, so the leader need not gather the sizes.
  * *done: a step after all of it.
  */
-int rooted_remote(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
-                  int root, int uniform, int gather, int after, int *done);
+int rooted_remote(struct coll_sched *s, void *buf, MPI_Count count,
+                  MPI_Datatype type, int root, int uniform, int gather,
+                  int after, int *done);
 
 #endif

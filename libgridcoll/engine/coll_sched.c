@@ -31,7 +31,7 @@ struct step {
     enum step_kind kind;
     int peer, tag; /* SEND, RECV; NODE_BCAST: the site root */
     void *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     int after;
     struct sched_local *local;
@@ -311,7 +311,7 @@ static int add(struct coll_sched *s, const struct step *st)
 }
 
 int coll_sched_send(struct coll_sched *s, int peer, int tag, const void *buf,
-                    int count, MPI_Datatype type, int after)
+                    MPI_Count count, MPI_Datatype type, int after)
 {
     struct step st = {.kind = SEND,
                       .peer = peer,
@@ -324,7 +324,7 @@ int coll_sched_send(struct coll_sched *s, int peer, int tag, const void *buf,
 }
 
 int coll_sched_recv(struct coll_sched *s, int peer, int tag, void *buf,
-                    int count, MPI_Datatype type, int after)
+                    MPI_Count count, MPI_Datatype type, int after)
 {
     struct step st = {.kind = RECV,
                       .peer = peer,
@@ -348,8 +348,8 @@ int coll_sched_local(struct coll_sched *s, const struct sched_local *l,
 }
 
 int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
-                          void *buf, int count, MPI_Datatype type, int root,
-                          int after)
+                          void *buf, MPI_Count count, MPI_Datatype type,
+                          int root, int after)
 {
     struct step st = {.kind = NODE_BCAST,
                       .node = node,
@@ -419,7 +419,8 @@ int coll_sched_fence(struct coll_sched *s)
     return join;
 }
 
-void coll_sched_retarget(struct coll_sched *s, int step, void *buf, int count)
+void coll_sched_retarget(struct coll_sched *s, int step, void *buf,
+                         MPI_Count count)
 {
     if (step >= 0 && step < s->count) {
         s->steps[step].buf = buf;
@@ -463,7 +464,7 @@ struct pack_arg {
     void *buf; /* the typed side */
     void *bytes;
     size_t len;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     int unpack;
 };
@@ -477,7 +478,7 @@ static int do_pack(struct coll_sched *s, void *arg)
                                  p->len);
 }
 
-static int pack_step(struct coll_sched *s, void *buf, int count,
+static int pack_step(struct coll_sched *s, void *buf, MPI_Count count,
                      MPI_Datatype type, void *bytes, size_t len, int unpack,
                      int after)
 {
@@ -489,14 +490,14 @@ static int pack_step(struct coll_sched *s, void *buf, int count,
     return coll_sched_call(s, do_pack, p, after);
 }
 
-int coll_sched_pack(struct coll_sched *s, const void *buf, int count,
+int coll_sched_pack(struct coll_sched *s, const void *buf, MPI_Count count,
                     MPI_Datatype type, void *out, size_t len, int after)
 {
     return pack_step(s, (void *)buf, count, type, out, len, 0, after);
 }
 
 int coll_sched_unpack(struct coll_sched *s, const void *in, size_t len,
-                      void *buf, int count, MPI_Datatype type, int after)
+                      void *buf, MPI_Count count, MPI_Datatype type, int after)
 {
     return pack_step(s, buf, count, type, (void *)in, len, 1, after);
 }
@@ -504,7 +505,7 @@ int coll_sched_unpack(struct coll_sched *s, const void *in, size_t len,
 struct reduce_arg {
     const void *in;
     void *inout;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op op;
 };
@@ -515,11 +516,11 @@ static int do_reduce(struct coll_sched *s, void *arg)
     struct reduce_arg *r = arg;
     if (r->count == 0)
         return MPI_SUCCESS;
-    return PMPI_Reduce_local(r->in, r->inout, r->count, r->type, r->op);
+    return PMPI_Reduce_local_c(r->in, r->inout, r->count, r->type, r->op);
 }
 
 int coll_sched_reduce(struct coll_sched *s, const void *in, void *inout,
-                      int count, MPI_Datatype type, MPI_Op op, int after)
+                      MPI_Count count, MPI_Datatype type, MPI_Op op, int after)
 {
     struct reduce_arg *r = coll_sched_alloc(s, sizeof *r);
     if (r == NULL)
@@ -652,10 +653,10 @@ static int post_transfer(struct coll_sched *s, int i)
     }
     MPI_Request *req = &s->lreq[s->nl];
     status = st->kind == SEND
-                 ? PMPI_Isend(st->buf, st->count, st->type,
-                              c->site_rank[st->peer], tag, c->local_p2p, req)
-                 : PMPI_Irecv(st->buf, st->count, st->type,
-                              c->site_rank[st->peer], tag, c->local_p2p, req);
+                 ? PMPI_Isend_c(st->buf, st->count, st->type,
+                                c->site_rank[st->peer], tag, c->local_p2p, req)
+                 : PMPI_Irecv_c(st->buf, st->count, st->type,
+                                c->site_rank[st->peer], tag, c->local_p2p, req);
     if (status == MPI_SUCCESS)
         s->lstep[s->nl++] = i;
     return status;
@@ -670,39 +671,40 @@ static int post_local(struct coll_sched *s, int i)
     switch (l->op) {
     case LOCAL_BARRIER: status = PMPI_Ibarrier(comm, req); break;
     case LOCAL_BCAST:
-        status = PMPI_Ibcast(l->rbuf, l->count, l->type, l->root, comm, req);
+        status = PMPI_Ibcast_c(l->rbuf, l->count, l->type, l->root, comm, req);
         break;
     case LOCAL_REDUCE:
-        status = PMPI_Ireduce(l->sbuf, l->rbuf, l->count, l->type, l->mop,
-                              l->root, comm, req);
+        status = PMPI_Ireduce_c(l->sbuf, l->rbuf, l->count, l->type, l->mop,
+                                l->root, comm, req);
         break;
     case LOCAL_ALLREDUCE:
-        status = PMPI_Iallreduce(l->sbuf, l->rbuf, l->count, l->type, l->mop,
-                                 comm, req);
+        status = PMPI_Iallreduce_c(l->sbuf, l->rbuf, l->count, l->type, l->mop,
+                                   comm, req);
         break;
     case LOCAL_SCAN:
-        status =
-            PMPI_Iscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm, req);
-        break;
-    case LOCAL_REDUCE_SCATTER:
-        status = PMPI_Ireduce_scatter(l->sbuf, l->rbuf, l->counts, l->type,
-                                      l->mop, comm, req);
-        break;
-    case LOCAL_EXSCAN:
-        status = PMPI_Iexscan(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm,
+        status = PMPI_Iscan_c(l->sbuf, l->rbuf, l->count, l->type, l->mop, comm,
                               req);
         break;
+    case LOCAL_REDUCE_SCATTER:
+        status = PMPI_Ireduce_scatter_c(l->sbuf, l->rbuf, l->counts, l->type,
+                                        l->mop, comm, req);
+        break;
+    case LOCAL_EXSCAN:
+        status = PMPI_Iexscan_c(l->sbuf, l->rbuf, l->count, l->type, l->mop,
+                                comm, req);
+        break;
     case LOCAL_GATHERV:
-        status = PMPI_Igatherv(l->sbuf, l->count, l->type, l->rbuf, l->counts,
-                               l->displs, l->rtype, l->root, comm, req);
+        status = PMPI_Igatherv_c(l->sbuf, l->count, l->type, l->rbuf, l->counts,
+                                 l->displs, l->rtype, l->root, comm, req);
         break;
     case LOCAL_SCATTERV:
-        status = PMPI_Iscatterv(l->sbuf, l->counts, l->displs, l->type, l->rbuf,
-                                l->rcount, l->rtype, l->root, comm, req);
+        status =
+            PMPI_Iscatterv_c(l->sbuf, l->counts, l->displs, l->type, l->rbuf,
+                             l->rcount, l->rtype, l->root, comm, req);
         break;
     case LOCAL_ALLGATHERV:
-        status = PMPI_Iallgatherv(l->sbuf, l->count, l->type, l->rbuf,
-                                  l->counts, l->displs, l->rtype, comm, req);
+        status = PMPI_Iallgatherv_c(l->sbuf, l->count, l->type, l->rbuf,
+                                    l->counts, l->displs, l->rtype, comm, req);
         break;
     case LOCAL_COMM_IDUP:
         status = l->info != MPI_INFO_NULL

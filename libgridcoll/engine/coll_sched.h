@@ -88,14 +88,14 @@ struct sched_local {
     enum sched_local_op op;
     const void *sbuf; /* may be MPI_IN_PLACE where MPICH's call allows it */
     void *rbuf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op mop;
     int root;
-    const int *counts; /* gatherv, scatterv, allgatherv: the v side */
-    const int *displs;
+    const MPI_Count *counts; /* gatherv, scatterv, allgatherv: the v side */
+    const MPI_Aint *displs;
     MPI_Datatype rtype;
-    int rcount; /* scatterv: the receive side */
+    MPI_Count rcount; /* scatterv: the receive side */
     /* alltoallw (PMPI_Ialltoallw_c: displacements in bytes) */
     const MPI_Count *scounts, *rcounts;
     const MPI_Aint *sdispls, *rdispls;
@@ -142,17 +142,17 @@ MPI_Datatype coll_sched_type(struct coll_sched *s, MPI_Datatype type);
  * are small (enum coll_tag); the engine adds the schedule's number.
  */
 int coll_sched_send(struct coll_sched *s, int peer, int tag, const void *buf,
-                    int count, MPI_Datatype type, int after);
+                    MPI_Count count, MPI_Datatype type, int after);
 int coll_sched_recv(struct coll_sched *s, int peer, int tag, void *buf,
-                    int count, MPI_Datatype type, int after);
+                    MPI_Count count, MPI_Datatype type, int after);
 int coll_sched_local(struct coll_sched *s, const struct sched_local *l,
                      int after);
 /* A chunk of count x type from site rank `root` through node layer
  * `node` (blocking runs only: the node layer serves one collective at a
  * time). */
 int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
-                          void *buf, int count, MPI_Datatype type, int root,
-                          int after);
+                          void *buf, MPI_Count count, MPI_Datatype type,
+                          int root, int after);
 /* fn(s, arg) once `after` finished; arg lives as long as the schedule. */
 int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
                     int after);
@@ -177,20 +177,21 @@ int coll_sched_fence(struct coll_sched *s);
  * below 0: the step moves nothing this run), or change a later LOCAL
  * step's arguments.  Steps are named by index.
  */
-void coll_sched_retarget(struct coll_sched *s, int step, void *buf, int count);
+void coll_sched_retarget(struct coll_sched *s, int step, void *buf,
+                         MPI_Count count);
 struct sched_local *coll_sched_local_args(struct coll_sched *s, int step);
 
 /* Common CALL steps; buffers live as long as the schedule. */
 int coll_sched_copy(struct coll_sched *s, void *dst, const void *src,
                     size_t len, int after);
 /* Pack count x type at buf into exactly len bytes at out (and back). */
-int coll_sched_pack(struct coll_sched *s, const void *buf, int count,
+int coll_sched_pack(struct coll_sched *s, const void *buf, MPI_Count count,
                     MPI_Datatype type, void *out, size_t len, int after);
 int coll_sched_unpack(struct coll_sched *s, const void *in, size_t len,
-                      void *buf, int count, MPI_Datatype type, int after);
+                      void *buf, MPI_Count count, MPI_Datatype type, int after);
 /* inout = in op inout (PMPI_Reduce_local), count x type. */
 int coll_sched_reduce(struct coll_sched *s, const void *in, void *inout,
-                      int count, MPI_Datatype type, MPI_Op op, int after);
+                      MPI_Count count, MPI_Datatype type, MPI_Op op, int after);
 
 /* ---- running ---------------------------------------------------------- */
 

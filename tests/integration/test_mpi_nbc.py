@@ -38,7 +38,7 @@ COLL_CASES = [
     "scatterv", "allgather", "allgatherv", "alltoall", "alltoallv",
     "alltoallw"]
 NBC_CASES = ["ibcast", "overlap", "ibarrier", "persistent", "freedom",
-             "algorithms", "neighbor", "progress"]
+             "algorithms", "neighbor", "count_c", "progress"]
 THREAD = {"GRIDCOLL_ASYNC_PROGRESS": "1"}
 
 LAYOUTS = [

@@ -30,6 +30,7 @@ CASES = [
     "get_count", "proc_null", "non_overtaking", "non_overtaking_any_source",
     "tag_out_of_order", "sendrecv", "probe", "wait_test", "cancel",
     "datatypes", "truncate", "many_outstanding", "large", "comm_isolation",
+    "count_c",
 ]
 
 PERSISTENT_CASES = [

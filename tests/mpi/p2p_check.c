@@ -2599,6 +2599,200 @@ static void case_comm_isolation(int base_tag)
         fail("MPI_Comm_free did not set the handle to MPI_COMM_NULL");
 }
 
+/* ---- cases: large-count forms ----------------------------------------- */
+
+enum count_c_send {
+    C_SEND,
+    C_SSEND,
+    C_RSEND,
+    C_BSEND,
+    C_ISEND,
+    C_ISSEND,
+    C_IRSEND,
+    C_IBSEND,
+    C_SEND_FORMS
+};
+enum count_c_recv { C_RECV, C_IRECV, C_MRECV, C_IMRECV, C_RECV_FORMS };
+
+/* The MPI_Count results of a status: MPI_Get_count_c and
+ * MPI_Get_elements_c of MPI_BYTE. */
+static void check_counts_c(const MPI_Status *status, MPI_Count bytes,
+                           const char *what)
+{
+    MPI_Count count = -2, elements = -2;
+    CHECK(MPI_Get_count_c(status, MPI_BYTE, &count));
+    CHECK(MPI_Get_elements_c(status, MPI_BYTE, &elements));
+    if (count != bytes || elements != bytes)
+        fail("%s: MPI_Get_count_c %lld, MPI_Get_elements_c %lld, expected "
+             "%lld",
+             what, (long long)count, (long long)elements, (long long)bytes);
+}
+
+/* One transfer by the _c form of a send mode and of a receive: the
+ * receive is posted before the token that ready modes wait for. */
+static void count_c_transfer(const struct transfer *t, enum count_c_send send,
+                             enum count_c_recv recv, int token_tag)
+{
+    const char *what = describe(t->src, t->dst, t->tag, t->size);
+    uint32_t key = stream_key(t->src, t->dst, t->tag, (int)send);
+    MPI_Count count = (MPI_Count)t->size;
+    int ready = send == C_RSEND || send == C_IRSEND, token = 1;
+    MPI_Request request;
+    if (world_rank == t->src) {
+        unsigned char *data = new_message(t->size, key);
+        const void *buf = data;
+        int dst = t->dst, tag = t->tag;
+        MPI_Comm w = MPI_COMM_WORLD;
+        if (ready)
+            CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, w,
+                           MPI_STATUS_IGNORE));
+        switch (send) {
+        case C_SEND:
+            CHECK(MPI_Send_c(buf, count, MPI_BYTE, dst, tag, w));
+            break;
+        case C_SSEND:
+            CHECK(MPI_Ssend_c(buf, count, MPI_BYTE, dst, tag, w));
+            break;
+        case C_RSEND:
+            CHECK(MPI_Rsend_c(buf, count, MPI_BYTE, dst, tag, w));
+            break;
+        case C_BSEND:
+            CHECK(MPI_Bsend_c(buf, count, MPI_BYTE, dst, tag, w));
+            break;
+        case C_ISEND:
+            CHECK(MPI_Isend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            break;
+        case C_ISSEND:
+            CHECK(MPI_Issend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            break;
+        case C_IRSEND:
+            CHECK(MPI_Irsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            break;
+        case C_IBSEND:
+            CHECK(MPI_Ibsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            break;
+        case C_SEND_FORMS: break;
+        }
+        if (send >= C_ISEND)
+            CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        free(data);
+    } else if (world_rank == t->dst) {
+        unsigned char *area = new_recv_area(t->size);
+        MPI_Status status;
+        MPI_Message message;
+        int found = 0;
+        if (ready)
+            recv = C_IRECV;
+        switch (recv) {
+        case C_RECV:
+            CHECK(MPI_Recv_c(area, count, MPI_BYTE, t->src, t->tag,
+                             MPI_COMM_WORLD, &status));
+            break;
+        case C_IRECV:
+            CHECK(MPI_Irecv_c(area, count, MPI_BYTE, t->src, t->tag,
+                              MPI_COMM_WORLD, &request));
+            if (ready)
+                CHECK(MPI_Send(&token, 1, MPI_INT, t->src, token_tag,
+                               MPI_COMM_WORLD));
+            CHECK(MPI_Wait(&request, &status));
+            break;
+        case C_MRECV:
+            CHECK(
+                MPI_Mprobe(t->src, t->tag, MPI_COMM_WORLD, &message, &status));
+            check_counts_c(&status, count, what);
+            CHECK(MPI_Mrecv_c(area, count, MPI_BYTE, &message, &status));
+            break;
+        case C_IMRECV:
+            while (!found) {
+                CHECK(MPI_Improbe(t->src, t->tag, MPI_COMM_WORLD, &found,
+                                  &message, &status));
+                if (!found)
+                    nap(100);
+            }
+            CHECK(MPI_Imrecv_c(area, count, MPI_BYTE, &message, &request));
+            CHECK(MPI_Wait(&request, &status));
+            break;
+        case C_RECV_FORMS: break;
+        }
+        check_status(&status, t->src, t->tag, MPI_BYTE, (int)t->size, what);
+        check_counts_c(&status, count, what);
+        check_payload(area, t->size, t->size, key, what);
+        free(area);
+    }
+}
+
+/* Sendrecv_c around the ring, then Sendrecv_replace_c of every third int
+ * (a derived type: the data is packed before the receive overwrites it). */
+static void count_c_ring(int base_tag)
+{
+    const size_t size = 65536 + 3;
+    int right = right_of(world_rank), left = left_of(world_rank);
+    uint32_t key = stream_key(world_rank, right, base_tag, 0);
+    unsigned char *data = new_message(size, key);
+    unsigned char *area = new_recv_area(size);
+    MPI_Status status;
+    CHECK(MPI_Sendrecv_c(data, (MPI_Count)size, MPI_BYTE, right, base_tag, area,
+                         (MPI_Count)size, MPI_BYTE, left, base_tag,
+                         MPI_COMM_WORLD, &status));
+    const char *what = describe(left, world_rank, base_tag, size);
+    check_status(&status, left, base_tag, MPI_BYTE, (int)size, what);
+    check_counts_c(&status, (MPI_Count)size, what);
+    check_payload(area, size, size, stream_key(left, world_rank, base_tag, 0),
+                  what);
+    free(data);
+    free(area);
+
+    enum { ELEMENTS = 4099 };
+    MPI_Datatype third;
+    CHECK(MPI_Type_vector(ELEMENTS, 1, 3, MPI_INT, &third));
+    CHECK(MPI_Type_commit(&third));
+    int *ints = xmalloc(sizeof(int) * 3 * ELEMENTS);
+    uint32_t mine = stream_key(world_rank, right, base_tag + 1, 0);
+    uint32_t theirs = stream_key(left, world_rank, base_tag + 1, 0);
+    for (size_t i = 0; i < 3 * ELEMENTS; i++)
+        ints[i] = i % 3 == 0 ? pattern_int(mine, i) : SENTINEL_INT;
+    CHECK(MPI_Sendrecv_replace_c(ints, 1, third, right, base_tag + 1, left,
+                                 base_tag + 1, MPI_COMM_WORLD, &status));
+    what = describe(left, world_rank, base_tag + 1, sizeof(int) * ELEMENTS);
+    check_counts_c(&status, (MPI_Count)(sizeof(int) * ELEMENTS), what);
+    for (size_t i = 0; i < 3 * ELEMENTS; i++) {
+        int expected = i % 3 == 0 ? pattern_int(theirs, i) : SENTINEL_INT;
+        if (ints[i] != expected)
+            fail("%s: int %zu expected %d got %d", what, i, expected, ints[i]);
+    }
+    free(ints);
+    CHECK(MPI_Type_free(&third));
+}
+
+/* Every _c send and receive (MPI 4.1, 5.2.2) around the ring and between
+ * the far pair, one transfer at a time, each send mode with each receive;
+ * statuses read back with the _c count functions. */
+static void case_count_c(int base_tag)
+{
+    struct transfer *flows = new_flows();
+    int nf = ring_and_far_flows(flows, base_tag, 65536 + 3, 1, 1);
+    size_t room = MPI_BSEND_OVERHEAD;
+    for (int f = 0; f < nf; f++)
+        if (flows[f].src == world_rank)
+            room += 2 * (flows[f].size + MPI_BSEND_OVERHEAD);
+    void *buffer = xmalloc(room);
+    CHECK(MPI_Buffer_attach(buffer, (int)room));
+    for (int send = 0; send < C_SEND_FORMS; send++)
+        for (int f = 0; f < nf; f++) {
+            struct transfer t = flows[f];
+            t.tag = base_tag + 10 * f + send;
+            count_c_transfer(&t, (enum count_c_send)send,
+                             (enum count_c_recv)((send + f) % C_RECV_FORMS),
+                             base_tag + 999);
+        }
+    void *detached;
+    int detached_size;
+    CHECK(MPI_Buffer_detach(&detached, &detached_size));
+    free(buffer);
+    free(flows);
+    count_c_ring(base_tag + 900);
+}
+
 /* ---- driver ----------------------------------------------------------- */
 
 struct test_case {
@@ -2627,6 +2821,7 @@ static const struct test_case cases[] = {
     {"many_outstanding", case_many_outstanding},
     {"large", case_large},
     {"comm_isolation", case_comm_isolation},
+    {"count_c", case_count_c},
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 

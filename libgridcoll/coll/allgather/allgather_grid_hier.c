@@ -42,7 +42,6 @@
  * number of sites and members per site; sites need not be contiguous
  * rank ranges.
  */
-#include <limits.h>
 #include <string.h>
 
 #include "coll/allgather/allgather_site.h"
@@ -78,22 +77,23 @@ static int layout_make(struct coll_sched *s, const struct coll_args *a,
     int my_site = c->site[c->rank];
     struct layout *l = coll_sched_alloc(s, sizeof *l);
     struct coll_rooted_args *kept = coll_sched_alloc(s, sizeof *kept);
-    int *arrays = coll_sched_alloc(s, 2 * n * sizeof *arrays);
+    MPI_Count *counts = coll_sched_alloc(s, n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, n * sizeof *displs);
     if (l != NULL) {
         l->len = coll_sched_alloc(s, n * sizeof *l->len);
         l->pos = coll_sched_alloc(s, n * sizeof *l->pos);
         l->site_off = coll_sched_alloc(s, ((size_t)c->local_size + 1) *
                                               sizeof *l->site_off);
     }
-    if (l == NULL || kept == NULL || arrays == NULL || l->len == NULL ||
-        l->pos == NULL || l->site_off == NULL)
+    if (l == NULL || kept == NULL || counts == NULL || displs == NULL ||
+        l->len == NULL || l->pos == NULL || l->site_off == NULL)
         return coll_no_mem(c);
     /* The counts and displacements may be the entry point's own. */
     *kept = *r;
-    memcpy(arrays, r->counts, n * sizeof *arrays);
-    memcpy(arrays + n, r->displs, n * sizeof *arrays);
-    kept->counts = arrays;
-    kept->displs = arrays + n;
+    memcpy(counts, r->counts, n * sizeof *counts);
+    memcpy(displs, r->displs, n * sizeof *displs);
+    kept->counts = counts;
+    kept->displs = displs;
     kept->many_type = coll_sched_type(s, r->many_type);
     kept->block_type = coll_sched_type(s, r->block_type);
     l->c = c;
@@ -199,41 +199,35 @@ int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
             allgather_site_select(c, a->fn, blocking, l->site_off, &l->site);
     if (status != MPI_SUCCESS)
         return status;
-    /* Nonblocking: MPICH's Iallgatherv and Ibcast, whose counts are int. */
-    if (!blocking && l->total > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                              "more than INT_MAX packed bytes in all");
     int in[GC_MAX_SITES + 1], n = 0;
     /* Receives first: data arriving early lands in place. */
     for (int t = 0; leader && t < GC_MAX_SITES; t++)
         if (t != my_site && c->leader[t] >= 0 && l->bytes[t] > 0)
             in[n++] = coll_sched_recv(s, c->leader[t], TAG_ALLGATHER,
-                                      l->all + l->start[t], (int)l->bytes[t],
-                                      MPI_BYTE, -1);
+                                      l->all + l->start[t],
+                                      (MPI_Count)l->bytes[t], MPI_BYTE, -1);
     int packed = coll_sched_call(s, pack_own, l, -1), gathered;
     if (blocking) {
         gathered = coll_sched_call_blocking(s, site_run, l, packed);
     } else {
-        int *counts =
-            coll_sched_alloc(s, 2 * (size_t)c->local_size * sizeof *counts);
+        MPI_Count *counts =
+            coll_sched_alloc(s, (size_t)c->local_size * sizeof *counts);
         if (counts == NULL)
             return coll_no_mem(c);
-        for (int k = 0; k < c->local_size; k++) {
-            counts[k] = (int)(l->site_off[k + 1] - l->site_off[k]);
-            counts[c->local_size + k] = (int)l->site_off[k];
-        }
+        for (int k = 0; k < c->local_size; k++)
+            counts[k] = l->site_off[k + 1] - l->site_off[k];
         struct sched_local g = {.op = LOCAL_ALLGATHERV,
                                 .sbuf = MPI_IN_PLACE,
                                 .rbuf = l->all,
                                 .counts = counts,
-                                .displs = counts + c->local_size,
+                                .displs = l->site_off,
                                 .rtype = MPI_BYTE};
         gathered = coll_sched_local(s, &g, packed);
     }
     for (int t = 0; leader && t < GC_MAX_SITES; t++)
         if (t != my_site && c->leader[t] >= 0 && l->bytes[my_site] > 0)
             coll_sched_send(s, c->leader[t], TAG_ALLGATHER, l->all,
-                            (int)l->bytes[my_site], MPI_BYTE, gathered);
+                            (MPI_Count)l->bytes[my_site], MPI_BYTE, gathered);
     in[n++] = gathered;
     int known = coll_sched_join(s, in, n);
     MPI_Aint own = l->bytes[my_site];
@@ -243,7 +237,7 @@ int allgather_grid_hier(struct coll_sched *s, const struct coll_args *a)
         } else {
             struct sched_local b = {.op = LOCAL_BCAST,
                                     .rbuf = l->all + own,
-                                    .count = (int)(l->total - own),
+                                    .count = l->total - own,
                                     .type = MPI_BYTE};
             known = coll_sched_local(s, &b, known);
         }

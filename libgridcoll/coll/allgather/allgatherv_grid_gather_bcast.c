@@ -20,13 +20,27 @@
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
+/* MPI_Type_indexed_c takes its displacements as MPI_Count. */
+static int indexed_type(struct coll_sched *s, int n, const MPI_Count *counts,
+                        const MPI_Aint *displs, MPI_Datatype type,
+                        MPI_Datatype *out)
+{
+    MPI_Count *at = coll_sched_alloc(s, (size_t)n * sizeof *at);
+    if (at == NULL)
+        return MPI_ERR_NO_MEM;
+    for (int i = 0; i < n; i++)
+        at[i] = displs[i];
+    return PMPI_Type_indexed_c(n, counts, at, type, out);
+}
+
 int allgatherv_grid_gather_bcast(struct coll_sched *s,
                                  const struct coll_args *a)
 {
     const struct coll_rooted_args *r = &a->u.rooted;
     struct gc_comm *c = a->comm;
     const void *sbuf = r->sbuf;
-    int scount = r->block_count, done;
+    MPI_Count scount = r->block_count;
+    int done;
     MPI_Datatype stype = r->block_type, all = MPI_DATATYPE_NULL;
     MPI_Aint lb, extent;
     int status = PMPI_Type_get_extent(r->many_type, &lb, &extent);
@@ -44,8 +58,8 @@ int allgatherv_grid_gather_bcast(struct coll_sched *s,
     status = phase_gatherv(s, sbuf, scount, stype, r->rbuf, r->counts,
                            r->displs, r->many_type, 0, r->uniform, -1, &done);
     if (status == MPI_SUCCESS)
-        status = PMPI_Type_indexed(c->size, r->counts, r->displs, r->many_type,
-                                   &all);
+        status =
+            indexed_type(s, c->size, r->counts, r->displs, r->many_type, &all);
     if (status == MPI_SUCCESS)
         status = PMPI_Type_commit(&all);
     /* The schedule holds its own reference. */

@@ -50,7 +50,7 @@ struct shm_phase {
     const void *sbuf;
     void *rbuf;
     const struct coll_reduce_args *r;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op op;
 };
@@ -129,7 +129,7 @@ int allreduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
         else
             in[sites] = coll_sched_recv(s, q, TAG_ALLREDUCE,
                                         partials + (size_t)sites * len,
-                                        (int)len, MPI_BYTE, -1);
+                                        (MPI_Count)len, MPI_BYTE, -1);
         sites++;
     }
     unsigned char *mine = partials + (size_t)slot * len;
@@ -137,8 +137,8 @@ int allreduce_grid_hier(struct coll_sched *s, const struct coll_args *a)
                                site_phase(s, shm, 0, r->sbuf, r->rbuf, r, -1));
     for (int t = 0; t < GC_MAX_SITES; t++)
         if (c->leader[t] >= 0 && c->leader[t] != c->rank)
-            coll_sched_send(s, c->leader[t], TAG_ALLREDUCE, mine, (int)len,
-                            MPI_BYTE, in[slot]);
+            coll_sched_send(s, c->leader[t], TAG_ALLREDUCE, mine,
+                            (MPI_Count)len, MPI_BYTE, in[slot]);
     /* Every site folds the same bytes in the same order: bit-identical
      * results everywhere, also for floating-point sums. */
     *f = (struct coll_fold){.partials = partials,

@@ -72,16 +72,16 @@ struct plan {
     struct site_map map;
     int order[GC_MAX_SITES]; /* fold position -> site index */
     int sites;
-    int me;     /* my site's fold position */
-    int lo, hi; /* my slice */
+    int me;           /* my site's fold position */
+    MPI_Count lo, hi; /* my slice */
     /* One WAN message each way: part of the slice with `peer`, from and
      * to the site with fold position `source`. */
     struct reduce_pieces pieces;
 };
 
-static int slice_start(int count, int members, int j)
+static MPI_Count slice_start(MPI_Count count, int members, int j)
 {
-    return (int)((long long)count * j / members);
+    return count * j / members;
 }
 
 static void plan_free(struct plan *p)
@@ -91,7 +91,7 @@ static void plan_free(struct plan *p)
 }
 
 /* Pieces grouped by fold position, each group in element order. */
-static int plan_make(const struct gc_comm *c, int count, int seg,
+static int plan_make(const struct gc_comm *c, MPI_Count count, MPI_Count seg,
                      struct plan *p)
 {
     int status = site_map_build(c, &p->map);
@@ -108,8 +108,8 @@ static int plan_make(const struct gc_comm *c, int count, int seg,
     for (int u = 0; u < p->sites; u++) {
         int s = p->order[u], n = p->map.count[s];
         for (int i = 0; u != p->me && i < n; i++) {
-            int lo = slice_start(count, n, i),
-                hi = slice_start(count, n, i + 1);
+            MPI_Count lo = slice_start(count, n, i),
+                      hi = slice_start(count, n, i + 1);
             reduce_pieces_add(&p->pieces, u, p->map.member[p->map.first[s] + i],
                               lo > p->lo ? lo : p->lo, hi < p->hi ? hi : p->hi,
                               seg);
@@ -134,7 +134,7 @@ struct slices {
     /* blocking calls: the node layer's reduce-scatter */
     const void *input;
     void *slice;
-    int *counts;
+    MPI_Count *counts;
     /* The site's allgather strategy (nonblocking calls: mpich, run as
      * MPICH's Iallgatherv). */
     const struct coll_algo *site;
@@ -200,7 +200,7 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
     struct coll_reduce_args *kept = coll_sched_alloc(s, sizeof *kept);
     struct plan *kept_plan = coll_sched_alloc(s, sizeof *kept_plan);
     unsigned char *partials = coll_sched_alloc(s, stride * (size_t)p.sites);
-    int *counts = coll_sched_alloc(s, n * sizeof *counts);
+    MPI_Count *counts = coll_sched_alloc(s, n * sizeof *counts);
     int *steps = coll_sched_alloc(
         s, (size_t)(p.pieces.count > 0 ? p.pieces.count : 1) * sizeof *steps);
     if (x == NULL || kept == NULL || kept_plan == NULL || partials == NULL ||
@@ -227,8 +227,7 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
         goto cleanup;
     }
     for (size_t j = 0; j <= n; j++)
-        x->off[j] =
-            (MPI_Aint)slice_start(r->count, (int)n, (int)j) * (MPI_Aint)esize;
+        x->off[j] = slice_start(r->count, (int)n, (int)j) * (MPI_Aint)esize;
     for (size_t j = 0; j < n; j++)
         counts[j] = slice_start(r->count, (int)n, (int)j + 1) -
                     slice_start(r->count, (int)n, (int)j);
@@ -244,7 +243,7 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
         steps[k] = coll_sched_recv(s, y->peer, TAG_ALLREDUCE_SLICE,
                                    partials + (size_t)y->source * stride +
                                        (size_t)(y->lo - p.lo) * esize,
-                                   (int)((size_t)(y->hi - y->lo) * esize),
+                                   (MPI_Count)((size_t)(y->hi - y->lo) * esize),
                                    MPI_BYTE, -1);
     }
     /* 2. The site's reduce-scatter: this member's slice of its site's
@@ -269,7 +268,8 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
         const struct reduce_piece *y = &p.pieces.at[k];
         coll_sched_send(s, y->peer, TAG_ALLREDUCE_SLICE,
                         mine + (size_t)(y->lo - p.lo) * esize,
-                        (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, own);
+                        (MPI_Count)((size_t)(y->hi - y->lo) * esize), MPI_BYTE,
+                        own);
     }
     /* 4. The fold into this member's slice of rbuf, stretch by stretch. */
     struct reduce_fold f = {
@@ -291,21 +291,19 @@ int allreduce_grid_multileader(struct coll_sched *s, const struct coll_args *a)
     if (blocking) {
         gathered = coll_sched_call_blocking(s, site_allgather, x, packed);
     } else {
-        /* The packed slices, in bytes (MPICH's int counts). */
-        int *bytes = coll_sched_alloc(s, 2 * n * sizeof *bytes);
+        /* The packed slices, in bytes. */
+        MPI_Count *bytes = coll_sched_alloc(s, n * sizeof *bytes);
         if (bytes == NULL) {
             status = coll_no_mem(c);
             goto cleanup;
         }
-        for (size_t j = 0; j < n; j++) {
-            bytes[j] = (int)(x->off[j + 1] - x->off[j]);
-            bytes[n + j] = (int)x->off[j];
-        }
+        for (size_t j = 0; j < n; j++)
+            bytes[j] = x->off[j + 1] - x->off[j];
         struct sched_local g = {.op = LOCAL_ALLGATHERV,
                                 .sbuf = MPI_IN_PLACE,
                                 .rbuf = x->all,
                                 .counts = bytes,
-                                .displs = bytes + n,
+                                .displs = x->off,
                                 .rtype = MPI_BYTE};
         gathered = coll_sched_local(s, &g, packed);
     }

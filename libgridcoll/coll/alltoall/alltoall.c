@@ -67,7 +67,7 @@ static const struct coll_side *side_copy(struct coll_sched *s,
     struct gc_comm *c = coll_sched_comm(s);
     size_t n = (size_t)c->size;
     struct coll_side *to = coll_sched_alloc(s, sizeof *to);
-    int *counts = coll_sched_alloc(s, n * sizeof *counts);
+    MPI_Count *counts = coll_sched_alloc(s, n * sizeof *counts);
     MPI_Aint *displs = coll_sched_alloc(s, n * sizeof *displs);
     MPI_Datatype *types = coll_sched_alloc(s, n * sizeof *types);
     if (to == NULL || counts == NULL || displs == NULL || types == NULL)

@@ -24,7 +24,6 @@
  * Fig. 6).  Wins only when few pairs have data (sparse Alltoallv): it is
  * the only algorithm that sends nothing for an empty pair.
  */
-#include <limits.h>
 
 #include "coll/alltoall/alltoall.h"
 #include "engine/coll_sched.h"
@@ -162,11 +161,6 @@ int alltoall_grid_direct(struct coll_sched *s, const struct coll_args *a)
     b->rbytes = coll_sched_alloc(s, b->roff[c->size]);
     if (b->sbytes == NULL || b->rbytes == NULL)
         return coll_no_mem(c);
-    for (int r = 0; r < c->size; r++)
-        if (b->soff[r + 1] - b->soff[r] > INT_MAX ||
-            b->roff[r + 1] - b->roff[r] > INT_MAX)
-            return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                                  "a block to another site is over 2 GiB");
     int packed = coll_sched_call(s, pack_remote, b, -1), local = -1;
     /* In place, blocks received go where outgoing ones were: every
      * outgoing block is packed before anything is unpacked. */
@@ -185,14 +179,14 @@ int alltoall_grid_direct(struct coll_sched *s, const struct coll_args *a)
         one->rank = r;
         int in[2] = {in_place ? local : -1,
                      coll_sched_recv(s, r, TAG_ALLTOALL, b->rbytes + b->roff[r],
-                                     (int)(b->roff[r + 1] - b->roff[r]),
+                                     (MPI_Count)(b->roff[r + 1] - b->roff[r]),
                                      MPI_BYTE, -1)};
         coll_sched_call(s, unpack_remote, one, coll_sched_join(s, in, 2));
     }
     for (int r = 0; r < c->size; r++)
         if (b->soff[r + 1] > b->soff[r])
             coll_sched_send(s, r, TAG_ALLTOALL, b->sbytes + b->soff[r],
-                            (int)(b->soff[r + 1] - b->soff[r]), MPI_BYTE,
+                            (MPI_Count)(b->soff[r + 1] - b->soff[r]), MPI_BYTE,
                             packed);
     return MPI_SUCCESS;
 }

@@ -38,7 +38,6 @@
  * uint64 from every member.  Wins for small messages and many sites, where the
  * S - 1 start-ups per site (against sum max(n_s, n_t) for LG) dominate.
  */
-#include <limits.h>
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
@@ -68,10 +67,11 @@ struct hier {
     size_t wsend_cap, wrecv_cap;
     int send_step[GC_MAX_SITES], recv_step[GC_MAX_SITES];
     /* Scatter: the coordinator's by member, into its `mine` in place */
-    int *ccount, *cdispl;
+    MPI_Count *ccount;
+    MPI_Aint *cdispl;
     unsigned char *scat, *mine;
     size_t scat_cap;
-    int mine_len; /* this rank's bytes from other sites */
+    MPI_Count mine_len; /* this rank's bytes from other sites */
     int scatter_step;
 };
 
@@ -126,11 +126,12 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
     size_t rows = h->me == 0 ? n : 1;
     h->lens = coll_sched_alloc(s, rows * (size_t)h->row * sizeof *h->lens);
     h->dest_off = coll_sched_alloc(s, 2 * remote * sizeof *h->dest_off);
-    h->ccount = coll_sched_alloc(s, 2 * n * sizeof *h->ccount);
-    if (h->lens == NULL || h->dest_off == NULL || h->ccount == NULL)
+    h->ccount = coll_sched_alloc(s, n * sizeof *h->ccount);
+    h->cdispl = coll_sched_alloc(s, n * sizeof *h->cdispl);
+    if (h->lens == NULL || h->dest_off == NULL || h->ccount == NULL ||
+        h->cdispl == NULL)
         return coll_no_mem(c);
     h->cursor = h->dest_off + remote;
-    h->cdispl = h->ccount + n;
     hier_my_row(h, h->lens);
     if (h->me == 0 && h->k.block > 0)
         for (int x = 1; x < h->n; x++)
@@ -147,11 +148,7 @@ static int hier_init(struct coll_sched *s, const struct coll_args *a,
     uint64_t mine = 0;
     for (int t = 0; t < h->remote_count; t++)
         mine += h->lens[h->remote_ranks + t];
-    if (mine > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                              "more than INT_MAX packed bytes from other "
-                              "sites for one rank");
-    h->mine_len = (int)mine;
+    h->mine_len = (MPI_Count)mine;
     h->b.sbuf = coll_sched_alloc(s, (size_t)stotal);
     h->mine = h->me == 0 ? NULL : coll_sched_alloc(s, (size_t)mine);
     if (h->b.sbuf == NULL || (h->me != 0 && h->mine == NULL))
@@ -190,16 +187,10 @@ static int lay_out_wan(struct coll_sched *s, struct hier *h)
         size_t part = 0;
         for (int t = 0; t < h->remote_count; t++)
             part += hier_row(h, x)[h->remote_ranks + t];
-        if (scat + part > INT_MAX)
-            return MPI_ERR_COUNT;
-        h->ccount[x] = (int)part;
-        h->cdispl[x] = (int)scat;
+        h->ccount[x] = (MPI_Count)part;
+        h->cdispl[x] = (MPI_Aint)scat;
         scat += part;
     }
-    /* The scatter's total, checked above, bounds the incoming ones. */
-    for (int t = 0; t < h->remote_count; t++)
-        if (h->soff[t + 1] - h->soff[t] > INT_MAX)
-            return MPI_ERR_COUNT;
     size_t sent = h->soff[h->remote_count], got = h->roff[h->remote_count];
     if (alltoall_room(s, &h->wsend, &h->wsend_cap, sent) != 0 ||
         alltoall_room(s, &h->wrecv, &h->wrecv_cap, got) != 0 ||
@@ -214,9 +205,9 @@ static int lay_out_wan(struct coll_sched *s, struct hier *h)
         /* Empty: skipped, as the other coordinator skips it (both
          * compute the same size from matching type signatures). */
         coll_sched_retarget(s, h->send_step[t], h->wsend + h->soff[t],
-                            out > 0 ? (int)out : -1);
+                            out > 0 ? (MPI_Count)out : -1);
         coll_sched_retarget(s, h->recv_step[t], h->wrecv + h->roff[t],
-                            in > 0 ? (int)in : -1);
+                            in > 0 ? (MPI_Count)in : -1);
     }
     return MPI_SUCCESS;
 }
@@ -339,14 +330,16 @@ static int unpack_remote(struct coll_sched *s, void *arg)
  * own is in place. */
 static int sizes_step(struct coll_sched *s, struct hier *h)
 {
-    int *counts = NULL;
+    MPI_Count *counts = NULL;
+    MPI_Aint *displs = NULL;
     if (h->me == 0) {
-        counts = coll_sched_alloc(s, 2 * (size_t)h->n * sizeof *counts);
-        if (counts == NULL)
+        counts = coll_sched_alloc(s, (size_t)h->n * sizeof *counts);
+        displs = coll_sched_alloc(s, (size_t)h->n * sizeof *displs);
+        if (counts == NULL || displs == NULL)
             return -1;
         for (int x = 0; x < h->n; x++) {
             counts[x] = h->row;
-            counts[h->n + x] = x * h->row;
+            displs[x] = (MPI_Aint)x * h->row;
         }
     }
     struct sched_local l = {.op = LOCAL_GATHERV,
@@ -355,7 +348,7 @@ static int sizes_step(struct coll_sched *s, struct hier *h)
                             .type = MPI_UINT64_T,
                             .rbuf = h->lens,
                             .counts = counts,
-                            .displs = counts != NULL ? counts + h->n : NULL,
+                            .displs = displs,
                             .rtype = MPI_UINT64_T};
     return coll_sched_local(s, &l, -1);
 }
@@ -415,12 +408,8 @@ int alltoall_grid_hier(struct coll_sched *s, const struct coll_args *a)
         h->scatter_step = coll_sched_local(s, &l, scatter_after);
         coll_sched_call(s, unpack_remote, h, h->scatter_step);
     }
-    if (!late && (status = lay_out(s, h)) != MPI_SUCCESS)
-        return status == MPI_ERR_NO_MEM
-                   ? coll_no_mem(c)
-                   : coll_arg_error(c, status, a->fn,
-                                    "more than INT_MAX packed bytes through "
-                                    "a site's coordinator");
+    if (!late && lay_out(s, h) != MPI_SUCCESS)
+        return coll_no_mem(c);
     return MPI_SUCCESS;
 }
 

@@ -106,19 +106,19 @@ size_t bcast_segsize(const struct coll_args *a)
 int bcast_plan_send(struct bcast_plan *p, int peer, int tag, size_t off,
                     size_t len, int after)
 {
-    return coll_sched_send(p->sched, peer, tag, p->bytes + off, (int)len,
+    return coll_sched_send(p->sched, peer, tag, p->bytes + off, (MPI_Count)len,
                            MPI_BYTE, after >= 0 ? after : p->ready);
 }
 
 int bcast_plan_recv(struct bcast_plan *p, int peer, int tag, size_t off,
                     size_t len)
 {
-    return coll_sched_recv(p->sched, peer, tag, p->bytes + off, (int)len,
+    return coll_sched_recv(p->sched, peer, tag, p->bytes + off, (MPI_Count)len,
                            MPI_BYTE, p->ready);
 }
 
 void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
-                      void *buf, int count, MPI_Datatype type, int after)
+                      void *buf, MPI_Count count, MPI_Datatype type, int after)
 {
     struct node_type t;
     if (after < 0)
@@ -133,10 +133,10 @@ void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
         coll_sched_local(p->sched, &l, after);
         return;
     }
-    int per = (int)((MPI_Count)node_bcast_chunk(node) / t.size < count
+    MPI_Count per = (MPI_Count)node_bcast_chunk(node) / t.size < count
                         ? (MPI_Count)node_bcast_chunk(node) / t.size
-                        : count);
-    for (int first = 0; first < count; first += per)
+                        : count;
+    for (MPI_Count first = 0; first < count; first += per)
         coll_sched_node_bcast(p->sched, node, (char *)buf + first * t.extent,
                               count - first < per ? count - first : per, type,
                               root, after);

@@ -23,8 +23,8 @@
 #include "gc_mpi.h"
 
 /*
- * The largest message a plan step moves: MPICH's and the relay client's
- * int counts; segment sizes are capped to it.
+ * The largest message a plan step moves: segment sizes are capped to it,
+ * so a larger broadcast is still pipelined between sites.
  */
 #define BCAST_MAX_MESSAGE ((size_t)1 << 30)
 
@@ -71,7 +71,7 @@ int bcast_plan_recv(struct bcast_plan *p, int peer, int tag, size_t off,
  * through shared memory, unless one element is larger than a chunk.
  */
 void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
-                      void *buf, int count, MPI_Datatype type, int after);
+                      void *buf, MPI_Count count, MPI_Datatype type, int after);
 /*
  * Forward [off, off + len) in segments of at most `seg` bytes: receive
  * each from `from` (-1: this member has them) and send it on to each of

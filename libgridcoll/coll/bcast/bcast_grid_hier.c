@@ -80,7 +80,8 @@ static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
         int got = c->local_rank == 0
                       ? bcast_plan_recv(&p, b->root, TAG_BCAST, off, piece)
                       : p.ready;
-        bcast_plan_local(&p, node, 0, p.bytes + off, (int)piece, MPI_BYTE, got);
+        bcast_plan_local(&p, node, 0, p.bytes + off, (MPI_Count)piece, MPI_BYTE,
+                         got);
     }
     return bcast_msg_finish(s, b, p.bytes, len);
 }
@@ -90,8 +91,8 @@ int bcast_grid_hier(struct coll_sched *s, const struct coll_args *a)
     return hier(s, &a->u.bcast, bcast_segsize(a), a, -1);
 }
 
-int phase_bcast(struct coll_sched *s, void *buf, int count, MPI_Datatype type,
-                int root, int after, int *done)
+int phase_bcast(struct coll_sched *s, void *buf, MPI_Count count,
+                MPI_Datatype type, int root, int after, int *done)
 {
     struct coll_bcast_args b = {buf, count, type, root};
     size_t seg = coll_table_of(GC_COLL_BCAST)->default_segsize;

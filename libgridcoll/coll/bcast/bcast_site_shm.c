@@ -102,7 +102,7 @@ static int node_rank_of(const struct coll_node *n, int r)
 }
 
 int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
-                     struct coll_node *n, void *buf, int count,
+                     struct coll_node *n, void *buf, MPI_Count count,
                      MPI_Datatype type, int root)
 {
     MPI_Count len;
@@ -143,12 +143,12 @@ int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
     if (op->reqs == NULL)
         return MPI_ERR_NO_MEM;
     if (op->role == ROLE_LEADER)
-        return PMPI_Irecv(buf, count, type, root, TAG_NODE_BCAST, p2p,
-                          &op->reqs[op->nreqs++]);
+        return PMPI_Irecv_c(buf, count, type, root, TAG_NODE_BCAST, p2p,
+                            &op->reqs[op->nreqs++]);
     for (int j = 0; j < n->nodes && status == MPI_SUCCESS; j++)
         if (j != root_node)
-            status = PMPI_Isend(buf, count, type, n->leader[j], TAG_NODE_BCAST,
-                                p2p, &op->reqs[op->nreqs++]);
+            status = PMPI_Isend_c(buf, count, type, n->leader[j],
+                                  TAG_NODE_BCAST, p2p, &op->reqs[op->nreqs++]);
     return status;
 }
 
@@ -245,7 +245,7 @@ int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
             MPI_Count first = started * per;
             status = node_bcast_start(
                 &ops[started % WINDOW], c, n, (char *)buf + first * t.extent,
-                (int)(count - first < per ? count - first : per), type, 0);
+                count - first < per ? count - first : per, type, 0);
             started++;
         }
         /* Chunks finish in order; testing the oldest also drives MPICH. */

@@ -35,10 +35,10 @@
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
-int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
-                  MPI_Datatype stype, void *rbuf, const int *rcounts,
-                  const int *rdispls, MPI_Datatype rtype, int root, int uniform,
-                  int after, int *done)
+int phase_gatherv(struct coll_sched *s, const void *sbuf, MPI_Count scount,
+                  MPI_Datatype stype, void *rbuf, const MPI_Count *rcounts,
+                  const MPI_Aint *rdispls, MPI_Datatype rtype, int root,
+                  int uniform, int after, int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     stype = coll_sched_type(s, stype);
@@ -64,10 +64,10 @@ int phase_gatherv(struct coll_sched *s, const void *sbuf, int scount,
     /* Receives first, so leaders' blocks land during the local phase. */
     for (int t = 0; t < GC_MAX_SITES; t++)
         if (x->block[t] != NULL)
-            rooted_copy_step(s, x, t, rbuf, 1,
-                             coll_sched_recv(s, c->leader[t], TAG_GATHER,
-                                             x->block[t], (int)x->bytes[t],
-                                             MPI_BYTE, after));
+            rooted_copy_step(
+                s, x, t, rbuf, 1,
+                coll_sched_recv(s, c->leader[t], TAG_GATHER, x->block[t],
+                                (MPI_Count)x->bytes[t], MPI_BYTE, after));
     l.counts = x->lcounts;
     l.displs = x->ldispls;
     coll_sched_local(s, &l, after);

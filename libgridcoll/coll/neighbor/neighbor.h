@@ -22,8 +22,4 @@ int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a,
 int neighbor_direct_send(struct coll_sched *s, const struct coll_args *a,
                          int i);
 
-/* The packed size of count x type, checked to fit a relay message. */
-int neighbor_block_len(const struct coll_args *a, int count, MPI_Datatype type,
-                       size_t *len);
-
 #endif

@@ -35,7 +35,7 @@
  *     them to the coordinator over the site (TAG_NEIGHBOR_GATHER);
  *  2. the coordinator sends t's coordinator one relay message: the
  *     blocks by sending member and its send order, after a header of
- *     their sizes (32 bits each) in the v- and w-forms
+ *     their sizes (64 bits each) in the v- and w-forms
  *     (TAG_NEIGHBOR_BUNDLE);
  *  3. t's coordinator checks each size in the header against the size
  *     its receiver gave (MPI_ERR_TRUNCATE if they differ, as a direct
@@ -61,7 +61,6 @@
  * for two local hops; those stay cheaper while m is small (see the
  * selection rule in gc_coll_select.c).
  */
-#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -70,12 +69,12 @@
 #include "topo/gc_topo.h"
 
 /* A size in a bundle's header and in the sizes step. */
-typedef uint32_t nb_len;
+typedef uint64_t nb_len;
 
 /* Blocks of this member, packed back to back at `bytes`. */
 struct nb_block {
     char *buf;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     size_t len;
 };
@@ -177,8 +176,6 @@ static int lay_out(struct coll_sched *s, void *arg)
     size_t head_in = x->header ? (size_t)p->in_edges * sizeof(nb_len) : 0;
     size_t bout = head_out + x->out_at[members];
     size_t bin = head_in + x->deliv_at[members];
-    if (bout > INT_MAX || bin > INT_MAX)
-        return MPI_ERR_COUNT;
     if (gc_plan_bundled(p->out_edges)) {
         if (room(s, &x->bout, &x->bout_cap, bout) != 0)
             return MPI_ERR_NO_MEM;
@@ -190,21 +187,21 @@ static int lay_out(struct coll_sched *s, void *arg)
             head += bytes;
             coll_sched_retarget(s, x->gather_step[m],
                                 x->bout + head_out + x->out_at[m],
-                                (int)(x->out_at[m + 1] - x->out_at[m]));
+                                (MPI_Count)(x->out_at[m + 1] - x->out_at[m]));
         }
         if (x->me >= 0)
             x->out.bytes = x->bout + head_out + x->out_at[x->me];
-        coll_sched_retarget(s, x->wan_send, x->bout, (int)bout);
+        coll_sched_retarget(s, x->wan_send, x->bout, (MPI_Count)bout);
     }
     if (gc_plan_bundled(p->in_edges)) {
         if (room(s, &x->bin, &x->bin_cap, bin) != 0 ||
             room(s, &x->deliv, &x->deliv_cap, x->deliv_at[members]) != 0)
             return MPI_ERR_NO_MEM;
-        coll_sched_retarget(s, x->wan_recv, x->bin, (int)bin);
+        coll_sched_retarget(s, x->wan_recv, x->bin, (MPI_Count)bin);
         for (int m = 0; m < members; m++)
-            coll_sched_retarget(s, x->deliver_step[m],
-                                x->deliv + x->deliv_at[m],
-                                (int)(x->deliv_at[m + 1] - x->deliv_at[m]));
+            coll_sched_retarget(
+                s, x->deliver_step[m], x->deliv + x->deliv_at[m],
+                (MPI_Count)(x->deliv_at[m + 1] - x->deliv_at[m]));
         if (x->me >= 0)
             x->in.bytes = x->deliv + x->deliv_at[x->me];
     }
@@ -236,14 +233,14 @@ static int split(struct coll_sched *s, void *arg)
 
 /* A block of the call, kept in the schedule with its packed size. */
 static int keep_block(struct coll_sched *s, const struct coll_args *a,
-                      char *buf, int count, MPI_Datatype type,
+                      char *buf, MPI_Count count, MPI_Datatype type,
                       struct nb_blocks *x)
 {
     struct nb_block *b = &x->b[x->n++];
     b->buf = buf;
     b->count = count;
     b->type = coll_sched_type(s, type);
-    int status = neighbor_block_len(a, count, b->type, &b->len);
+    int status = coll_packed_size(a->comm, count, b->type, &b->len);
     x->total += b->len;
     return status;
 }
@@ -278,10 +275,6 @@ static int my_blocks(struct coll_sched *s, const struct coll_args *a, int t,
             status = keep_block(s, a, (char *)n->rbuf + n->rdispls[j],
                                 n->rcounts[j], n->rtypes[j], &x->in);
     }
-    if (status == MPI_SUCCESS &&
-        (x->out.total > INT_MAX || x->in.total > INT_MAX))
-        status = coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                                "the blocks for another site are over 2 GiB");
     return status;
 }
 
@@ -301,13 +294,13 @@ static int member(struct coll_sched *s, const struct coll_args *a,
         for (int i = 0; i < x->in.n; i++)
             sizes[x->out.n + i] = (nb_len)x->in.b[i].len;
         coll_sched_send(s, coord, TAG_NEIGHBOR_SIZES, sizes,
-                        n * (int)sizeof *sizes, MPI_BYTE, -1);
+                        (MPI_Count)(n * sizeof *sizes), MPI_BYTE, -1);
     }
     if (x->out.n > 0) {
         if ((x->out.bytes = coll_sched_alloc(s, x->out.total)) == NULL)
             return coll_no_mem(a->comm);
         coll_sched_send(s, coord, TAG_NEIGHBOR_GATHER, x->out.bytes,
-                        (int)x->out.total, MPI_BYTE,
+                        (MPI_Count)x->out.total, MPI_BYTE,
                         coll_sched_call(s, pack_blocks, &x->out, -1));
     }
     if (x->in.n > 0) {
@@ -315,8 +308,8 @@ static int member(struct coll_sched *s, const struct coll_args *a,
             return coll_no_mem(a->comm);
         coll_sched_call(s, unpack_blocks, &x->in,
                         coll_sched_recv(s, coord, TAG_NEIGHBOR_SPLIT,
-                                        x->in.bytes, (int)x->in.total, MPI_BYTE,
-                                        -1));
+                                        x->in.bytes, (MPI_Count)x->in.total,
+                                        MPI_BYTE, -1));
     }
     return MPI_SUCCESS;
 }
@@ -385,7 +378,7 @@ static int coordinator(struct coll_sched *s, const struct coll_args *a,
             if (m != x->me && x->at[m + 1] > x->at[m])
                 steps[n++] = coll_sched_recv(
                     s, p->member[m], TAG_NEIGHBOR_SIZES, x->sizes + x->at[m],
-                    (int)((x->at[m + 1] - x->at[m]) * sizeof *x->sizes),
+                    (MPI_Count)((x->at[m + 1] - x->at[m]) * sizeof *x->sizes),
                     MPI_BYTE, -1);
         laid = coll_sched_call(s, lay_out, x, coll_sched_join(s, steps, n));
     }

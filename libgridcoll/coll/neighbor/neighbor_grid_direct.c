@@ -35,19 +35,7 @@
  */
 #include "coll/neighbor/neighbor.h"
 
-#include <limits.h>
-
 #include "gc_coll.h"
-
-int neighbor_block_len(const struct coll_args *a, int count, MPI_Datatype type,
-                       size_t *len)
-{
-    int status = coll_packed_size(a->comm, count, type, len);
-    if (status == MPI_SUCCESS && *len > INT_MAX)
-        status = coll_arg_error(a->comm, MPI_ERR_COUNT, a->fn,
-                                "a block to another site is over 2 GiB");
-    return status;
-}
 
 int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a, int j)
 {
@@ -63,15 +51,15 @@ int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a, int j)
         return MPI_SUCCESS;
     }
     size_t len;
-    int status = neighbor_block_len(a, n->rcounts[j], type, &len);
+    int status = coll_packed_size(c, n->rcounts[j], type, &len);
     if (status != MPI_SUCCESS)
         return status;
     unsigned char *bytes = coll_sched_alloc(s, len);
     if (bytes == NULL)
         return coll_no_mem(c);
-    coll_sched_unpack(
-        s, bytes, len, at, n->rcounts[j], type,
-        coll_sched_recv(s, peer, TAG_NEIGHBOR, bytes, (int)len, MPI_BYTE, -1));
+    coll_sched_unpack(s, bytes, len, at, n->rcounts[j], type,
+                      coll_sched_recv(s, peer, TAG_NEIGHBOR, bytes,
+                                      (MPI_Count)len, MPI_BYTE, -1));
     return MPI_SUCCESS;
 }
 
@@ -89,14 +77,14 @@ int neighbor_direct_send(struct coll_sched *s, const struct coll_args *a, int i)
         return MPI_SUCCESS;
     }
     size_t len;
-    int status = neighbor_block_len(a, n->scounts[i], type, &len);
+    int status = coll_packed_size(c, n->scounts[i], type, &len);
     if (status != MPI_SUCCESS)
         return status;
     unsigned char *bytes = coll_sched_alloc(s, len);
     if (bytes == NULL)
         return coll_no_mem(c);
     coll_sched_send(
-        s, peer, TAG_NEIGHBOR, bytes, (int)len, MPI_BYTE,
+        s, peer, TAG_NEIGHBOR, bytes, (MPI_Count)len, MPI_BYTE,
         coll_sched_pack(s, at, n->scounts[i], type, bytes, len, -1));
     return MPI_SUCCESS;
 }

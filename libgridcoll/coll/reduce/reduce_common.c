@@ -6,12 +6,12 @@
 
 #include "engine/coll_sched.h"
 
-#include <limits.h>
 #include <stdlib.h>
 
 #include "gc_coll.h"
 
-/* The largest relay message a segment may be (int counts below). */
+/* The largest relay message a segment may be: a larger partial result is
+ * still pipelined. */
 #define REDUCE_MAX_MESSAGE ((size_t)1 << 30)
 
 void reduce_pieces_free(struct reduce_pieces *p)
@@ -20,10 +20,10 @@ void reduce_pieces_free(struct reduce_pieces *p)
     *p = (struct reduce_pieces){0};
 }
 
-void reduce_pieces_add(struct reduce_pieces *p, int source, int peer, int lo,
-                       int hi, int seg)
+void reduce_pieces_add(struct reduce_pieces *p, int source, int peer,
+                       MPI_Count lo, MPI_Count hi, MPI_Count seg)
 {
-    for (int e = lo; e < hi && !p->no_mem; e += seg) {
+    for (MPI_Count e = lo; e < hi && !p->no_mem; e += seg) {
         if (p->count == p->cap) {
             int cap = p->cap > 0 ? 2 * p->cap : 16;
             struct reduce_piece *grown =
@@ -44,13 +44,11 @@ void reduce_pieces_add(struct reduce_pieces *p, int source, int peer, int lo,
     }
 }
 
-int reduce_segment(size_t segsize, size_t esize)
+MPI_Count reduce_segment(size_t segsize, size_t esize)
 {
     size_t bytes = segsize < REDUCE_MAX_MESSAGE ? segsize : REDUCE_MAX_MESSAGE;
     size_t seg = esize > 0 ? bytes / esize : bytes;
-    if (seg == 0)
-        seg = 1;
-    return seg < (size_t)INT_MAX ? (int)seg : INT_MAX;
+    return seg > 0 ? (MPI_Count)seg : 1;
 }
 
 int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
@@ -62,9 +60,10 @@ int reduce_fold_steps(struct coll_sched *s, const struct reduce_fold *f,
         next[u] = -1;
     for (int k = npieces - 1; k >= 0; k--)
         next[pieces[k].source] = k;
-    for (int at = f->lo; at < f->hi;) {
+    for (MPI_Count at = f->lo; at < f->hi;) {
         /* The stretch ends where the first current piece ends. */
-        int end = f->hi, deps[GC_MAX_SITES + 1], n = 0;
+        MPI_Count end = f->hi;
+        int deps[GC_MAX_SITES + 1], n = 0;
         deps[n++] = own;
         for (int u = 0; u < f->sources; u++) {
             if (next[u] < 0)
@@ -118,7 +117,7 @@ int coll_site_partials_ok(const struct gc_comm *c, MPI_Op op, int *in_order)
 /* Folding from the right keeps the order for non-commutative ops:
  * acc = x[i] op acc. */
 int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
-                 size_t stride, size_t len, void *rbuf, int count,
+                 size_t stride, size_t len, void *rbuf, MPI_Count count,
                  MPI_Datatype type, MPI_Op op)
 {
     struct coll_temp t = {0};
@@ -131,7 +130,7 @@ int coll_combine(const struct gc_comm *c, const unsigned char *x, int n,
         status =
             coll_unpack(c, x + (size_t)i * stride, len, t.base, count, type);
         if (status == MPI_SUCCESS)
-            status = PMPI_Reduce_local(t.base, rbuf, count, type, op);
+            status = PMPI_Reduce_local_c(t.base, rbuf, count, type, op);
     }
 cleanup:
     free(t.mem);

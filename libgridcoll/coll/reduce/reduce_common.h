@@ -21,7 +21,7 @@
 struct reduce_piece {
     int source;
     int peer;
-    int lo, hi;
+    MPI_Count lo, hi;
 };
 
 /* A list of pieces that grows; free with reduce_pieces_free. */
@@ -33,15 +33,15 @@ struct reduce_pieces {
 };
 void reduce_pieces_free(struct reduce_pieces *p);
 /* [lo, hi) in pieces of at most `seg` elements (none when empty). */
-void reduce_pieces_add(struct reduce_pieces *p, int source, int peer, int lo,
-                       int hi, int seg);
+void reduce_pieces_add(struct reduce_pieces *p, int source, int peer,
+                       MPI_Count lo, MPI_Count hi, MPI_Count seg);
 
 /*
  * Elements per segment: GRIDCOLL_<COLL>_SEGSIZE bytes (`segsize`) of
  * elements of `esize` packed bytes, at least one, and at most what one
  * relay message may carry.
  */
-int reduce_segment(size_t segsize, size_t esize);
+MPI_Count reduce_segment(size_t segsize, size_t esize);
 
 /*
  * Partial results of elements [lo, hi) of `sources` sources, in fold
@@ -53,7 +53,7 @@ struct reduce_fold {
     size_t stride;
     size_t esize;
     int sources;
-    int lo, hi;
+    MPI_Count lo, hi;
     void *rbuf; /* typed result: element e at rbuf + (e - lo) * extent */
     MPI_Aint extent;
     MPI_Datatype type;

@@ -58,8 +58,8 @@
  * contribution goes to the root (the hier Gatherv), which folds them.
  */
 static int reduce_gathered(struct coll_sched *s, const void *sbuf, void *rbuf,
-                           int count, MPI_Datatype type, MPI_Op op, int root,
-                           size_t len, int after, int *done)
+                           MPI_Count count, MPI_Datatype type, MPI_Op op,
+                           int root, size_t len, int after, int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     int is_root = c->rank == root;
@@ -103,12 +103,12 @@ cleanup:
  * piece of it is in.
  */
 static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
-                       int count, MPI_Datatype type, MPI_Op op, size_t esize,
-                       int seg, int after, int *done)
+                       MPI_Count count, MPI_Datatype type, MPI_Op op,
+                       size_t esize, MPI_Count seg, int after, int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     size_t len = (size_t)count * esize;
-    int segments = (count - 1) / seg + 1;
+    MPI_Count segments = (count - 1) / seg + 1;
     unsigned char *partials = coll_sched_alloc(s, len * (size_t)c->site_count);
     int *pieces = coll_sched_alloc(
         s, (size_t)segments * (size_t)(c->site_count + 1) * sizeof *pieces);
@@ -127,11 +127,12 @@ static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
             continue;
         if (c->site[r] == c->site[c->rank])
             slot = sites;
-        for (int k = 0; k < segments && c->site[r] != c->site[c->rank]; k++) {
-            int lo = k * seg, hi = count - lo > seg ? lo + seg : count;
+        for (MPI_Count k = 0; k < segments && c->site[r] != c->site[c->rank];
+             k++) {
+            MPI_Count lo = k * seg, hi = count - lo > seg ? lo + seg : count;
             pieces[k * width + sites] = coll_sched_recv(
                 s, r, TAG_REDUCE, partials + (size_t)sites * len + lo * esize,
-                (int)((size_t)(hi - lo) * esize), MPI_BYTE, after);
+                (MPI_Count)((size_t)(hi - lo) * esize), MPI_BYTE, after);
         }
         sites++;
     }
@@ -145,8 +146,8 @@ static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
     int own =
         coll_sched_pack(s, rbuf, count, type, partials + (size_t)slot * len,
                         len, coll_sched_local(s, &l, after));
-    for (int k = 0; k < segments; k++) {
-        int lo = k * seg, hi = count - lo > seg ? lo + seg : count;
+    for (MPI_Count k = 0; k < segments; k++) {
+        MPI_Count lo = k * seg, hi = count - lo > seg ? lo + seg : count;
         struct coll_fold *f = coll_sched_alloc(s, sizeof *f);
         if (f == NULL)
             return coll_no_mem(c);
@@ -169,9 +170,10 @@ static int reduce_root(struct coll_sched *s, const void *sbuf, void *rbuf,
 
 /* The leader of a site without the root: its site's partial result, in
  * segments. */
-static int reduce_leader(struct coll_sched *s, const void *sbuf, int count,
-                         MPI_Datatype type, MPI_Op op, int root, size_t esize,
-                         int seg, int after, int *done)
+static int reduce_leader(struct coll_sched *s, const void *sbuf,
+                         MPI_Count count, MPI_Datatype type, MPI_Op op,
+                         int root, size_t esize, MPI_Count seg, int after,
+                         int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     size_t len = (size_t)count * esize;
@@ -191,18 +193,19 @@ static int reduce_leader(struct coll_sched *s, const void *sbuf, int count,
                             .mop = op};
     int packed = coll_sched_pack(s, partial, count, type, bytes, len,
                                  coll_sched_local(s, &l, after));
-    for (int lo = 0; lo < count; lo += seg) {
-        int hi = count - lo > seg ? lo + seg : count;
+    for (MPI_Count lo = 0; lo < count; lo += seg) {
+        MPI_Count hi = count - lo > seg ? lo + seg : count;
         coll_sched_send(s, root, TAG_REDUCE, bytes + (size_t)lo * esize,
-                        (int)((size_t)(hi - lo) * esize), MPI_BYTE, packed);
+                        (MPI_Count)((size_t)(hi - lo) * esize), MPI_BYTE,
+                        packed);
     }
     *done = coll_sched_fence(s);
     return MPI_SUCCESS;
 }
 
-int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf, int count,
-                 MPI_Datatype type, MPI_Op op, int root, size_t segsize,
-                 int after, int *done)
+int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf,
+                 MPI_Count count, MPI_Datatype type, MPI_Op op, int root,
+                 size_t segsize, int after, int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     int in_order;
@@ -216,7 +219,7 @@ int phase_reduce(struct coll_sched *s, const void *sbuf, void *rbuf, int count,
     if (!in_order)
         return reduce_gathered(s, sbuf, rbuf, count, type, op, root,
                                (size_t)count * esize, after, done);
-    int seg = reduce_segment(segsize, esize);
+    MPI_Count seg = reduce_segment(segsize, esize);
     if (c->rank == root)
         return reduce_root(s, sbuf, rbuf, count, type, op, esize, seg, after,
                            done);

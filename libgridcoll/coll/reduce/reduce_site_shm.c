@@ -158,8 +158,8 @@ static int reduce_round(const struct cyclic *g, const void *input)
     return status == MPI_SUCCESS ? node_post(n) : status;
 }
 
-int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
-                    MPI_Datatype type, MPI_Op op)
+int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf,
+                    MPI_Count count, MPI_Datatype type, MPI_Op op)
 {
     struct cyclic g = {0};
     int ok = 0, status = MPI_SUCCESS;
@@ -174,9 +174,9 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
     struct coll_node *n = g.n;
     const void *input = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
     int p = n->size;
-    for (int first = 0; first < count && status == MPI_SUCCESS;
-         first += (int)g.cap) {
-        int round = count - first < g.cap ? count - first : (int)g.cap;
+    for (MPI_Count first = 0; first < count && status == MPI_SUCCESS;
+         first += g.cap) {
+        int round = (int)(count - first < g.cap ? count - first : g.cap);
         for (int i = 0; i < p; i++) {
             g.at[i] = (MPI_Aint)((long long)round * i / p);
             g.from[i] = first + g.at[i];
@@ -204,7 +204,8 @@ int reduce_site_shm(struct gc_comm *c, const void *sbuf, void *rbuf, int count,
 }
 
 int reduce_scatter_site_shm(struct gc_comm *c, const void *input, void *out,
-                            const int *rcounts, MPI_Datatype type, MPI_Op op)
+                            const MPI_Count *rcounts, MPI_Datatype type,
+                            MPI_Op op)
 {
     struct cyclic g = {0};
     int ok = 0, status = MPI_SUCCESS;
@@ -213,20 +214,23 @@ int reduce_scatter_site_shm(struct gc_comm *c, const void *input, void *out,
     int q = ok ? (int)(g.cap / g.n->size) : 0;
     if (status != MPI_SUCCESS || q == 0 || g.n->nodes > 1) {
         cyclic_free(&g);
-        return status != MPI_SUCCESS ? status
-                                     : PMPI_Reduce_scatter(input, out, rcounts,
-                                                           type, op, c->local);
+        return status != MPI_SUCCESS
+                   ? status
+                   : PMPI_Reduce_scatter_c(input, out, rcounts, type, op,
+                                           c->local);
     }
     struct coll_node *n = g.n;
-    int p = n->size, longest = 0;
+    int p = n->size;
+    MPI_Count longest = 0;
     for (int i = 0; i < p; i++)
         longest = rcounts[i] > longest ? rcounts[i] : longest;
-    for (int done = 0; done < longest && status == MPI_SUCCESS; done += q) {
+    for (MPI_Count done = 0; done < longest && status == MPI_SUCCESS;
+         done += q) {
         MPI_Aint start = 0;
         for (int i = 0; i < p; i++) {
-            int left = rcounts[i] - done;
+            MPI_Count left = rcounts[i] - done;
             g.from[i] = start + done;
-            g.len[i] = left < 0 ? 0 : left < q ? left : q;
+            g.len[i] = left < 0 ? 0 : left < q ? (int)left : q;
             g.at[i] = (MPI_Aint)i * q;
             start += rcounts[i];
         }

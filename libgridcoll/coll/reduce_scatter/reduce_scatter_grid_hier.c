@@ -63,7 +63,6 @@
  * When it wins: across sites, always when it can run the call; the
  * difference grows with the vector and the site count.
  */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,22 +74,23 @@
 /* Elements lo .. hi of member `owner`'s block, at position `at` of E_s. */
 struct span {
     int owner;
-    int lo, hi;
-    int at;
+    MPI_Count lo, hi;
+    MPI_Count at;
 };
 
 struct plan {
     struct site_map map;
     int order[GC_MAX_SITES]; /* fold position -> site index */
     int sites;
-    int me;      /* my site's fold position */
-    int *displ;  /* [size + 1]: block r is elements displ[r] .. displ[r+1] */
-    int *counts; /* [local_size]: the local Reduce_scatter's counts */
+    int me; /* my site's fold position */
+    MPI_Count
+        *displ; /* [size + 1]: block r is elements displ[r] .. displ[r+1] */
+    MPI_Count *counts; /* [local_size]: the local Reduce_scatter's counts */
     struct span *copy; /* the permuted input, as vector ranges in order */
     int ncopy;
-    int share_lo, share_hi;     /* my share, in E of my site */
-    struct reduce_pieces sends; /* in share coordinates (0 = share_lo) */
-    struct reduce_pieces recvs; /* in vector coordinates */
+    MPI_Count share_lo, share_hi; /* my share, in E of my site */
+    struct reduce_pieces sends;   /* in share coordinates (0 = share_lo) */
+    struct reduce_pieces recvs;   /* in vector coordinates */
 };
 
 static void plan_free(struct plan *p)
@@ -103,15 +103,16 @@ static void plan_free(struct plan *p)
     reduce_pieces_free(&p->recvs);
 }
 
-static int share_start(int remote, int members, int j)
+static MPI_Count share_start(MPI_Count remote, int members, int j)
 {
-    return (int)((long long)remote * j / members);
+    return remote * j / members;
 }
 
 /* R_s: the elements of the vector owned by members of other sites. */
-static int remote_elements(const struct gc_comm *c, const int *displ, int s)
+static MPI_Count remote_elements(const struct gc_comm *c,
+                                 const MPI_Count *displ, int s)
 {
-    int own = 0;
+    MPI_Count own = 0;
     for (int q = 0; q < c->size; q++)
         if (c->site[q] == s)
             own += displ[q + 1] - displ[q];
@@ -122,14 +123,15 @@ static int remote_elements(const struct gc_comm *c, const int *displ, int s)
  * The blocks of members of other sites than s that meet elements a .. b
  * of E_s, cut to them, in vector order, appended to out[*n].
  */
-static void remote_spans(const struct gc_comm *c, const int *displ, int s,
-                         int a, int b, struct span *out, int *n)
+static void remote_spans(const struct gc_comm *c, const MPI_Count *displ, int s,
+                         MPI_Count a, MPI_Count b, struct span *out, int *n)
 {
-    for (int q = 0, at = 0; q < c->size && at < b; q++) {
+    MPI_Count at = 0;
+    for (int q = 0; q < c->size && at < b; q++) {
         if (c->site[q] == s)
             continue;
-        int len = displ[q + 1] - displ[q];
-        int lo = a > at ? a : at, hi = b < at + len ? b : at + len;
+        MPI_Count len = displ[q + 1] - displ[q];
+        MPI_Count lo = a > at ? a : at, hi = b < at + len ? b : at + len;
         if (lo < hi)
             out[(*n)++] = (struct span){.owner = q,
                                         .lo = displ[q] + lo - at,
@@ -144,21 +146,22 @@ static void remote_spans(const struct gc_comm *c, const int *displ, int s,
  * pieces of my block its members' shares hold (my block is a range of
  * that site's E, the members' shares in order).
  */
-static void plan_receives(const struct gc_comm *c, struct plan *p, int seg)
+static void plan_receives(const struct gc_comm *c, struct plan *p,
+                          MPI_Count seg)
 {
-    int d = p->displ[c->rank], end = p->displ[c->rank + 1];
+    MPI_Count d = p->displ[c->rank], end = p->displ[c->rank + 1];
     for (int u = 0; u < p->sites && end > d; u++) {
         int t = p->order[u], n = p->map.count[t];
         if (u == p->me)
             continue;
-        int remote = remote_elements(c, p->displ, t), before = 0;
+        MPI_Count remote = remote_elements(c, p->displ, t), before = 0;
         for (int q = 0; q < c->rank; q++)
             if (c->site[q] == t)
                 before += p->displ[q + 1] - p->displ[q];
-        int at = d - before; /* my block's position in t's E */
+        MPI_Count at = d - before; /* my block's position in t's E */
         for (int j = 0; j < n; j++) {
-            int lo = share_start(remote, n, j),
-                hi = share_start(remote, n, j + 1);
+            MPI_Count lo = share_start(remote, n, j),
+                      hi = share_start(remote, n, j + 1);
             lo = lo > at ? lo : at;
             hi = hi < at + (end - d) ? hi : at + (end - d);
             if (lo < hi)
@@ -169,8 +172,8 @@ static void plan_receives(const struct gc_comm *c, struct plan *p, int seg)
     }
 }
 
-static int plan_make(const struct gc_comm *c, const int *rcounts, int seg,
-                     struct plan *p)
+static int plan_make(const struct gc_comm *c, const MPI_Count *rcounts,
+                     MPI_Count seg, struct plan *p)
 {
     int status = site_map_build(c, &p->map);
     if (status != MPI_SUCCESS)
@@ -192,10 +195,11 @@ static int plan_make(const struct gc_comm *c, const int *rcounts, int seg,
                 p->me = p->sites;
             p->order[p->sites++] = c->site[q];
         }
-    int remote = remote_elements(c, p->displ, s);
+    MPI_Count remote = remote_elements(c, p->displ, s);
     for (int j = 0; j < n; j++) {
         int r = c->local_to_comm[j];
-        int lo = share_start(remote, n, j), hi = share_start(remote, n, j + 1);
+        MPI_Count lo = share_start(remote, n, j),
+                  hi = share_start(remote, n, j + 1);
         if (rcounts[r] > 0)
             p->copy[p->ncopy++] = (struct span){
                 .owner = r, .lo = p->displ[r], .hi = p->displ[r + 1]};
@@ -221,7 +225,8 @@ struct permute {
     struct gc_comm *c;
     const void *input;
     struct span *copy; /* the plan's, in schedule memory */
-    int ncopy, total;
+    int ncopy;
+    MPI_Count total;
     unsigned char *bytes;
     void *in;
     MPI_Datatype type;
@@ -254,14 +259,11 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
     const struct coll_reduce_scatter_args *r = &a->u.reduce_scatter;
     struct gc_comm *c = a->comm;
     struct plan p = {0};
-    long long total = 0;
+    MPI_Count total = 0;
     size_t esize;
     MPI_Aint lb, extent;
     for (int q = 0; q < c->size; q++)
         total += r->rcounts[q];
-    if (total > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                              "the counts add up to more than INT_MAX");
     int status = coll_packed_size(c, 1, r->type, &esize);
     if (status != MPI_SUCCESS || total == 0 || esize == 0)
         return status;
@@ -272,12 +274,13 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
     if (status != MPI_SUCCESS)
         goto cleanup;
     MPI_Datatype type = coll_sched_type(s, r->type);
-    int mine = r->rcounts[c->rank], share = p.share_hi - p.share_lo;
+    MPI_Count mine = r->rcounts[c->rank], share = p.share_hi - p.share_lo;
     size_t stride = (size_t)mine * esize;
     struct permute *x = coll_sched_alloc(s, sizeof *x);
     unsigned char *partials = coll_sched_alloc(s, stride * (size_t)p.sites);
     unsigned char *shared = coll_sched_alloc(s, (size_t)share * esize);
-    int *counts = coll_sched_alloc(s, (size_t)c->local_size * sizeof *counts);
+    MPI_Count *counts =
+        coll_sched_alloc(s, (size_t)c->local_size * sizeof *counts);
     int *steps = coll_sched_alloc(
         s, (size_t)(p.recvs.count > 0 ? p.recvs.count : 1) * sizeof *steps);
     void *out = NULL;
@@ -291,7 +294,7 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
         .input = r->sbuf == MPI_IN_PLACE ? r->rbuf : r->sbuf,
         .copy = coll_sched_alloc(s, (size_t)(p.ncopy + 1) * sizeof *x->copy),
         .ncopy = p.ncopy,
-        .total = (int)total,
+        .total = total,
         .bytes = coll_sched_alloc(s, (size_t)total * esize),
         .type = type,
         .esize = esize,
@@ -302,7 +305,7 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
     }
     memcpy(x->copy, p.copy, (size_t)p.ncopy * sizeof *x->copy);
     memcpy(counts, p.counts, (size_t)c->local_size * sizeof *counts);
-    status = coll_sched_temp(s, (int)total, r->type, &x->in);
+    status = coll_sched_temp(s, total, r->type, &x->in);
     if (status == MPI_SUCCESS)
         status = coll_sched_temp(s, counts[c->local_rank], r->type, &out);
     if (status != MPI_SUCCESS)
@@ -314,7 +317,7 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
             s, y->peer, TAG_REDUCE_SCATTER,
             partials + (size_t)y->source * stride +
                 (size_t)(y->lo - p.displ[c->rank]) * esize,
-            (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, -1);
+            (MPI_Count)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, -1);
     }
     /* 2. The permuted input, reduced over the site. */
     struct sched_local l = {.op = LOCAL_REDUCE_SCATTER,
@@ -335,7 +338,7 @@ int reduce_scatter_grid_hier(struct coll_sched *s, const struct coll_args *a)
         const struct reduce_piece *y = &p.sends.at[k];
         coll_sched_send(
             s, y->peer, TAG_REDUCE_SCATTER, shared + (size_t)y->lo * esize,
-            (int)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, packed);
+            (MPI_Count)((size_t)(y->hi - y->lo) * esize), MPI_BYTE, packed);
     }
     /* 4. The fold, stretch by stretch as the pieces arrive. */
     struct reduce_fold f = {

@@ -14,8 +14,6 @@
  * Cost, S sites, n bytes the vector: two WAN latencies, n bytes from
  * every other site into rank 0's (per segment) and n - n_s bytes back.
  */
-#include <limits.h>
-
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -25,29 +23,24 @@ int reduce_scatter_grid_reduce_scatterv(struct coll_sched *s,
 {
     const struct coll_reduce_scatter_args *args = &a->u.reduce_scatter;
     struct gc_comm *c = a->comm;
-    const int *recvcounts = args->rcounts;
-    long long total = 0;
+    const MPI_Count *recvcounts = args->rcounts;
+    MPI_Count total = 0;
     int done;
-    for (int r = 0; r < c->size; r++)
-        total += recvcounts[r];
-    if (total > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, a->fn,
-                              "the counts add up to more than INT_MAX");
-    int *displs = coll_sched_alloc(s, (size_t)c->size * sizeof *displs);
+    MPI_Aint *displs = coll_sched_alloc(s, (size_t)c->size * sizeof *displs);
     if (displs == NULL)
         return coll_no_mem(c);
-    for (int r = 0, at = 0; r < c->size; at += recvcounts[r++])
-        displs[r] = at;
+    for (int r = 0; r < c->size; total += recvcounts[r++])
+        displs[r] = total;
     void *temp = NULL;
     if (c->rank == 0) {
-        int status = coll_sched_temp(s, (int)total, args->type, &temp);
+        int status = coll_sched_temp(s, total, args->type, &temp);
         if (status != MPI_SUCCESS)
             return status;
     }
     /* In place, the input is rbuf; the result goes to a temporary. */
     const void *input = args->sbuf == MPI_IN_PLACE ? args->rbuf : args->sbuf;
     int status =
-        phase_reduce(s, input, temp, (int)total, args->type, args->op, 0,
+        phase_reduce(s, input, temp, total, args->type, args->op, 0,
                      coll_table_of(GC_COLL_REDUCE)->default_segsize, -1, &done);
     if (status != MPI_SUCCESS)
         return status;

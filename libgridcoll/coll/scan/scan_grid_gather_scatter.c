@@ -27,7 +27,8 @@ struct prefixes {
     void *x;            /* rank 0: the typed prefixes, stride apart */
     MPI_Aint stride;
     size_t len;
-    int count, size, exclusive;
+    MPI_Count count;
+    int size, exclusive;
     MPI_Datatype type;
     MPI_Op op;
 };
@@ -44,7 +45,7 @@ static int prefixes(struct coll_sched *s, void *arg)
                              p->count, p->type);
         if (status == MPI_SUCCESS && i > 0 && p->count > 0)
             status =
-                PMPI_Reduce_local(x - p->stride, x, p->count, p->type, p->op);
+                PMPI_Reduce_local_c(x - p->stride, x, p->count, p->type, p->op);
     }
     for (int i = p->exclusive; i < p->size && status == MPI_SUCCESS; i++)
         status = coll_pack(

@@ -68,7 +68,7 @@ struct site_total {
     size_t len;
     void *input; /* typed room */
     const void *before;
-    int count;
+    MPI_Count count;
     MPI_Datatype type;
     MPI_Op op;
 };
@@ -80,7 +80,7 @@ static int exclusive_total(struct coll_sched *s, void *arg)
     int status = coll_unpack(c, t->total, t->len, t->input, t->count, t->type);
     if (status == MPI_SUCCESS)
         status =
-            PMPI_Reduce_local(t->before, t->input, t->count, t->type, t->op);
+            PMPI_Reduce_local_c(t->before, t->input, t->count, t->type, t->op);
     if (status == MPI_SUCCESS)
         status = coll_pack(c, t->input, t->count, t->type, t->total, t->len);
     return status;
@@ -114,9 +114,9 @@ int scan_grid_hier(struct coll_sched *s, const struct coll_args *a)
     if ((sends && total == NULL) || (receives && totals == NULL))
         return coll_no_mem(c);
     for (int u = 0; receives && u < me; u++)
-        in[u] =
-            coll_sched_recv(s, last_of[c->site[leader_at[u]]], TAG_SCAN,
-                            totals + (size_t)u * len, (int)len, MPI_BYTE, -1);
+        in[u] = coll_sched_recv(s, last_of[c->site[leader_at[u]]], TAG_SCAN,
+                                totals + (size_t)u * len, (MPI_Count)len,
+                                MPI_BYTE, -1);
     /* Exscan overwrites an in-place input, which the site total needs. */
     int ready = sends && r->exclusive
                     ? coll_sched_pack(s, own, r->count, type, total, len, -1)
@@ -148,8 +148,8 @@ int scan_grid_hier(struct coll_sched *s, const struct coll_args *a)
         counted = coll_sched_call(s, exclusive_total, t, scanned);
     }
     for (int u = me + 1; sends && u < sites; u++)
-        coll_sched_send(s, leader_at[u], TAG_SCAN, total, (int)len, MPI_BYTE,
-                        counted);
+        coll_sched_send(s, leader_at[u], TAG_SCAN, total, (MPI_Count)len,
+                        MPI_BYTE, counted);
     if (me == 0)
         return MPI_SUCCESS;
     /* P_u, the prefix of the sites before this one: folded by the

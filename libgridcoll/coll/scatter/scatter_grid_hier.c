@@ -36,10 +36,11 @@
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 
-int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
-                   const int *sdispls, MPI_Datatype stype, void *rbuf,
-                   int rcount, MPI_Datatype rtype, int root, int uniform,
-                   int after, int *done)
+int phase_scatterv(struct coll_sched *s, const void *sbuf,
+                   const MPI_Count *scounts, const MPI_Aint *sdispls,
+                   MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+                   MPI_Datatype rtype, int root, int uniform, int after,
+                   int *done)
 {
     struct gc_comm *c = coll_sched_comm(s);
     rtype = coll_sched_type(s, rtype);
@@ -65,7 +66,7 @@ int phase_scatterv(struct coll_sched *s, const void *sbuf, const int *scounts,
     for (int t = 0; t < GC_MAX_SITES; t++)
         if (x->block[t] != NULL)
             coll_sched_send(s, c->leader[t], TAG_SCATTER, x->block[t],
-                            (int)x->bytes[t], MPI_BYTE,
+                            (MPI_Count)x->bytes[t], MPI_BYTE,
                             rooted_copy_step(s, x, t, (void *)sbuf, 0, after));
     l.counts = x->lcounts;
     l.displs = x->ldispls;
