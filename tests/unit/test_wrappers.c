@@ -133,7 +133,7 @@ static void test_lists(void)
         "MPI_Pack",           "MPI_Comm_call_errhandler",
         "MPI_DUP_FN",         "MPI_Ibcast",
         "MPI_Allreduce_init", "MPI_Send_init",
-        "MPI_Psend_init", "MPI_Comm_idup",
+        "MPI_Psend_init",     "MPI_Comm_idup",
     };
     for (size_t i = 0; i < sizeof(must_not_wrap) / sizeof(must_not_wrap[0]);
          i++) {
