@@ -24,7 +24,7 @@ P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
              "wildcards", "get_count", "proc_null", "non_overtaking",
              "non_overtaking_any_source", "tag_out_of_order", "sendrecv",
              "probe", "wait_test", "cancel", "datatypes", "truncate",
-             "many_outstanding", "large", "comm_isolation"]
+             "many_outstanding", "large", "comm_isolation", "count_c"]
 SIZES_2_1_2 = LAYOUTS[2][1]
 THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
                 "comm_create", "collectives", "persistent", "local_blocking"]
