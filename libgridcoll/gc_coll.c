@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -98,6 +99,8 @@ static size_t agreed_bytes(int count, MPI_Datatype type)
 static int barrier(struct gc_comm *c, const char *fn,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_barrier(c, fn, form);
     struct coll_args a = {.comm = c,
                           .fn = fn,
                           .request = form->request,
@@ -135,6 +138,8 @@ int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 static int bcast(struct gc_comm *c, const char *fn, void *buffer, int count,
                  MPI_Datatype datatype, int root, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_bcast(c, fn, buffer, count, datatype, root, form);
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS)
         status = coll_check_buf(c, fn, count, datatype);
@@ -195,6 +200,9 @@ static int gather(struct gc_comm *c, const char *fn, const void *sendbuf,
                   int recvcount, MPI_Datatype recvtype, int root,
                   const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_gather(c, fn, sendbuf, sendcount, sendtype, recvbuf,
+                         recvcount, recvtype, root, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype,
                               recvcount, NULL, recvtype);
@@ -262,6 +270,9 @@ static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                    MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_gatherv(c, fn, sendbuf, sendcount, sendtype, recvbuf,
+                          recvcounts, displs, recvtype, root, form);
     int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype, 0,
                               recvcounts, recvtype);
     if (status != MPI_SUCCESS)
@@ -320,6 +331,9 @@ static int scatter(struct gc_comm *c, const char *fn, const void *sendbuf,
                    int recvcount, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_scatter(c, fn, sendbuf, sendcount, sendtype, recvbuf,
+                          recvcount, recvtype, root, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype,
                               sendcount, NULL, sendtype);
@@ -387,6 +401,9 @@ static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
                     MPI_Datatype recvtype, int root,
                     const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_scatterv(c, fn, sendbuf, sendcounts, displs, sendtype,
+                           recvbuf, recvcount, recvtype, root, form);
     int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype, 0,
                               sendcounts, sendtype);
     if (status != MPI_SUCCESS)
@@ -445,6 +462,9 @@ static int allgather(struct gc_comm *c, const char *fn, const void *sendbuf,
                      int recvcount, MPI_Datatype recvtype,
                      const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_allgather(c, fn, sendbuf, sendcount, sendtype, recvbuf,
+                            recvcount, recvtype, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = coll_check_buf(c, fn, recvcount, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
@@ -510,6 +530,9 @@ static int allgatherv_call(struct gc_comm *c, const char *fn,
                            const int recvcounts[], const int displs[],
                            MPI_Datatype recvtype, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_allgatherv(c, fn, sendbuf, sendcount, sendtype, recvbuf,
+                             recvcounts, displs, recvtype, form);
     int status = coll_check_counts(c, fn, c->size, recvcounts);
     if (status == MPI_SUCCESS)
         status = coll_check_type(c, fn, recvtype);

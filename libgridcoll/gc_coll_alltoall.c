@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
@@ -77,6 +78,13 @@ static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
                     const void *sbuf, const struct side_args *sa, void *rbuf,
                     const struct side_args *ra, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_alltoall(c, fn,
+                           &(struct ic_blocks){sbuf, sa->count, sa->counts,
+                                               sa->displs, sa->type, sa->types},
+                           &(struct ic_blocks){rbuf, ra->count, ra->counts,
+                                               ra->displs, ra->type, ra->types},
+                           form);
     struct coll_side snd = {0}, rcv = {0};
     int status = side_check(c, fn, ra);
     if (status == MPI_SUCCESS && sbuf != MPI_IN_PLACE)

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -59,6 +60,9 @@ static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
                   void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   int root, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_reduce(c, fn, sendbuf, recvbuf, count, datatype, op, root,
+                         form);
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS) /* recvbuf matters at the root only */
         status = check_reduction(c, fn, count, datatype, op, sendbuf,
@@ -115,6 +119,11 @@ static int all_reduction(enum gc_coll_kind kind, int exclusive,
                          void *recvbuf, int count, MPI_Datatype datatype,
                          MPI_Op op, const struct coll_form *form)
 {
+    if (c->inter != NULL && kind == GC_COLL_ALLREDUCE)
+        return ic_allreduce(c, fn, sendbuf, recvbuf, count, datatype, op, form);
+    if (c->inter != NULL) /* MPI defines the scans on intracommunicators */
+        return coll_arg_error(c, MPI_ERR_COMM, fn,
+                              "not defined on an intercommunicator");
     int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
@@ -261,6 +270,9 @@ static int reduce_scatter(struct gc_comm *c, const char *fn,
                           const int recvcounts[], MPI_Datatype datatype,
                           MPI_Op op, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_reduce_scatter(c, fn, sendbuf, recvbuf, recvcounts, 0,
+                                 datatype, op, form);
     int status = coll_check_counts(c, fn, c->size, recvcounts);
     int any = 0; /* aliasing matters when something is reduced */
     for (int r = 0; status == MPI_SUCCESS && r < c->size && !any; r++)
@@ -318,6 +330,9 @@ static int reduce_scatter_block(struct gc_comm *c, const char *fn,
                                 int recvcount, MPI_Datatype datatype, MPI_Op op,
                                 const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_reduce_scatter(c, fn, sendbuf, recvbuf, NULL, recvcount,
+                                 datatype, op, form);
     int *counts = NULL;
     size_t block_bytes = 0;
     int status =

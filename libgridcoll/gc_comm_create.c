@@ -19,10 +19,22 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "gc_intercomm.h"
 #include "topo/gc_topo.h"
 
 /* World owns ids 0 .. GC_CTX_STRIDE - 1. */
 static uint32_t next_context = GC_CTX_STRIDE;
+
+uint32_t gc_comm_next_context(void)
+{
+    return next_context;
+}
+
+void gc_comm_take_context(uint32_t context)
+{
+    if (context >= next_context)
+        next_context = context + GC_CTX_STRIDE;
+}
 
 /* What every member of the parent tells the others when a communicator
  * is made from it. */
@@ -212,6 +224,12 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
     if (status != MPI_SUCCESS)
         return status;
     status = adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
+    if (status == MPI_SUCCESS && c->inter != NULL)
+        status =
+            gc_inter_attach(gc_comm_find(*newcomm),
+                            c->inter->local_offset == 0 ? c->inter->local_size
+                                                        : c->inter->remote_size,
+                            c->inter->local_offset == 0, function);
     if (status == MPI_SUCCESS && c->topo != NULL)
         status = gc_topo_dup(c, newcomm, function);
     return status;
@@ -242,6 +260,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_split(comm, color, key, newcomm);
+    if (c->inter != NULL)
+        return gc_inter_split(c, color, key, newcomm);
     int error = check_newcomm(c, newcomm, function);
     if (error == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED)
         error = gc_report(comm, MPI_ERR_ARG, function,
@@ -256,6 +276,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
+    if (c->inter != NULL)
+        return gc_unsupported(comm,
+                              "MPI_Comm_split_type on an intercommunicator");
     /* Parts of the grid communicator that could span nodes, and so sites,
      * or (unguided) must be strict subsets of the whole grid communicator:
      * MPICH only sees this site's part. */
@@ -330,6 +353,8 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
+    if (c != NULL && c->inter != NULL)
+        return gc_unsupported(comm, "MPI_Comm_create on an intercommunicator");
     if (c != NULL)
         return create_grid(c, group, newcomm);
     if (gc_group_is_grid(group))
@@ -376,6 +401,10 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         if (status == MPI_SUCCESS)
             *result = MPI_UNEQUAL;
         return status;
+    }
+    if ((a->inter == NULL) != (b->inter == NULL)) {
+        *result = MPI_UNEQUAL;
+        return MPI_SUCCESS;
     }
     struct gc_ranks ra = {a->size, a->grid_rank, NULL};
     struct gc_ranks rb = {b->size, b->grid_rank, NULL};
@@ -435,6 +464,6 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
     GC_ENTER();
     if (!gc_comm_is_grid(comm))
         return PMPI_Comm_test_inter(comm, flag);
-    *flag = 0; /* grid intercommunicators are not supported */
+    *flag = gc_comm_find(comm)->inter != NULL;
     return MPI_SUCCESS;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "gc_intercomm.h"
 
 #define HANDLE_BASE  0x0A000000u
 #define HANDLE_MASK  0xFE000000u
@@ -92,6 +93,11 @@ static int group_new(const int *member, int size, MPI_Group *out)
         groups.count++;
     *out = (MPI_Group)(HANDLE_BASE | (unsigned)index);
     return MPI_SUCCESS;
+}
+
+int gc_group_new(const int *member, int size, MPI_Group *out)
+{
+    return group_new(member, size, out);
 }
 
 int gc_group_ranks(MPI_Group group, MPI_Comm report_to, const char *function,
@@ -227,7 +233,8 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_group(comm, group);
-    int status = group_new(c->grid_rank, c->size, group);
+    int status =
+        group_new(gc_comm_group_members(c), gc_comm_group_size(c), group);
     if (status != MPI_SUCCESS)
         return gc_report(comm, status, "MPI_Comm_group", "out of memory");
     return MPI_SUCCESS;

@@ -48,6 +48,10 @@ void gc_ranks_free(struct gc_ranks *r);
 int gc_ranks_compare(const struct gc_ranks *a, const struct gc_ranks *b,
                      int *result);
 
+/* A new grid group of `size` grid ranks (MPI_GROUP_EMPTY when empty);
+ * MPI_ERR_NO_MEM unreported. */
+int gc_group_new(const int *member, int size, MPI_Group *out);
+
 /*
  * The MPICH group of `r`, whose members must all be on this site
  * (MPI_ERR_GROUP otherwise); MPI_GROUP_EMPTY when r is empty.  Returns

@@ -107,6 +107,9 @@ struct gc_comm {
     struct gc_topo *topo;
     uint64_t coll_seq; /* collectives started, for diagnostics */
     int refs;          /* the registry's, and one per pending operation */
+    /* An intercommunicator (gc_intercomm.h): the members above are the
+     * union of its two groups; NULL for an intracommunicator. */
+    struct gc_inter *inter;
 };
 
 /* ---- communicator registry (gc_comm.c) -------------------------------- */
@@ -152,6 +155,13 @@ void gc_comm_unref(struct gc_comm *c);
  */
 int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
                        MPI_Comm *newcomm, const char *function);
+/*
+ * Relay context ids for a communicator made outside gc_comm_create.c
+ * (intercommunicators): the next id this process may use, and moving
+ * past an id every member agreed on.
+ */
+uint32_t gc_comm_next_context(void);
+void gc_comm_take_context(uint32_t context);
 /* Free every registered grid communicator (MPI_Finalize), newest first:
  * an order every process agrees on. */
 void gc_comm_release_all(void);

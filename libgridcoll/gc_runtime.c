@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine/coll_request.h"
+#include "gc_intercomm.h"
 #include "gc_model.h"
 #include "gc_mpi.h"
 #include "gc_proto.h"
@@ -242,7 +243,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_rank(comm, rank);
-    *rank = c->rank;
+    *rank = gc_comm_group_rank(c);
     return MPI_SUCCESS;
 }
 
@@ -252,7 +253,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
     struct gc_comm *c = gc_comm_find(comm);
     if (c == NULL)
         return PMPI_Comm_size(comm, size);
-    *size = c->size;
+    *size = gc_comm_group_size(c);
     return MPI_SUCCESS;
 }
 
