@@ -261,7 +261,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     if (c == NULL)
         return PMPI_Comm_split(comm, color, key, newcomm);
     if (c->inter != NULL)
-        return gc_inter_split(c, color, key, newcomm);
+        return gc_inter_split(c, color, key, MPI_SUCCESS, newcomm,
+                              "MPI_Comm_split");
     int error = check_newcomm(c, newcomm, function);
     if (error == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED)
         error = gc_report(comm, MPI_ERR_ARG, function,
@@ -354,7 +355,7 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
     GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
     if (c != NULL && c->inter != NULL)
-        return gc_unsupported(comm, "MPI_Comm_create on an intercommunicator");
+        return gc_inter_create(c, group, newcomm);
     if (c != NULL)
         return create_grid(c, group, newcomm);
     if (gc_group_is_grid(group))

@@ -276,14 +276,15 @@ static int by_key_then_rank(const void *a, const void *b)
     return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
-int gc_inter_split(struct gc_comm *c, int color, int key, MPI_Comm *newcomm)
+int gc_inter_split(struct gc_comm *c, int color, int key, int own_error,
+                   MPI_Comm *newcomm, const char *function)
 {
-    static const char function[] = "MPI_Comm_split";
-    struct placing mine = {color, key};
+    struct placing mine = {own_error == MPI_SUCCESS ? color : MPI_UNDEFINED,
+                           key};
     struct placing *all = malloc((size_t)c->size * sizeof *all);
     int(*order)[2] = malloc((size_t)c->size * sizeof *order);
-    int status = MPI_SUCCESS;
-    if (color < 0 && color != MPI_UNDEFINED) {
+    int status = own_error;
+    if (status == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED) {
         /* Still takes part, so that the others do not wait for it. */
         status = gc_report(c->handle, MPI_ERR_ARG, function,
                            "color is negative and not MPI_UNDEFINED");
@@ -359,4 +360,29 @@ int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
     return status == MPI_SUCCESS
                ? status
                : gc_report(comm, status, function, "out of memory");
+}
+
+int gc_inter_create(struct gc_comm *c, MPI_Group group, MPI_Comm *newcomm)
+{
+    static const char function[] = "MPI_Comm_create";
+    struct gc_ranks g = {0};
+    int color = MPI_UNDEFINED, key = 0;
+    int error = gc_group_ranks(group, c->handle, function, &g);
+    const int *members = gc_comm_group_members(c);
+    for (int i = 0; i < g.size && error == MPI_SUCCESS; i++) {
+        int found = 0;
+        for (int r = 0; r < gc_comm_group_size(c) && !found; r++)
+            found = members[r] == g.rank[i];
+        if (!found)
+            error = gc_report(c->handle, MPI_ERR_GROUP, function,
+                              "the group has a process outside the local "
+                              "group");
+        if (g.rank[i] == gc_world.grid_rank) {
+            color = 0;
+            key = i;
+        }
+    }
+    int status = gc_inter_split(c, color, key, error, newcomm, function);
+    gc_ranks_free(&g);
+    return status;
 }

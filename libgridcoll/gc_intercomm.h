@@ -77,7 +77,10 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
 /* MPI_Comm_free of an intercommunicator: free its group communicators
  * (collective, like the free); the struct goes with the communicator. */
 void gc_inter_release(struct gc_comm *c);
-/* MPI_Comm_split of an intercommunicator (MPI 4.1 §7.4.2). */
-int gc_inter_split(struct gc_comm *c, int color, int key, MPI_Comm *newcomm);
+/* MPI_Comm_split and MPI_Comm_create of an intercommunicator (MPI 4.1
+ * §7.4.2); `own_error`: what this member found wrong, already reported. */
+int gc_inter_split(struct gc_comm *c, int color, int key, int own_error,
+                   MPI_Comm *newcomm, const char *function);
+int gc_inter_create(struct gc_comm *c, MPI_Group group, MPI_Comm *newcomm);
 
 #endif

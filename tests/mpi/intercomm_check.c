@@ -10,7 +10,8 @@
  * MPI_PROC_NULL), every MPI-2 intercommunicator collective in both
  * directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
  * non-commutative reduction), MPI_Intercomm_merge's order, and
- * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_compare and MPI_Comm_free.
+ * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
+ * MPI_Comm_free.
  *
  * Prints "OK <case>" per case; arguments select cases by prefix.
  */
@@ -564,6 +565,34 @@ static void check_dup_split(const struct ic *x)
         check_collectives(&y, split);
         MPI_CHECK(MPI_Comm_free(&split));
     }
+
+    /* MPI_Comm_create from each group's even ranks. */
+    MPI_Group whole, even;
+    int *ranks = xmalloc((size_t)x->lsize * sizeof *ranks), n = 0;
+    for (int i = 0; i < x->lsize; i += 2)
+        ranks[n++] = i;
+    MPI_CHECK(MPI_Comm_group(dup, &whole));
+    MPI_CHECK(MPI_Group_incl(whole, n, ranks, &even));
+    MPI_Comm created;
+    MPI_CHECK(MPI_Comm_create(dup, even, &created));
+    y.comm = created;
+    y.lsize = y.rsize = 0;
+    y.lrank = x->lrank / 2;
+    for (int i = 0; i < x->lsize; i += 2)
+        y.lw[y.lsize++] = x->lw[i];
+    for (int j = 0; j < x->rsize; j += 2)
+        y.rw[y.rsize++] = x->rw[j];
+    if (x->lrank % 2) {
+        if (created != MPI_COMM_NULL)
+            fail("MPI_Comm_create gave a communicator to a non-member");
+    } else {
+        check_members(&y, created);
+        check_p2p(&y, created);
+        MPI_CHECK(MPI_Comm_free(&created));
+    }
+    MPI_CHECK(MPI_Group_free(&even));
+    MPI_CHECK(MPI_Group_free(&whole));
+    free(ranks);
     free(y.lw);
     free(y.rw);
     MPI_CHECK(MPI_Comm_free(&dup));
