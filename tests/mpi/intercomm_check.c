@@ -6,9 +6,9 @@
  * site over a site-local peer (MPICH's own intercommunicator).  On each:
  * membership (sizes, ranks, remote group, MPI_Comm_test_inter,
  * attributes), point-to-point byte for byte with statuses naming remote
- * ranks (wildcards, synchronous sends, probes, matched probes, Sendrecv,
- * MPI_PROC_NULL), every MPI-2 intercommunicator collective in both
- * directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
+ * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
+ * probes, Sendrecv, MPI_PROC_NULL), every MPI-2 intercommunicator collective in
+ * both directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
  * non-commutative reduction), MPI_Intercomm_merge's order, and
  * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
  * MPI_Comm_free.
@@ -252,6 +252,30 @@ static void check_p2p(const struct ic *x, MPI_Comm comm)
     } else {
         MPI_CHECK(MPI_Send(out, N, MPI_INT, x->lrank % r, 9, comm));
     }
+    /* Ready and buffered sends to remote rank lrank % r, into receives
+     * posted before an intercommunicator barrier. */
+    int k = 0, size;
+    for (int a = x->lrank; a < r; a += l, k++)
+        MPI_CHECK(MPI_Irecv(in + k * N, N, MPI_INT, a, 11, comm, &reqs[k]));
+    MPI_CHECK(MPI_Barrier(comm));
+    MPI_CHECK(MPI_Rsend(out, N, MPI_INT, x->lrank % r, 11, comm));
+    MPI_CHECK(MPI_Waitall(k, reqs, st));
+    for (int a = x->lrank, i = 0; a < r; a += l, i++) {
+        expect_int(st[i].MPI_SOURCE, a, "rsend source");
+        expect_ints(in + i * N, N, x->rw[a], x->lw[0], "rsend data");
+    }
+    MPI_CHECK(MPI_Pack_size(N, MPI_INT, comm, &size));
+    size += MPI_BSEND_OVERHEAD;
+    void *attached = xmalloc((size_t)size);
+    MPI_CHECK(MPI_Buffer_attach(attached, size));
+    MPI_CHECK(MPI_Bsend(out, N, MPI_INT, x->lrank % r, 12, comm));
+    for (int a = x->lrank; a < r; a += l) {
+        MPI_CHECK(MPI_Recv(in, N, MPI_INT, MPI_ANY_SOURCE, 12, comm, &s));
+        expect_ints(in, N, x->rw[s.MPI_SOURCE], x->lw[0], "bsend data");
+    }
+    MPI_CHECK(MPI_Buffer_detach(&attached, &size));
+    free(attached);
+
     MPI_CHECK(MPI_Recv(in, N, MPI_INT, MPI_PROC_NULL, 0, comm, &s));
     expect_int(s.MPI_SOURCE, MPI_PROC_NULL, "MPI_PROC_NULL source");
     MPI_CHECK(MPI_Send(out, N, MPI_INT, MPI_PROC_NULL, 0, comm));
