@@ -1,10 +1,10 @@
 /*
  * Intercommunicators across sites (gc_intercomm.h says how one is
  * represented): MPI_Intercomm_create, MPI_Intercomm_merge,
- * MPI_Comm_remote_size, MPI_Comm_remote_group, and the dup and split of
- * an intercommunicator (MPI 4.1 §7.6).  An intercommunicator all of whose
- * members are on this site is MPICH's own: its union is made here, then
- * turned into an MPICH intercommunicator, so MPICH's semantics hold.
+ * MPI_Comm_remote_size, MPI_Comm_remote_group, and the dup, split and
+ * create of an intercommunicator (MPI 4.1 §7.4, §7.6).  An intercommunicator
+ * all of whose members are on this site is MPICH's own: its union is made here,
+ * then turned into an MPICH intercommunicator, so MPICH's semantics hold.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +18,8 @@ static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
                           MPI_Comm *newcomm)
 {
     MPI_Comm group = MPI_COMM_NULL;
-    int rank, size;
+    int rank;
     PMPI_Comm_rank(whole, &rank);
-    PMPI_Comm_size(whole, &size);
     int remote_leader = local_first ? first_size : 0;
     int status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
     if (status == MPI_SUCCESS)
