@@ -441,6 +441,23 @@ static void check_all(const struct ic *x, MPI_Comm comm)
     MPI_CHECK(MPI_Alltoall(out, N, MPI_INT, in, N, MPI_INT, comm));
     for (int j = 0; j < r; j++)
         expect_ints(in + j * N, N, x->rw[j], me, "alltoall");
+    /* Its nonblocking form, and the persistent one started twice. */
+    MPI_Request req;
+    memset(in, 0, (size_t)cap * sizeof *in);
+    MPI_CHECK(MPI_Ialltoall(out, N, MPI_INT, in, N, MPI_INT, comm, &req));
+    MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    for (int j = 0; j < r; j++)
+        expect_ints(in + j * N, N, x->rw[j], me, "ialltoall");
+    MPI_CHECK(MPI_Alltoall_init(out, N, MPI_INT, in, N, MPI_INT, comm,
+                                MPI_INFO_NULL, &req));
+    for (int round = 0; round < 2; round++) {
+        memset(in, 0, (size_t)cap * sizeof *in);
+        MPI_CHECK(MPI_Start(&req));
+        MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+        for (int j = 0; j < r; j++)
+            expect_ints(in + j * N, N, x->rw[j], me, "alltoall_init");
+    }
+    MPI_CHECK(MPI_Request_free(&req));
 
     /* Alltoallv/w: (a + b) % 3 + 1 elements between ranks a and b. */
     for (int j = 0, so = 0, ro = 0; j < r; j++) {

@@ -37,9 +37,6 @@ static int block_of(const struct ic_blocks *x, int j, char **at, int *count,
 int ic_alltoall(struct gc_comm *c, const char *fn, const struct ic_blocks *send,
                 const struct ic_blocks *recv, const struct coll_form *form)
 {
-    int form_status = ic_blocking_only(c, fn, form);
-    if (form_status != MPI_SUCCESS)
-        return form_status;
     int r = c->inter->remote_size, status = MPI_SUCCESS;
     for (int j = 0; j < r && status == MPI_SUCCESS; j++) {
         char *at;
@@ -67,5 +64,5 @@ int ic_alltoall(struct gc_comm *c, const char *fn, const struct ic_blocks *send,
         block_of(send, j, &at, &count, &type);
         ic_send(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type);
     }
-    return ic_sched_run(s);
+    return ic_sched_finish(s, form);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "coll/intercomm/intercomm.h"
+#include "engine/coll_request.h"
 
 int ic_blocking_only(struct gc_comm *c, const char *fn,
                      const struct coll_form *form)
@@ -50,6 +51,14 @@ int ic_sched_run(struct coll_sched *s)
     return status;
 }
 
+int ic_sched_finish(struct coll_sched *s, const struct coll_form *form)
+{
+    if (form->request == NULL)
+        return ic_sched_run(s);
+    return form->persistent ? coll_request_persistent(s, form->request)
+                            : coll_request_start(s, form->request);
+}
+
 /* Bytes of count x type to cross sites in, or -1 (reported). */
 static int wire_length(struct coll_sched *s, int count, MPI_Datatype type)
 {
@@ -74,6 +83,7 @@ static int same_site(struct coll_sched *s, int peer)
 int ic_send(struct coll_sched *s, int peer, int tag, const void *buf, int count,
             MPI_Datatype type)
 {
+    type = coll_sched_type(s, type);
     if (same_site(s, peer) || type == MPI_BYTE)
         return coll_sched_send(s, peer, tag, buf, count, type, -1);
     int len = wire_length(s, count, type);
@@ -87,6 +97,7 @@ int ic_send(struct coll_sched *s, int peer, int tag, const void *buf, int count,
 int ic_recv(struct coll_sched *s, int peer, int tag, void *buf, int count,
             MPI_Datatype type)
 {
+    type = coll_sched_type(s, type);
     if (same_site(s, peer) || type == MPI_BYTE)
         return coll_sched_recv(s, peer, tag, buf, count, type, -1);
     int len = wire_length(s, count, type);

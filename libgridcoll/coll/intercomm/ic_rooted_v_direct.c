@@ -20,7 +20,8 @@
  * buf, the other side count x ltype at lbuf. */
 static int direct(struct gc_comm *c, const char *fn, int to_root, void *buf,
                   const int *counts, const int *displs, MPI_Datatype type,
-                  void *lbuf, int count, MPI_Datatype ltype, int root)
+                  void *lbuf, int count, MPI_Datatype ltype, int root,
+                  const struct coll_form *form)
 {
     enum ic_role role;
     int root_member;
@@ -50,7 +51,7 @@ static int direct(struct gc_comm *c, const char *fn, int to_root, void *buf,
         ic_send(s, root_member, TAG_GATHER, lbuf, count, ltype);
     else if (role == IC_LEAF)
         ic_recv(s, root_member, TAG_SCATTER, lbuf, count, ltype);
-    return ic_sched_run(s);
+    return ic_sched_finish(s, form);
 }
 
 int ic_gatherv(struct gc_comm *c, const char *fn, const void *sbuf, int scount,
@@ -58,11 +59,8 @@ int ic_gatherv(struct gc_comm *c, const char *fn, const void *sbuf, int scount,
                const int *displs, MPI_Datatype rtype, int root,
                const struct coll_form *form)
 {
-    int form_status = ic_blocking_only(c, fn, form);
-    if (form_status != MPI_SUCCESS)
-        return form_status;
     return direct(c, fn, 1, rbuf, rcounts, displs, rtype, (void *)sbuf, scount,
-                  stype, root);
+                  stype, root, form);
 }
 
 int ic_scatterv(struct gc_comm *c, const char *fn, const void *sbuf,
@@ -70,9 +68,6 @@ int ic_scatterv(struct gc_comm *c, const char *fn, const void *sbuf,
                 void *rbuf, int rcount, MPI_Datatype rtype, int root,
                 const struct coll_form *form)
 {
-    int form_status = ic_blocking_only(c, fn, form);
-    if (form_status != MPI_SUCCESS)
-        return form_status;
     return direct(c, fn, 0, (void *)sbuf, scounts, displs, stype, rbuf, rcount,
-                  rtype, root);
+                  rtype, root, form);
 }

@@ -6,13 +6,16 @@
  * communicator's two parts (gc_intercomm.h): a schedule on the union
  * (engine/coll_sched.h) for the steps between the groups, and the local
  * group's own collectives on group_comm, which are the grid algorithms of
- * the tables when a group spans sites.  Blocking forms only; the entry
- * points (gc_coll*.c) send the others to gc_unsupported.
+ * the tables when a group spans sites.  Those that are a union schedule
+ * alone (alltoall(v/w), gatherv, scatterv) also serve the nonblocking and
+ * persistent forms; the others' fail through gc_unsupported.
  *
  * Every member of both groups runs exactly one union schedule per call
  * (an empty one when it has no step between the groups), so the members
- * number the union's schedules alike.  The group collectives wait in the
- * layer's progress loop, so nothing blocks traffic of other sites.
+ * number the union's schedules alike.  A group collective across sites
+ * waits in the layer's progress loop; one on a single site is MPICH's,
+ * whose members wait only for each other, all past the steps between
+ * the groups they depend on.
  */
 #ifndef COLL_INTERCOMM_H
 #define COLL_INTERCOMM_H
@@ -40,6 +43,10 @@ int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
  * freed; errors went through the communicator's handler). */
 struct coll_sched *ic_sched_new(struct gc_comm *c, const char *fn);
 int ic_sched_run(struct coll_sched *s);
+/* The same for the algorithms that are one schedule and nothing else:
+ * run, or handed out behind the request of a nonblocking or persistent
+ * form (engine/coll_request.h). */
+int ic_sched_finish(struct coll_sched *s, const struct coll_form *form);
 
 /*
  * SEND and RECV steps of count x type with union member `peer`, packed
