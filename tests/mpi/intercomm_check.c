@@ -322,6 +322,19 @@ static void check_rooted(const struct ic *x, MPI_Comm comm, int rg, int rr)
             fail("bcast: element %d is %d, want %d", i, buf[i], want);
     }
 
+    /* Its nonblocking form. */
+    MPI_Request req;
+    for (int i = 0; i < N; i++)
+        buf[i] = is_root ? value(me, -2, i) : -4;
+    MPI_CHECK(MPI_Ibcast(buf, N, MPI_INT, root, comm, &req));
+    MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    for (int i = 0; i < N; i++)
+        expect_int(buf[i],
+                   leaf      ? value(root_world, -2, i)
+                   : is_root ? value(me, -2, i)
+                             : -4,
+                   "ibcast");
+
     /* Reduce: sum, and a non-commutative product in group-rank order. */
     for (int i = 0; i < N; i++)
         mine[i] = value(me, -1, i);

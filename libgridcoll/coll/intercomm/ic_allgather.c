@@ -90,9 +90,9 @@ static int gather_exchange_bcast(struct gc_comm *c, const char *fn,
     }
     if (leader) {
         ic_send(s, ic_remote(c, 0), TAG_ALLGATHER, ours, (int)ours_len,
-                MPI_BYTE);
+                MPI_BYTE, -1);
         ic_recv(s, ic_remote(c, 0), TAG_ALLGATHER, theirs, (int)theirs_len,
-                MPI_BYTE);
+                MPI_BYTE, -1);
     }
     status = ic_sched_run(s);
     if (status == MPI_SUCCESS)

@@ -43,8 +43,8 @@ int ic_allreduce(struct gc_comm *c, const char *fn, const void *sbuf,
         goto cleanup;
     }
     if (leader) {
-        ic_send(s, ic_remote(c, 0), TAG_ALLREDUCE, t.base, count, type);
-        ic_recv(s, ic_remote(c, 0), TAG_ALLREDUCE, rbuf, count, type);
+        ic_send(s, ic_remote(c, 0), TAG_ALLREDUCE, t.base, count, type, -1);
+        ic_recv(s, ic_remote(c, 0), TAG_ALLREDUCE, rbuf, count, type, -1);
     }
     status = ic_sched_run(s);
     if (status == MPI_SUCCESS)

@@ -60,9 +60,9 @@ int ic_alltoall(struct gc_comm *c, const char *fn, const struct ic_blocks *send,
         int count;
         MPI_Datatype type;
         block_of(recv, j, &at, &count, &type);
-        ic_recv(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type);
+        ic_recv(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type, -1);
         block_of(send, j, &at, &count, &type);
-        ic_send(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type);
+        ic_send(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type, -1);
     }
     return ic_sched_finish(s, form);
 }

@@ -4,26 +4,26 @@
  * takes no part).  Cluster-aware design: MagPIe's flat tree between sites
  * (Kielmann et al., PPoPP 1999, §3): the root sends the data once to a
  * coordinator on each site that has members of the receiving group (its
- * first member there), which broadcasts it among them with MPICH.
+ * first member there), which passes it on to the group's other members on
+ * its site along a binomial tree.  One union schedule, so the nonblocking
+ * and persistent forms run it too.
  *
  * Phases:
  *  1. Root -> the receiving group's first member on each of its sites
- *     (union schedule; over the WAN unless that site is the root's).
- *  2. Each coordinator -> its group's members on its site (site_comm,
- *     MPICH's broadcast).
+ *     (over the WAN unless that site is the root's).
+ *  2. On each site, a binomial tree over the receiving group's members
+ *     there, in group-rank order, rooted at that first member.
  *
- * Cost, S sites of the receiving group, n bytes: T = L + (S-1) n/B_wan +
- * T_site(n): the root's S messages leave at once, so its WAN link carries
- * S-1 copies (one per other site) and every other site link one.
+ * Cost, S sites of the receiving group, at most m of its members on a
+ * site, n bytes: T = L + (S-1) n/B_wan + ceil(log2 m) (l + n/b): the
+ * root's S messages leave at once, so its WAN link carries S-1 copies
+ * (one per other site) and every other site link one.
  */
 #include "coll/intercomm/intercomm.h"
 
 int ic_bcast(struct gc_comm *c, const char *fn, void *buf, int count,
              MPI_Datatype type, int root, const struct coll_form *form)
 {
-    int form_status = ic_blocking_only(c, fn, form);
-    if (form_status != MPI_SUCCESS)
-        return form_status;
     enum ic_role role;
     int root_member;
     int status = ic_role_of(c, fn, root, &role, &root_member);
@@ -34,20 +34,34 @@ int ic_bcast(struct gc_comm *c, const char *fn, void *buf, int count,
     struct coll_sched *s = ic_sched_new(c, fn);
     if (s == NULL)
         return MPI_ERR_NO_MEM;
-    int site_rank = 0;
-    PMPI_Comm_rank(c->inter->site_comm, &site_rank);
     if (role == IC_ROOT) {
         int seen[GC_MAX_SITES] = {0};
         for (int j = 0; j < c->inter->remote_size; j++) {
             int member = ic_remote(c, j);
             if (!seen[c->site[member]]++)
-                ic_send(s, member, TAG_BCAST, buf, count, type);
+                ic_send(s, member, TAG_BCAST, buf, count, type, -1);
         }
-    } else if (role == IC_LEAF && site_rank == 0) {
-        ic_recv(s, root_member, TAG_BCAST, buf, count, type);
+    } else if (role == IC_LEAF) {
+        /* My group's members on my site, in group-rank order. */
+        int here = c->site[c->rank], n = 0, me = 0;
+        int *site =
+            coll_sched_alloc(s, (size_t)c->inter->local_size * sizeof *site);
+        for (int i = 0; site != NULL && i < c->inter->local_size; i++)
+            if (c->site[ic_local(c, i)] == here) {
+                if (ic_local(c, i) == c->rank)
+                    me = n;
+                site[n++] = ic_local(c, i);
+            }
+        int got = -1, top = 1;
+        while (top <= me)
+            top <<= 1;
+        if (site != NULL)
+            got = me == 0
+                      ? ic_recv(s, root_member, TAG_BCAST, buf, count, type, -1)
+                      : ic_recv(s, site[me - top / 2], TAG_BCAST, buf, count,
+                                type, -1);
+        for (int step = top; site != NULL && me + step < n; step <<= 1)
+            ic_send(s, site[me + step], TAG_BCAST, buf, count, type, got);
     }
-    status = ic_sched_run(s);
-    if (status == MPI_SUCCESS && role == IC_LEAF)
-        status = coll_local_bcast(buf, count, type, 0, c->inter->site_comm);
-    return status;
+    return ic_sched_finish(s, form);
 }

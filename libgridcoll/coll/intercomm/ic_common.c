@@ -81,29 +81,29 @@ static int same_site(struct coll_sched *s, int peer)
 }
 
 int ic_send(struct coll_sched *s, int peer, int tag, const void *buf, int count,
-            MPI_Datatype type)
+            MPI_Datatype type, int after)
 {
     type = coll_sched_type(s, type);
     if (same_site(s, peer) || type == MPI_BYTE)
-        return coll_sched_send(s, peer, tag, buf, count, type, -1);
+        return coll_sched_send(s, peer, tag, buf, count, type, after);
     int len = wire_length(s, count, type);
     void *packed = len >= 0 ? coll_sched_alloc(s, (size_t)len) : NULL;
     if (packed == NULL)
         return -1;
-    int step = coll_sched_pack(s, buf, count, type, packed, (size_t)len, -1);
+    int step = coll_sched_pack(s, buf, count, type, packed, (size_t)len, after);
     return coll_sched_send(s, peer, tag, packed, len, MPI_BYTE, step);
 }
 
 int ic_recv(struct coll_sched *s, int peer, int tag, void *buf, int count,
-            MPI_Datatype type)
+            MPI_Datatype type, int after)
 {
     type = coll_sched_type(s, type);
     if (same_site(s, peer) || type == MPI_BYTE)
-        return coll_sched_recv(s, peer, tag, buf, count, type, -1);
+        return coll_sched_recv(s, peer, tag, buf, count, type, after);
     int len = wire_length(s, count, type);
     void *packed = len >= 0 ? coll_sched_alloc(s, (size_t)len) : NULL;
     if (packed == NULL)
         return -1;
-    int step = coll_sched_recv(s, peer, tag, packed, len, MPI_BYTE, -1);
+    int step = coll_sched_recv(s, peer, tag, packed, len, MPI_BYTE, after);
     return coll_sched_unpack(s, packed, (size_t)len, buf, count, type, step);
 }

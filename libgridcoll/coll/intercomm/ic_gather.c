@@ -65,10 +65,10 @@ int ic_gather(struct gc_comm *c, const char *fn, const void *sbuf, int scount,
         goto cleanup;
     }
     if (leader)
-        ic_send(s, root_member, TAG_GATHER, all, (int)block * m, MPI_BYTE);
+        ic_send(s, root_member, TAG_GATHER, all, (int)block * m, MPI_BYTE, -1);
     else if (role == IC_ROOT)
         ic_recv(s, ic_remote(c, 0), TAG_GATHER, rbuf,
-                rcount * c->inter->remote_size, rtype);
+                rcount * c->inter->remote_size, rtype, -1);
     status = ic_sched_run(s);
 cleanup:
     free(mine);

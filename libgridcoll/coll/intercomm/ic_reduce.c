@@ -50,9 +50,9 @@ int ic_reduce(struct gc_comm *c, const char *fn, const void *sbuf, void *rbuf,
         goto cleanup;
     }
     if (leader)
-        ic_send(s, root_member, TAG_REDUCE, t.base, count, type);
+        ic_send(s, root_member, TAG_REDUCE, t.base, count, type, -1);
     else if (role == IC_ROOT)
-        ic_recv(s, ic_remote(c, 0), TAG_REDUCE, rbuf, count, type);
+        ic_recv(s, ic_remote(c, 0), TAG_REDUCE, rbuf, count, type, -1);
     status = ic_sched_run(s);
 cleanup:
     free(t.mem);

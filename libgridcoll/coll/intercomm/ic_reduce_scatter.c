@@ -66,9 +66,10 @@ int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
         goto cleanup;
     }
     if (leader) {
-        ic_send(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, mine.base, total, type);
+        ic_send(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, mine.base, total, type,
+                -1);
         ic_recv(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, theirs.base, total,
-                type);
+                type, -1);
     }
     status = ic_sched_run(s);
     if (status == MPI_SUCCESS)

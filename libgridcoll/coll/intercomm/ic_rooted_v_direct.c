@@ -43,14 +43,15 @@ static int direct(struct gc_comm *c, const char *fn, int to_root, void *buf,
     for (int j = 0; role == IC_ROOT && j < c->inter->remote_size; j++) {
         char *block = (char *)buf + (MPI_Aint)displs[j] * extent;
         if (to_root)
-            ic_recv(s, ic_remote(c, j), TAG_GATHER, block, counts[j], type);
+            ic_recv(s, ic_remote(c, j), TAG_GATHER, block, counts[j], type, -1);
         else
-            ic_send(s, ic_remote(c, j), TAG_SCATTER, block, counts[j], type);
+            ic_send(s, ic_remote(c, j), TAG_SCATTER, block, counts[j], type,
+                    -1);
     }
     if (role == IC_LEAF && to_root)
-        ic_send(s, root_member, TAG_GATHER, lbuf, count, ltype);
+        ic_send(s, root_member, TAG_GATHER, lbuf, count, ltype, -1);
     else if (role == IC_LEAF)
-        ic_recv(s, root_member, TAG_SCATTER, lbuf, count, ltype);
+        ic_recv(s, root_member, TAG_SCATTER, lbuf, count, ltype, -1);
     return ic_sched_finish(s, form);
 }
 

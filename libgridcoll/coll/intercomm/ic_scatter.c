@@ -57,10 +57,10 @@ int ic_scatter(struct gc_comm *c, const char *fn, const void *sbuf, int scount,
         goto cleanup;
     }
     if (leader)
-        ic_recv(s, root_member, TAG_SCATTER, all, (int)block * m, MPI_BYTE);
+        ic_recv(s, root_member, TAG_SCATTER, all, (int)block * m, MPI_BYTE, -1);
     else if (role == IC_ROOT)
         ic_send(s, ic_remote(c, 0), TAG_SCATTER, sbuf,
-                scount * c->inter->remote_size, stype);
+                scount * c->inter->remote_size, stype, -1);
     status = ic_sched_run(s);
     if (status == MPI_SUCCESS && role == IC_LEAF)
         status = MPI_Scatter(all, (int)block, MPI_BYTE, mine, (int)block,

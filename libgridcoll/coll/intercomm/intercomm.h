@@ -50,13 +50,13 @@ int ic_sched_finish(struct coll_sched *s, const struct coll_form *form);
 
 /*
  * SEND and RECV steps of count x type with union member `peer`, packed
- * into bytes when the peer is on another site (only bytes cross sites);
- * step indices as coll_sched_send's.
+ * into bytes when the peer is on another site (only bytes cross sites),
+ * after step `after`; step indices as coll_sched_send's.
  */
 int ic_send(struct coll_sched *s, int peer, int tag, const void *buf, int count,
-            MPI_Datatype type);
+            MPI_Datatype type, int after);
 int ic_recv(struct coll_sched *s, int peer, int tag, void *buf, int count,
-            MPI_Datatype type);
+            MPI_Datatype type, int after);
 
 /* Union ranks of the remote group's rank j and of the local group's. */
 static inline int ic_remote(const struct gc_comm *c, int j)
