@@ -7,8 +7,9 @@
  * (engine/coll_sched.h) for the steps between the groups, and the local
  * group's own collectives on group_comm, which are the grid algorithms of
  * the tables when a group spans sites.  Those that are a union schedule
- * alone (alltoall(v/w), gatherv, scatterv) also serve the nonblocking and
- * persistent forms; the others' fail through gc_unsupported.
+ * alone (barrier, bcast, alltoall(v/w), gatherv, scatterv) also serve the
+ * nonblocking and persistent forms; the others' fail through
+ * gc_unsupported.
  *
  * Every member of both groups runs exactly one union schedule per call
  * (an empty one when it has no step between the groups), so the members
