@@ -95,7 +95,7 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
     char detail[160];
     int status = MPI_SUCCESS;
     if (c != NULL) {
-        status = check_rank(c, dst, 0, function);
+        status = check_rank(c, &dst, 0, function);
         if (status == MPI_SUCCESS)
             status = check_args(c, buf, count, type, tag, 0, function);
         if (status != MPI_SUCCESS)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -98,6 +99,8 @@ static size_t agreed_bytes(MPI_Count count, MPI_Datatype type)
 static int barrier(struct gc_comm *c, const char *fn,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return ic_barrier(c, fn, form);
     struct coll_args a = {.comm = c,
                           .fn = fn,
                           .request = form->request,
@@ -136,6 +139,10 @@ static int bcast(struct gc_comm *c, const char *fn, void *buffer,
                  MPI_Count count, MPI_Datatype datatype, int root,
                  const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(count)
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_bcast(c, fn, buffer, (int)count, datatype, root, form);
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS)
         status = coll_check_buf(c, fn, count, datatype);
@@ -169,6 +176,11 @@ static int gather(struct gc_comm *c, const char *fn, const void *sendbuf,
                   MPI_Count recvcount, MPI_Datatype recvtype, int root,
                   const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(sendcount) || !ic_fits(recvcount)
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_gather(c, fn, sendbuf, (int)sendcount, sendtype,
+                               recvbuf, (int)recvcount, recvtype, root, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, sendbuf, sendcount, sendtype,
                               recvcount, NULL, recvtype);
@@ -205,6 +217,12 @@ static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                    struct coll_vec v, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(sendcount) || v.icounts == NULL
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_gatherv(c, fn, sendbuf, (int)sendcount, sendtype,
+                                recvbuf, v.icounts, v.idispls, recvtype, root,
+                                form);
     struct coll_wide w;
     int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
     if (status == MPI_SUCCESS)
@@ -235,6 +253,11 @@ static int scatter(struct gc_comm *c, const char *fn, const void *sendbuf,
                    MPI_Count recvcount, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(sendcount) || !ic_fits(recvcount)
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_scatter(c, fn, sendbuf, (int)sendcount, sendtype,
+                                recvbuf, (int)recvcount, recvtype, root, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = check_rooted(c, fn, root, recvbuf, recvcount, recvtype,
                               sendcount, NULL, sendtype);
@@ -263,6 +286,11 @@ static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, int root,
                     const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(recvcount) || v.icounts == NULL
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_scatterv(c, fn, sendbuf, v.icounts, v.idispls, sendtype,
+                                 recvbuf, (int)recvcount, recvtype, root, form);
     struct coll_wide w;
     int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
     if (status == MPI_SUCCESS)
@@ -294,6 +322,11 @@ static int allgather(struct gc_comm *c, const char *fn, const void *sendbuf,
                      MPI_Count recvcount, MPI_Datatype recvtype,
                      const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(sendcount) || !ic_fits(recvcount)
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_allgather(c, fn, sendbuf, (int)sendcount, sendtype,
+                                  recvbuf, (int)recvcount, recvtype, form);
     struct coll_blocks b = COLL_BLOCKS_INIT;
     int status = coll_check_buf(c, fn, recvcount, recvtype);
     if (status == MPI_SUCCESS && sendbuf != MPI_IN_PLACE)
@@ -321,6 +354,12 @@ static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                       struct coll_vec v, MPI_Datatype recvtype,
                       const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(sendcount) || v.icounts == NULL
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_allgatherv(c, fn, sendbuf, (int)sendcount, sendtype,
+                                   recvbuf, v.icounts, v.idispls, recvtype,
+                                   form);
     struct coll_wide w;
     int status = coll_vec_wide(c, c->size, v, &w);
     if (status == MPI_SUCCESS)

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
 #include "gc_mpi.h"
@@ -77,6 +78,24 @@ cleanup:
     return status;
 }
 
+/* On an intercommunicator (coll/intercomm/ic_alltoall.c), whose
+ * counts and displacements are int. */
+static int inter_exchange(struct gc_comm *c, const char *fn, const void *sbuf,
+                          const struct side_args *sa, void *rbuf,
+                          const struct side_args *ra,
+                          const struct coll_form *form)
+{
+    if (!ic_fits(sa->count) || !ic_fits(ra->count) ||
+        (!side_uniform(sa) && sa->v.icounts == NULL) ||
+        (!side_uniform(ra) && ra->v.icounts == NULL))
+        return gc_unsupported(c->handle, fn);
+    struct ic_blocks send = {sbuf,          (int)sa->count, sa->v.icounts,
+                             sa->v.idispls, sa->type,       sa->types};
+    struct ic_blocks recv = {rbuf,          (int)ra->count, ra->v.icounts,
+                             ra->v.idispls, ra->type,       ra->types};
+    return ic_alltoall(c, fn, &send, &recv, form);
+}
+
 /*
  * What the entry points share: check both sides (the send side is
  * ignored in place), describe them per peer, exchange.
@@ -85,6 +104,8 @@ static int exchange(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
                     const void *sbuf, const struct side_args *sa, void *rbuf,
                     const struct side_args *ra, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return inter_exchange(c, fn, sbuf, sa, rbuf, ra, form);
     struct coll_side snd = {0}, rcv = {0};
     int status = side_fill(c, fn, ra, &rcv);
     if (status == MPI_SUCCESS && sbuf != MPI_IN_PLACE)

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include "coll/intercomm/intercomm.h"
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
@@ -59,6 +60,10 @@ static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
                   void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                   MPI_Op op, int root, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(count) ? gc_unsupported(c->handle, fn)
+                               : ic_reduce(c, fn, sendbuf, recvbuf, (int)count,
+                                           datatype, op, root, form);
     int status = coll_check_root(c, fn, root);
     if (status == MPI_SUCCESS) /* recvbuf matters at the root only */
         status = check_reduction(c, fn, count, datatype, op, sendbuf,
@@ -88,6 +93,13 @@ static int all_reduction(enum gc_coll_kind kind, int exclusive,
                          void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                          MPI_Op op, const struct coll_form *form)
 {
+    if (c->inter != NULL && kind == GC_COLL_ALLREDUCE)
+        return !ic_fits(count) ? gc_unsupported(c->handle, fn)
+                               : ic_allreduce(c, fn, sendbuf, recvbuf,
+                                              (int)count, datatype, op, form);
+    if (c->inter != NULL) /* MPI defines the scans on intracommunicators */
+        return coll_arg_error(c, MPI_ERR_COMM, fn,
+                              "not defined on an intercommunicator");
     int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;
@@ -133,6 +145,11 @@ static int reduce_scatter(struct gc_comm *c, const char *fn,
                           MPI_Datatype datatype, MPI_Op op,
                           const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return v.icounts == NULL
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_reduce_scatter(c, fn, sendbuf, recvbuf, v.icounts, 0,
+                                       datatype, op, form);
     struct coll_wide w;
     int status = coll_vec_wide(c, c->size, v, &w);
     if (status == MPI_SUCCESS)
@@ -165,6 +182,11 @@ static int reduce_scatter_block(struct gc_comm *c, const char *fn,
                                 MPI_Count recvcount, MPI_Datatype datatype,
                                 MPI_Op op, const struct coll_form *form)
 {
+    if (c->inter != NULL)
+        return !ic_fits(recvcount)
+                   ? gc_unsupported(c->handle, fn)
+                   : ic_reduce_scatter(c, fn, sendbuf, recvbuf, NULL,
+                                       (int)recvcount, datatype, op, form);
     MPI_Count *counts = NULL;
     size_t block_bytes = 0;
     int status =

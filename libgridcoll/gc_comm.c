@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/node_shm.h"
+#include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gridcoll.h"
 #include "topo/gc_topo.h"
@@ -74,6 +75,7 @@ static void comm_free_arrays(struct gc_comm *c)
     free(c->leader);
     free(c->comm_rank_of_grid);
     gc_topo_free(c->topo);
+    free(c->inter);
     free(c);
 }
 
@@ -214,6 +216,7 @@ void gc_comm_release(struct gc_comm *c)
             break;
         }
     coll_node_free(c);
+    gc_inter_release(c);
     gc_comm_unref(c);
 }
 

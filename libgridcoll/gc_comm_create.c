@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "gc_intercomm.h"
 #include "gc_settings.h"
 #include "topo/gc_topo.h"
 
@@ -233,6 +234,12 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
         return status;
     }
     status = adopt(c, c->grid_rank, c->size, local, context, newcomm, function);
+    if (status == MPI_SUCCESS && c->inter != NULL)
+        status =
+            gc_inter_attach(gc_comm_find(*newcomm),
+                            c->inter->local_offset == 0 ? c->inter->local_size
+                                                        : c->inter->remote_size,
+                            c->inter->local_offset == 0, function);
     if (status == MPI_SUCCESS && c->topo != NULL)
         status = gc_topo_dup(c, newcomm, function);
     return status;
@@ -263,6 +270,9 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_split(comm, color, key, newcomm);
+    if (c->inter != NULL)
+        return gc_inter_split(c, color, key, MPI_SUCCESS, newcomm,
+                              "MPI_Comm_split");
     int error = check_newcomm(c, newcomm, function);
     if (error == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED)
         error = gc_report(comm, MPI_ERR_ARG, function,
@@ -329,6 +339,8 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
     GC_ENTER();
     struct gc_comm *c = gc_comm_find(comm);
+    if (c != NULL && c->inter != NULL)
+        return gc_inter_create(c, group, newcomm);
     if (c != NULL)
         return create_grid(c, group, newcomm);
     if (gc_group_is_grid(group))
@@ -376,6 +388,10 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         if (status == MPI_SUCCESS)
             *result = MPI_UNEQUAL;
         return status;
+    }
+    if ((a->inter == NULL) != (b->inter == NULL)) {
+        *result = MPI_UNEQUAL;
+        return MPI_SUCCESS;
     }
     struct gc_ranks ra = {a->size, a->grid_rank, NULL};
     struct gc_ranks rb = {b->size, b->grid_rank, NULL};
@@ -440,6 +456,6 @@ int MPI_Comm_test_inter(MPI_Comm comm, int *flag)
     GC_ENTER();
     if (!gc_comm_is_grid(comm))
         return PMPI_Comm_test_inter(comm, flag);
-    *flag = 0; /* grid intercommunicators are not supported */
+    *flag = gc_comm_find(comm)->inter != NULL;
     return MPI_SUCCESS;
 }

@@ -130,6 +130,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
             return split_site_unguided(comm, key, info, newcomm);
         return PMPI_Comm_split_type(comm, split_type, key, info, newcomm);
     }
+    if (c->inter != NULL)
+        return gc_unsupported(comm,
+                              "MPI_Comm_split_type on an intercommunicator");
     if (newcomm == NULL)
         return gc_report(comm, MPI_ERR_ARG, function, "newcomm is NULL");
     if (split_type == MPI_COMM_TYPE_HW_UNGUIDED || guided_site)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gc_group.h"
+#include "gc_intercomm.h"
 
 #define HANDLE_BASE  0x0A000000u
 #define HANDLE_MASK  0xFE000000u
@@ -237,7 +238,8 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_group(comm, group);
-    int status = gc_group_new(c->grid_rank, c->size, group);
+    int status =
+        gc_group_new(gc_comm_group_members(c), gc_comm_group_size(c), group);
     if (status != MPI_SUCCESS)
         return gc_report(comm, status, "MPI_Comm_group", "out of memory");
     return MPI_SUCCESS;

@@ -123,6 +123,9 @@ struct gc_comm {
     uint64_t coll_seq; /* collectives started, for diagnostics */
     uint32_t idup_seq; /* MPI_Comm_idup calls on it (gc_context_derived) */
     int refs;          /* the registry's, and one per pending operation */
+    /* An intercommunicator (gc_intercomm.h): the members above are the
+     * union of its two groups; NULL for an intracommunicator. */
+    struct gc_inter *inter;
 };
 
 /* ---- communicator registry (gc_comm.c) -------------------------------- */

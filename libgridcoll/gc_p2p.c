@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gc_p2p.h"
 #include "gc_p2p_engine.h"
@@ -31,15 +32,20 @@ static void set_probe_status(MPI_Status *status, int source, int tag,
 
 /* ---- checks and the calls behind the MPI functions --------------------- */
 
-int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
+/* A rank the program named, checked and made a member's (on an
+ * intercommunicator it names the remote group). */
+int check_rank(struct gc_comm *c, int *rank, int wildcard_ok,
                const char *function)
 {
-    if (rank == MPI_PROC_NULL || (wildcard_ok && rank == MPI_ANY_SOURCE) ||
-        (rank >= 0 && rank < c->size))
+    int peers = gc_comm_peer_count(c);
+    if (*rank == MPI_PROC_NULL || (wildcard_ok && *rank == MPI_ANY_SOURCE) ||
+        (*rank >= 0 && *rank < peers)) {
+        *rank = gc_comm_peer_member(c, *rank);
         return MPI_SUCCESS;
+    }
     char detail[128];
     snprintf(detail, sizeof detail, "%s: rank %d is not in 0..%d", function,
-             rank, c->size - 1);
+             *rank, peers - 1);
     return gc_error(c->handle, MPI_ERR_RANK, detail);
 }
 
@@ -100,7 +106,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, MPI_Count count,
                       MPI_Datatype type, int dst, int tag, enum send_mode mode,
                       MPI_Request *request, const char *function)
 {
-    int status = check_rank(c, dst, 0, function);
+    int status = check_rank(c, &dst, 0, function);
     if (status == MPI_SUCCESS)
         status = check_args(c, buf, count, type, tag, 0, function);
     if (status != MPI_SUCCESS)
@@ -135,7 +141,7 @@ static int grid_irecv(struct gc_comm *c, void *buf, MPI_Count count,
                       MPI_Datatype type, int src, int tag, MPI_Request *request,
                       const char *function)
 {
-    int status = check_rank(c, src, 1, function);
+    int status = check_rank(c, &src, 1, function);
     if (status == MPI_SUCCESS)
         status = check_args(c, buf, count, type, tag, 1, function);
     if (status != MPI_SUCCESS)
@@ -222,8 +228,10 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
         if (rx != NULL) {
             const struct gc_rc_msg_info *info = gc_rx_info(rx);
             *flag = 1;
-            set_probe_status(status, c->comm_rank_of_grid[info->src_rank],
-                             info->tag, (MPI_Count)info->msg_len);
+            set_probe_status(
+                status,
+                gc_comm_member_peer(c, c->comm_rank_of_grid[info->src_rank]),
+                info->tag, (MPI_Count)info->msg_len);
             if (message == NULL)
                 return MPI_SUCCESS;
             *message = GRID_MESSAGE_BASE |
@@ -242,8 +250,9 @@ static int grid_iprobe(struct gc_comm *c, int src, int tag, int *flag,
         return rc;
     MPI_Count count;
     PMPI_Get_count_c(&st, MPI_BYTE, &count);
-    set_probe_status(status, c->local_to_comm[st.MPI_SOURCE], st.MPI_TAG,
-                     count);
+    set_probe_status(status,
+                     gc_comm_member_peer(c, c->local_to_comm[st.MPI_SOURCE]),
+                     st.MPI_TAG, count);
     return message == NULL ? MPI_SUCCESS : remember_message(*message, c, NULL);
 }
 
@@ -464,7 +473,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Iprobe(src, tag, comm, flag, status);
-    int rc = check_rank(c, src, 1, "MPI_Iprobe");
+    int rc = check_rank(c, &src, 1, "MPI_Iprobe");
     if (rc == MPI_SUCCESS)
         rc = check_tag(c, tag, 1, "MPI_Iprobe");
     return rc != MPI_SUCCESS ? rc
@@ -477,7 +486,7 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Probe(src, tag, comm, status);
-    int rc = check_rank(c, src, 1, "MPI_Probe");
+    int rc = check_rank(c, &src, 1, "MPI_Probe");
     if (rc == MPI_SUCCESS)
         rc = check_tag(c, tag, 1, "MPI_Probe");
     return rc != MPI_SUCCESS ? rc : grid_probe(c, src, tag, NULL, status);
@@ -490,7 +499,7 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Improbe(src, tag, comm, flag, message, status);
-    int rc = check_rank(c, src, 1, "MPI_Improbe");
+    int rc = check_rank(c, &src, 1, "MPI_Improbe");
     if (rc == MPI_SUCCESS)
         rc = check_tag(c, tag, 1, "MPI_Improbe");
     return rc != MPI_SUCCESS ? rc
@@ -504,7 +513,7 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Mprobe(src, tag, comm, message, status);
-    int rc = check_rank(c, src, 1, "MPI_Mprobe");
+    int rc = check_rank(c, &src, 1, "MPI_Mprobe");
     if (rc == MPI_SUCCESS)
         rc = check_tag(c, tag, 1, "MPI_Mprobe");
     return rc != MPI_SUCCESS ? rc : grid_probe(c, src, tag, message, status);

@@ -15,10 +15,11 @@ enum send_mode { MODE_STANDARD, MODE_SYNC, MODE_READY, MODE_BUFFERED };
 
 /*
  * The checks MPICH makes on a rank (MPI_ANY_SOURCE allowed with
- * wildcard_ok) and on a send's or receive's arguments; the error went
- * through c's handler.
+ * wildcard_ok; on an intercommunicator *rank names the remote group and
+ * becomes the member's rank) and on a send's or receive's arguments; the
+ * error went through c's handler.
  */
-int check_rank(struct gc_comm *c, int rank, int wildcard_ok,
+int check_rank(struct gc_comm *c, int *rank, int wildcard_ok,
                const char *function);
 int check_args(struct gc_comm *c, const void *buf, MPI_Count count,
                MPI_Datatype type, int tag, int wildcard_ok,

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gc_relay_client.h"
 
@@ -629,7 +630,9 @@ static int request_query(void *extra, MPI_Status *status)
     struct op *op = extra;
     PMPI_Status_set_elements_x(status, MPI_BYTE, (MPI_Count)op->bytes);
     PMPI_Status_set_cancelled(status, op->cancelled);
-    status->MPI_SOURCE = op->kind == OP_RECV ? op->source : MPI_UNDEFINED;
+    status->MPI_SOURCE = op->kind == OP_RECV
+                             ? gc_comm_member_peer(op->comm, op->source)
+                             : MPI_UNDEFINED;
     status->MPI_TAG = op->kind == OP_RECV ? op->result_tag : MPI_UNDEFINED;
     /* Returned, the code would reach the application as MPI_ERR_OTHER
      * ("user request query function returned ..."), and MPICH does not

@@ -123,7 +123,7 @@ static int persistent_init(struct gc_comm *c, enum op_kind kind,
                            MPI_Count count, MPI_Datatype type, int peer,
                            int tag, MPI_Request *request, const char *function)
 {
-    int status = check_rank(c, peer, kind == OP_RECV, function);
+    int status = check_rank(c, &peer, kind == OP_RECV, function);
     if (status == MPI_SUCCESS)
         status =
             check_args(c, buf, count, type, tag, kind == OP_RECV, function);
@@ -338,9 +338,9 @@ static int sendrecv_post(struct sendrecv *x, const void *sendbuf,
                          int replace, const char *function)
 {
     struct gc_comm *c = x->comm;
-    int status = check_rank(c, dst, 0, function);
+    int status = check_rank(c, &dst, 0, function);
     if (status == MPI_SUCCESS)
-        status = check_rank(c, src, 1, function);
+        status = check_rank(c, &src, 1, function);
     if (status == MPI_SUCCESS)
         status =
             check_args(c, sendbuf, sendcount, sendtype, sendtag, 0, function);

@@ -95,7 +95,7 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
                             MPI_Request *request, const char *function)
 {
     MPI_Count total = (MPI_Count)partitions * count;
-    int status = check_rank(c, peer, 0, function);
+    int status = check_rank(c, &peer, 0, function);
     if (status == MPI_SUCCESS && (partitions < 1 || count < 0))
         status = gc_error(
             c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT, function);

@@ -14,6 +14,7 @@
 
 #include "engine/coll_request.h"
 #include "engine/layer_request.h"
+#include "gc_intercomm.h"
 #include "gc_model.h"
 #include "gc_mpi.h"
 #include "gc_p2p.h"
@@ -427,7 +428,7 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_rank(comm, rank);
-    *rank = c->rank;
+    *rank = gc_comm_group_rank(c);
     return MPI_SUCCESS;
 }
 
@@ -437,7 +438,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size)
     struct gc_comm *c = GC_FIND(comm);
     if (c == NULL)
         return PMPI_Comm_size(comm, size);
-    *size = c->size;
+    *size = gc_comm_group_size(c);
     return MPI_SUCCESS;
 }
 
