@@ -686,8 +686,11 @@ static int post_local(struct coll_sched *s, int i)
                               req);
         break;
     case LOCAL_REDUCE_SCATTER:
-        status = PMPI_Ireduce_scatter_c(l->sbuf, l->rbuf, l->counts, l->type,
-                                        l->mop, comm, req);
+        /* A step reducing in its own buffer: MPICH rejects aliased
+         * buffers, and MPI_IN_PLACE takes the input from rbuf. */
+        status = PMPI_Ireduce_scatter_c(
+            l->sbuf == l->rbuf ? MPI_IN_PLACE : l->sbuf, l->rbuf, l->counts,
+            l->type, l->mop, comm, req);
         break;
     case LOCAL_EXSCAN:
         status = PMPI_Iexscan_c(l->sbuf, l->rbuf, l->count, l->type, l->mop,
