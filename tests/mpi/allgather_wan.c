@@ -243,10 +243,12 @@ static void allreduce_matrix(int n, MPI_Datatype type, MPI_Op op)
     free(rbuf);
 }
 
+/* `algorithm` NULL: back to the tables' choice. */
 static void set_algorithm(const char *collective, const char *algorithm)
 {
     if (GridColl_Set_algorithm(collective, algorithm) != MPI_SUCCESS)
-        fail("GridColl_Set_algorithm(%s, %s) failed", collective, algorithm);
+        fail("GridColl_Set_algorithm(%s, %s) failed", collective,
+             algorithm != NULL ? algorithm : "NULL");
 }
 
 int main(int argc, char **argv)
