@@ -118,20 +118,19 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# 0 when every link of the relay behind $1 (host:port) is up.
-links_up() {
-    curl -sf --max-time 2 "http://$1/status" | python3 -c '
+# 0 when every link of the relay behind $1 (host:port) passes check $2:
+# "up" (the link is up) or "streams" (all its streams are).  1 while the
+# relay does not answer yet: curl fails quietly, and nothing is parsed.
+links_ready() {
+    local status
+    status=$(curl -sf --max-time 2 "http://$1/status") || return 1
+    python3 -c '
 import json, sys
-links = json.load(sys.stdin).get("links", [])
-sys.exit(0 if links and all(l.get("state") == "up" for l in links) else 1)'
-}
-
-# 0 when every stream of every link of the relay behind $1 is up.
-streams_up() {
-    curl -sf --max-time 2 "http://$1/status" | python3 -c '
-import json, sys
-links = json.load(sys.stdin).get("links", [])
-sys.exit(0 if links and all(l.get("streams_up") == l.get("streams") for l in links) else 1)'
+checks = {"up": lambda l: l.get("state") == "up",
+          "streams": lambda l: l.get("streams_up") == l.get("streams")}
+links = json.loads(sys.argv[1]).get("links", [])
+sys.exit(0 if links and all(map(checks[sys.argv[2]], links)) else 1)' \
+        "$status" "$2"
 }
 
 # ---- the demo -------------------------------------------------------------
@@ -191,7 +190,7 @@ done
 echo "waiting for the link to come up..."
 deadline=$((SECONDS + 30))
 for site in "${sites[@]}"; do
-    until links_up "${http[$site]}"; do
+    until links_ready "${http[$site]}" up; do
         kill -0 "${pids[$site]}" 2>/dev/null || die "relay $site exited early"
         ((SECONDS < deadline)) || die "link not up after 30 s (see $log_dir)"
         sleep 0.2
@@ -199,7 +198,7 @@ for site in "${sites[@]}"; do
 done
 # A fair measurement wants all K streams; carry on after a while regardless.
 deadline=$((SECONDS + 10))
-until streams_up "${http[alpha]}" && streams_up "${http[beta]}"; do
+until links_ready "${http[alpha]}" streams && links_ready "${http[beta]}" streams; do
     ((SECONDS < deadline)) || {
         echo "not every stream is up yet; measuring anyway"
         break
