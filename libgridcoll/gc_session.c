@@ -27,6 +27,28 @@ static int is_pset(const char *name, const char *pset)
     return name != NULL && strcasecmp(name, pset) == 0;
 }
 
+/*
+ * The level MPICH gave the session (its "thread_level" info, MPI 4.1
+ * §11.3.1).  At MPI_THREAD_MULTIPLE the layer takes its lock from now on,
+ * as after MPI_Init_thread: the program's threads may call MPI once the
+ * session exists.
+ */
+static void adopt_thread_level(MPI_Session session)
+{
+    MPI_Info info;
+    char level[32];
+    int len = (int)sizeof level, flag = 0;
+    if (PMPI_Session_get_info(session, &info) != MPI_SUCCESS)
+        return;
+    PMPI_Info_get_string(info, "thread_level", &len, level, &flag);
+    PMPI_Info_free(&info);
+    if (flag && strcmp(level, "MPI_THREAD_MULTIPLE") == 0 &&
+        gc_world.thread_level != MPI_THREAD_MULTIPLE) {
+        gc_world.thread_level = MPI_THREAD_MULTIPLE;
+        gc_lock_enable();
+    }
+}
+
 int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
                      MPI_Session *session)
 {
@@ -38,6 +60,8 @@ int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler,
     if (status != MPI_SUCCESS) {
         PMPI_Session_finalize(session);
         *session = MPI_SESSION_NULL;
+    } else if (gc_world.active) {
+        adopt_thread_level(*session);
     }
     return status;
 }
