@@ -82,6 +82,14 @@ int begin(const char *format, ...)
     return selected_count == 0;
 }
 
+int case_selected(const char *name, int argc, char **argv)
+{
+    int named = argc < 2;
+    for (int i = 1; i < argc; i++)
+        named |= strcmp(argv[i], name) == 0;
+    return named;
+}
+
 const char *case_name(void)
 {
     return current;
@@ -98,8 +106,9 @@ void passed(void)
     }
 }
 
-int run_cases(const char *program, int argc, char **argv,
-              const struct check_case *cases, int count)
+/* The part of check_main between MPI_Init and MPI_Finalize. */
+static int run_selected(const char *program, int argc, char **argv,
+                        const struct check_case *cases, int count)
 {
     for (int i = 1; i < argc; i++) {
         int found = 0;
@@ -123,16 +132,28 @@ int run_cases(const char *program, int argc, char **argv,
         return 0;
     }
     for (int c = 0; c < count; c++) {
-        int named = argc < 2;
-        for (int i = 1; i < argc; i++)
-            named |= strcmp(argv[i], cases[c].name) == 0;
-        if (!named)
+        if (!case_selected(cases[c].name, argc, argv))
             continue;
         begin("%s", cases[c].name);
         cases[c].run(1000 * (c + 1));
         passed();
     }
     return 0;
+}
+
+int check_main(const char *program, int argc, char **argv, void (*setup)(void),
+               const struct check_case *cases, int count)
+{
+    int rank = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    check_setup(rank, 0, NULL);
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    setup();
+    int status = run_selected(program, argc, argv, cases, count);
+    MPI_Finalize();
+    return status;
 }
 
 void matrix_product(void *in, void *inout, int *count, MPI_Datatype *type)

@@ -26,7 +26,8 @@ void check_comm(MPI_Comm comm);
  * test). */
 void check_context(const char *text);
 
-/* Print "FAIL <case>: rank R: <message>" and abort the job (status 2). */
+/* Print "FAIL <case>: rank R: [<context>: ]<message>" and abort the job
+ * (status 2). */
 __attribute__((format(printf, 1, 2), noreturn)) void fail(const char *format,
                                                           ...);
 
@@ -51,6 +52,9 @@ void nap(long microseconds);
 /* Name the next case; 1 when it is to run. */
 __attribute__((format(printf, 1, 2))) int begin(const char *format, ...);
 
+/* 1 when the program's arguments name case NAME, or name none. */
+int case_selected(const char *name, int argc, char **argv);
+
 /* The case begin() named last ("setup" before the first). */
 const char *case_name(void);
 
@@ -58,19 +62,24 @@ const char *case_name(void);
 void passed(void);
 
 /*
- * Runs the cases argv names, each by its whole name (every case without
- * arguments), in table order, each between begin() and passed() with
- * tags base..base+999 of its own.  An unknown name: rank 0 prints "FAIL
- * args: ..." with the cases there are; a job of one rank prints "SKIP
- * <program>: needs 2 ranks" and runs none.  Returns main's exit status
- * (2 for an unknown case); MPI_Init and check_setup() come first.
+ * The main() of the programs whose cases take a tag base: MPI_Init, then
+ * MPI_ERRORS_RETURN on MPI_COMM_WORLD and MPI_COMM_SELF (a failing call
+ * comes back as a FAIL line naming the case and the call, errors outside
+ * a communicator being raised on MPI_COMM_SELF), check_setup(), setup()
+ * for the program's own state, the cases argv names, each by its whole
+ * name (every case without arguments), in table order, each between
+ * begin() and passed() with tags base..base+999 of its own, and
+ * MPI_Finalize.  An unknown name: rank 0 prints "FAIL args: ..." with the
+ * cases there are; a job of one rank prints "SKIP <program>: needs 2
+ * ranks" and runs none.  Returns main's exit status (2 for an unknown
+ * case).
  */
 struct check_case {
     const char *name;
     void (*run)(int base_tag);
 };
-int run_cases(const char *program, int argc, char **argv,
-              const struct check_case *cases, int count);
+int check_main(const char *program, int argc, char **argv, void (*setup)(void),
+               const struct check_case *cases, int count);
 
 /*
  * A non-commutative reduction: 2x2 matrices under the product, as an

@@ -2792,26 +2792,22 @@ static const struct check_case cases[] = {
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
-int main(int argc, char **argv)
+/* The program's globals once MPI is up, and the least MPI_TAG_UB the
+ * standard allows. */
+static void setup(void)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     last_rank = world_size - 1;
-    check_setup(world_rank, 0, NULL);
-    /* Failing calls come back as FAIL lines naming the case and the call;
-     * errors outside a communicator are raised on MPI_COMM_SELF. */
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
-
     int *tag_ub = NULL, has_tag_ub = 0;
     MPI_CHECK(
         MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_tag_ub));
     if (!has_tag_ub || *tag_ub < 32767)
         fail("MPI_TAG_UB is %d, the standard requires at least 32767",
              has_tag_ub ? *tag_ub : -1);
+}
 
-    int status = run_cases("p2p", argc, argv, cases, CASE_COUNT);
-    MPI_Finalize();
-    return status;
+int main(int argc, char **argv)
+{
+    return check_main("p2p", argc, argv, setup, cases, CASE_COUNT);
 }

@@ -1128,17 +1128,15 @@ static const struct check_case cases[] = {
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
+/* The program's globals, once MPI is up. */
+static void setup(void)
+{
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    last_rank = world_size - 1;
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    last_rank = world_size - 1;
-    check_setup(world_rank, 0, NULL);
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
-
-    int status = run_cases("stress", argc, argv, cases, CASE_COUNT);
-    MPI_Finalize();
-    return status;
+    return check_main("stress", argc, argv, setup, cases, CASE_COUNT);
 }
