@@ -31,7 +31,13 @@
 #   bench/run-nbc.sh --build build --old-lib ../old-build/lib --out DIR
 set -eu
 
-build=build old_lib= out=. runs=3 budget=3000 what="overlap thread native blocking halo"
+bench="run-nbc"
+usage="[--build DIR] [--old-lib DIR] [--out DIR] [--runs N] [--budget S]\
+ [--only 'overlap thread native blocking halo'] [--test-every N]\
+ [--points LIST] [--iters N]"
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+budget=3000 what="overlap thread native blocking halo"
 # --points: the blocking part on these points only (SITES:COLL:SIZES,
 # space-separated, e.g. "2,2:gather:1m 4,4:bcast:8,64k"), --iters timed
 # calls each; default every collective at 8,64k,1m, 9 calls.
@@ -39,44 +45,32 @@ points= iters=9
 wan=delay=20ms,rate=1gbit,loss=0.1% test_every=100
 while [ $# -gt 0 ]; do
     case $1 in
-    --build) build=$2; shift 2 ;;
-    --old-lib) old_lib=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --budget) budget=$2; shift 2 ;;
-    --only) what=$2; shift 2 ;;
-    --test-every) test_every=$2; shift 2 ;;
-    --points) points=$2; shift 2 ;;
-    --iters) iters=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] [--old-lib DIR] [--out DIR] [--runs N]" \
-            "[--budget S] [--only 'overlap thread native blocking halo']" \
-            "[--test-every N] [--points LIST] [--iters N]" >&2
-       exit 2 ;;
+    --budget) budget=$2 ;;
+    --test-every) test_every=$2 ;;
+    --points) points=$2 ;;
+    --iters) iters=$2 ;;
+    *) bench_option "$@" || bench_usage ;;
     esac
+    shift 2
 done
-case " $what " in *" blocking "*)
-    [ -n "$old_lib" ] || { echo "$0: blocking needs --old-lib" >&2; exit 2; } ;;
-esac
-bin=$(cd "$build/bin" && pwd)
-new_lib=$(cd "$build/lib" && pwd)
-[ -z "$old_lib" ] || old_lib=$(cd "$old_lib" && pwd)
-mkdir -p "$out"
+bench_setup blocking
 start=$(date +%s)
 blocking_csv=$out/nbc-blocking.csv
 [ -z "$points" ] || blocking_csv=$out/nbc-blocking-points.csv
+
+# spent WHAT: true, saying WHAT is skipped, once --budget seconds have
+# passed: no job starts after that.
+spent() {
+    [ $(($(date +%s) - start)) -ge "$budget" ] || return 1
+    echo "run-nbc: budget of $budget s spent, skipping $*" >&2
+}
 
 # job CSV LABEL LIB TIMEOUT SITES -- BENCH-ARGS: one gridrun job, its
 # rows appended to CSV with LABEL (layout,lib,run) and the load in front.
 job() {
     csv=$1 label=$2 lib=$3 limit=$4 sites=$5
     shift 6
-    if [ $(($(date +%s) - start)) -ge "$budget" ]; then
-        echo "run-nbc: budget of $budget s spent, skipping $label $*" >&2
-        return 0
-    fi
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    tmp=$(mktemp)
-    echo "run-nbc: $label $*" >&2
+    spent "$label $*" && return 0
     # The program is env(1): LD_LIBRARY_PATH picks the library for the
     # ranks alone (the bench's RUNPATH gives way to it).
     if [ "$lib" = native ]; then
@@ -87,37 +81,18 @@ job() {
     else
         set -- -- env LD_LIBRARY_PATH="$lib" "$bin/gridcoll-bench" "$@"
     fi
-    if timeout $((limit + 30)) "$bin/gridrun" --timeout "$limit" --no-model \
-        --wan "$wan" --site-sizes "$sites" "$@" --csv \
-        >"$tmp" 2>"$tmp.err"; then
-        :
-    else
-        echo "run-nbc: $label $* failed:" >&2
-        tail -5 "$tmp.err" >&2
-    fi
-    header=$(head -1 "$tmp")
-    if [ ! -s "$csv" ] && [ -n "$header" ]; then
-        echo "layout,lib,run,load1,$header" >"$csv"
-    fi
-    tail -n +2 "$tmp" | grep -v '^FAIL' | sed "s/^/$label,$load,/" >>"$csv" || true
-    rm -f "$tmp" "$tmp.err"
+    bench_run "$label" "$limit" --wan "$wan" --site-sizes "$sites" "$@"
+    bench_append "$csv" layout,lib,run
 }
 
 # halo RUN DIMS REORDER BYTES [ALGO]: one gridcoll-halo job on 4+4.
 halo() {
-    if [ $(($(date +%s) - start)) -ge "$budget" ]; then
-        echo "run-nbc: budget of $budget s spent, skipping halo $*" >&2
-        return 0
-    fi
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    tmp=$(mktemp)
+    spent "halo $*" && return 0
     algo=${5-}
-    echo "run-nbc: halo 4+4 run $1 --dims $2 --reorder $3 --bytes $4 $algo" >&2
-    timeout 330 "$bin/gridrun" --timeout 300 --no-model --wan "$wan" \
-        --site-sizes 4,4 -- env GRIDCOLL_STATS=1 "$bin/gridcoll-halo" \
-        --dims "$2" --reorder "$3" --bytes "$4" ${algo:+--algo "$algo"} \
-        --iters 20 --warmup 2 --start window --csv >"$tmp" 2>"$tmp.err" ||
-        { echo "run-nbc: halo failed:" >&2; tail -5 "$tmp.err" >&2; }
+    bench_run "halo 4+4 run $1" 300 --wan "$wan" --site-sizes 4,4 -- \
+        env GRIDCOLL_STATS=1 "$bin/gridcoll-halo" --dims "$2" --reorder "$3" \
+        --bytes "$4" ${algo:+--algo "$algo"} --iters 20 --warmup 2 \
+        --start window
     stats() {
         sed -n "s/.*site=$1 coll=neighbor .*calls=\([0-9]*\) .*wan_messages=\([0-9]*\).*/\2,\1/p" \
             "$tmp.err"

@@ -19,37 +19,24 @@
 #   bench/run-threads.sh --build build --old-lib ../old-build/lib --out DIR
 set -eu
 
-build=build old_lib= out=. runs=3 what="cost scaling"
+bench="run-threads"
+usage="[--build DIR] --old-lib DIR [--out DIR] [--runs N] [--only 'cost scaling']"
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+what="cost scaling"
 wan=delay=20ms,rate=1gbit,loss=0.1%
 while [ $# -gt 0 ]; do
-    case $1 in
-    --build) build=$2; shift 2 ;;
-    --old-lib) old_lib=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --only) what=$2; shift 2 ;;
-    *) echo "usage: $0 [--build DIR] --old-lib DIR [--out DIR] [--runs N]" \
-            "[--only 'cost scaling']" >&2
-       exit 2 ;;
-    esac
+    bench_option "$@" || bench_usage
+    shift 2
 done
-case " $what " in *" cost "*)
-    [ -n "$old_lib" ] || { echo "$0: cost needs --old-lib" >&2; exit 2; } ;;
-esac
-bin=$(cd "$build/bin" && pwd)
-new_lib=$(cd "$build/lib" && pwd)
-[ -z "$old_lib" ] || old_lib=$(cd "$old_lib" && pwd)
-mkdir -p "$out"
+bench_setup cost
 
-# job CSV LABEL LIB OPTS BENCH-ARGS...: one job of gridcoll-threads with
-# gridrun options OPTS (one word list), LIB a library directory to
-# preload or "native" (MPICH alone).
+# job CSV LABEL LIB OPTS BENCH-ARGS...: one job of gridcoll-threads on
+# 1+1 with gridrun options OPTS (one word list), LIB a library directory
+# to preload or "native" (MPICH alone).
 job() {
     csv=$1 label=$2 lib=$3 opts=$4
     shift 4
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    tmp=$(mktemp)
-    echo "run-threads: $label $opts $*" >&2
     if [ "$lib" = native ]; then
         set -- --native -- "$bin/gridcoll-threads" "$@"
     else
@@ -58,18 +45,8 @@ job() {
     fi
     # $opts splits into words on purpose.
     # shellcheck disable=SC2086
-    if timeout 330 "$bin/gridrun" --timeout 300 --no-model --site-sizes 1,1 \
-        $opts "$@" --csv >"$tmp" 2>"$tmp.err"; then
-        :
-    else
-        echo "run-threads: $label failed:" >&2
-        tail -5 "$tmp.err" >&2
-    fi
-    if [ ! -s "$csv" ] && [ -s "$tmp" ]; then
-        echo "part,lib,run,load1,$(head -1 "$tmp")" >"$csv"
-    fi
-    tail -n +2 "$tmp" | sed "s/^/$label,$load,/" >>"$csv" || true
-    rm -f "$tmp" "$tmp.err"
+    bench_run "$label" 300 --site-sizes 1,1 $opts "$@"
+    bench_append "$csv" part,lib,run
 }
 
 run=1

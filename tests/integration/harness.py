@@ -402,6 +402,31 @@ def run_self_checking(program, sizes, args, env, timeout, site_level=False):
     return ok, wan_stats(err)
 
 
+def run_cases(program, layout, cases, env=None, args=(), timeout=120):
+    """Run BIN/PROGRAM ARGS of tests/mpi under gridrun LAYOUT (`env` added
+    to the environment); it must not hang, must exit 0 with no FAIL line,
+    and its "OK <case>" lines must be `cases`, in order."""
+    rc, out, err = gridrun(layout, [os.path.join(BIN, program)] + list(args),
+                           env, timeout)
+    both = out + err
+    check(rc != 124, "%s hung:\n%s" % (program, tail(both, 30)))
+    check(rc == 0 and "FAIL" not in both,
+          "%s exited %d:\n%s" % (program, rc, tail(both, 30)))
+    ok = re.findall(r"^OK (\S+)$", out, re.M)
+    check(ok == cases, "%s: OK lines %s, want %s" % (program, ok, cases))
+
+
+def machine_file(text):
+    """Write `text` (WAN1, WAN2, ... replaced by free loopback addresses)
+    to a file in a new directory; returns (directory, path)."""
+    d = tempfile.mkdtemp(prefix="gr-mf-")
+    text = re.sub(r"\bWAN\d\b", lambda m: "127.0.0.1:%d" % free_port(), text)
+    path = os.path.join(d, "job.machines")
+    with open(path, "w") as f:
+        f.write(text)
+    return d, path
+
+
 def need_wan_devices(tools):
     """Skip unless this process may make network namespaces and TAP
     devices, and every (TOOL, DEBIAN PACKAGE) of `tools` is installed."""

@@ -17,8 +17,8 @@ import tempfile
 import time
 import uuid
 
-from harness import (BIN, SANITIZED, Skip, check, free_port,
-                     gridrun_usage_errors, main)
+from harness import (BIN, SANITIZED, Skip, check, gridrun_usage_errors,
+                     machine_file, main)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
@@ -387,17 +387,6 @@ def run_kept(args, program, read=()):
     finally:
         job.finish()
     return rc, job.out, job.err, kept, names, files
-
-
-def machine_file(text):
-    """Write `text` (WAN1, WAN2, ... replaced by free loopback addresses)
-    to a file in a new directory; returns (directory, path)."""
-    d = tempfile.mkdtemp(prefix="gr-mf-")
-    text = re.sub(r"\bWAN\d\b", lambda m: "127.0.0.1:%d" % free_port(), text)
-    path = os.path.join(d, "job.machines")
-    with open(path, "w") as f:
-        f.write(text)
-    return d, path
 
 
 # alpha: 3 slots on two hosts, ranks reach the relay over TCP (local=);

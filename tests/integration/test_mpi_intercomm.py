@@ -11,13 +11,8 @@ order, and dup, split, compare and free.  One site is MPICH alone (the
 same program's expectations hold there); the plain build runs once with
 --preload."""
 
-import os
-import re
-import subprocess
+from harness import SANITIZED, Skip, main, run_cases
 
-from harness import BIN, SANITIZED, Skip, check, main, tail
-
-GRIDRUN = os.path.join(BIN, "gridrun")
 TIMEOUT = 120
 
 CASES = ["%s_%s" % (ic, part)
@@ -33,17 +28,7 @@ LAYOUTS = [
 
 
 def run(layout, program="intercomm_check"):
-    # gridrun's own --timeout tears the job down cleanly.
-    r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT)] + layout +
-                       ["--", os.path.join(BIN, program)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=TIMEOUT + 30)
-    out = r.stdout + r.stderr
-    check(r.returncode != 124, "%s hung:\n%s" % (program, tail(out, 30)))
-    check(r.returncode == 0 and "FAIL" not in out,
-          "%s exited %d:\n%s" % (program, r.returncode, tail(out, 30)))
-    ok = re.findall(r"^OK (\S+)$", r.stdout, re.M)
-    check(ok == CASES, "%s: OK lines %s, want %s" % (program, ok, CASES))
+    run_cases(program, layout, CASES, timeout=TIMEOUT)
 
 
 def preloaded():

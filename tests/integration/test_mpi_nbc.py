@@ -23,14 +23,7 @@ others must wait for rank 0, which computes outside MPI (where rank 0 has a
 peer on its site, and on one site, MPICH alone); test_mpi_thread.py runs it
 with the thread."""
 
-import os
-import re
-import subprocess
-
-from harness import BIN, check, main, tail
-
-GRIDRUN = os.path.join(BIN, "gridrun")
-TIMEOUT = 120
+from harness import main, run_cases
 
 COLL_CASES = [
     "barrier", "bcast", "reduce", "allreduce", "reduce_scatter",
@@ -50,24 +43,9 @@ NBC_LAYOUTS = LAYOUTS + [("sizes_2_2", ["--site-sizes", "2,2"]),
                          ("sizes_1_1_1", ["--site-sizes", "1,1,1"])]
 
 
-def run(program, layout, cases, env_extra=None, args=()):
-    env = dict(os.environ, **(env_extra or {}))
-    # gridrun's own --timeout tears the job down cleanly.
-    r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT)] + layout +
-                       ["--", os.path.join(BIN, program)] + list(args),
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=TIMEOUT + 30, env=env)
-    out = r.stdout + r.stderr
-    check(r.returncode != 124, "%s hung:\n%s" % (program, tail(out, 30)))
-    check(r.returncode == 0 and "FAIL" not in out,
-          "%s exited %d:\n%s" % (program, r.returncode, tail(out, 30)))
-    ok = re.findall(r"^OK (\S+)$", r.stdout, re.M)
-    check(ok == cases, "%s: OK lines %s, want %s" % (program, ok, cases))
-
-
 def coll_test(form, layout):
-    return lambda: run("coll_check", layout, COLL_CASES,
-                       {"COLL_CHECK_FORM": form})
+    return lambda: run_cases("coll_check", layout, COLL_CASES,
+                             {"COLL_CHECK_FORM": form})
 
 
 def nbc_test(layout, thread=False):
@@ -79,14 +57,14 @@ def nbc_test(layout, thread=False):
     elif "1," not in " ".join(layout):
         # Rank 0 has a peer on its site (or MPICH alone runs the job).
         env["NBC_CHECK_WAIT_FOR_0"] = "1"
-    return lambda: run("nbc_check", layout, NBC_CASES, env)
+    return lambda: run_cases("nbc_check", layout, NBC_CASES, env)
 
 
 def neighbor_test(algo, layout):
     # nbc_check checks that the forced algorithm ran each call, or that
     # bundled refused a communicator no two blocks cross between sites in.
-    return lambda: run("nbc_check", layout, ["neighbor"],
-                       {"GRIDCOLL_NEIGHBOR": algo}, ["neighbor"])
+    return lambda: run_cases("nbc_check", layout, ["neighbor"],
+                             {"GRIDCOLL_NEIGHBOR": algo}, ["neighbor"])
 
 
 if __name__ == "__main__":

@@ -7,13 +7,8 @@ MPI_Init gives), then calls MPI_Init, then splits by hardware level; rank 0
 prints "OK <case>" per case, a failing rank "FAIL <case>: ..." and aborts.
 A run passes when it exits 0 with exactly the expected OK lines."""
 
-import os
-import re
-import subprocess
+from harness import SANITIZED, Skip, main, run_cases
 
-from harness import BIN, SANITIZED, Skip, check, main, tail
-
-GRIDRUN = os.path.join(BIN, "gridrun")
 CASES = ["psets", "session_world", "from_group", "with_init", "hw_unguided",
          "hw_guided"]
 # One rank against three, three sites with a one-rank site in the middle
@@ -33,20 +28,7 @@ def run(layout_args, preload):
                    "an uninstrumented program")
     program = "session_check_plain" if preload else "session_check"
     args = layout_args + (["--preload"] if preload else [])
-    r = subprocess.run([GRIDRUN, "--timeout", str(TIMEOUT)] + args +
-                       ["--", os.path.join(BIN, program)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, timeout=TIMEOUT + 30)
-    out, err = r.stdout, r.stderr
-    failures = [l for l in (out + err).splitlines() if "FAIL" in l]
-    check(not failures, "%s reported:\n%s\n--- stderr:\n%s" %
-          (program, "\n".join(failures[:10]), tail(err)))
-    check(r.returncode != 124, "%s hung; output:\n%s\n%s" %
-          (program, tail(out), tail(err)))
-    check(r.returncode == 0, "%s exited %d:\n%s\n--- stderr:\n%s" %
-          (program, r.returncode, tail(out), tail(err)))
-    ok = re.findall(r"^OK (\S+)$", out, re.M)
-    check(ok == CASES, "%s: OK lines %s, want %s" % (program, ok, CASES))
+    run_cases(program, args, CASES, timeout=TIMEOUT)
 
 
 def make_test(layout_args, preload):

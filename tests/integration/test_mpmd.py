@@ -23,7 +23,7 @@ import sys
 import tempfile
 import uuid
 
-from harness import (BIN, Skip, check, free_port, gridrun, main,
+from harness import (BIN, Skip, check, gridrun, machine_file, main,
                      need_wan_devices)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
@@ -97,15 +97,6 @@ def appnum_single():
     appnums(["--site-sizes", "3,2"], [APPNUM, "s"], ranks([(5, ["s"])]))
     appnums(["--site-sizes", "1,3", "--preload"], [APPNUM_PLAIN],
             ranks([(4, [])]))
-
-
-def machine_file(text):
-    d = tempfile.mkdtemp(prefix="gr-mpmd-")
-    text = re.sub(r"\bWAN\d\b", lambda m: "127.0.0.1:%d" % free_port(), text)
-    path = os.path.join(d, "job.machines")
-    with open(path, "w") as f:
-        f.write(text)
-    return d, path
 
 
 # alpha runs atm (ranks on two hosts), beta ocn, gamma the command line's

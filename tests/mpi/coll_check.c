@@ -64,38 +64,23 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "check_util.h"
+
 enum { SEND_SENTINEL = 0xA5, RECV_SENTINEL = 0x5A };
 
 static int world_rank;
 static int world_size;
-static const char *current_case = "setup";
 /* What the current call was, for failure messages. */
 static char call_description[256] = "";
 /* COLL_CHECK_TRACE=1 in the environment: every rank prints each call
  * before making it, to find the one that hangs or crashes. */
 static int trace;
-
-__attribute__((format(printf, 1, 2), noreturn)) static void
-fail(const char *format, ...)
-{
-    char message[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s%s%s\n", current_case, world_rank,
-           call_description, call_description[0] ? ": " : "", message);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2); /* MPI_Abort does not return; this keeps noreturn honest */
-}
 
 /*
  * COLL_CHECK_FORM=nonblocking runs every collective as its MPI_I* form
@@ -129,30 +114,6 @@ static int start_pending(int rc)
      : form == FORM_NONBLOCKING                                                \
          ? wait_pending(nonblocking(__VA_ARGS__, &pending))                    \
          : start_pending(persistent(__VA_ARGS__, MPI_INFO_NULL, &pending)))
-
-#define CHECK(condition, ...)                                                  \
-    do {                                                                       \
-        if (!(condition))                                                      \
-            fail(__VA_ARGS__);                                                 \
-    } while (0)
-
-#define MPI_CHECK(call)                                                        \
-    do {                                                                       \
-        int mpi_rc_ = (call);                                                  \
-        if (mpi_rc_ != MPI_SUCCESS) {                                          \
-            char text_[MPI_MAX_ERROR_STRING];                                  \
-            int len_ = 0;                                                      \
-            MPI_Error_string(mpi_rc_, text_, &len_);                           \
-            fail("%s returned %d: %s", #call, mpi_rc_, text_);                 \
-        }                                                                      \
-    } while (0)
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    CHECK(p != NULL, "out of memory (%zu bytes)", bytes);
-    return p;
-}
 
 static unsigned char *filled(size_t bytes, int byte)
 {
@@ -860,7 +821,7 @@ static void describe(const struct comm_under_test *c, const struct variant *v,
              v->count, v->root, v->in_place ? " in_place" : "",
              extra[0] ? " " : "", extra);
     if (trace) {
-        printf("TRACE %s: rank %d: %s\n", current_case, world_rank,
+        printf("TRACE %s: rank %d: %s\n", case_name(), world_rank,
                call_description);
         fflush(stdout);
     }
@@ -1669,21 +1630,13 @@ static const struct test_case cases[] = {
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 
-static int selected(const char *name, int argc, char **argv)
-{
-    if (argc <= 1)
-        return 1;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    check_setup(world_rank, 0, NULL);
+    check_context(call_description);
 
     for (int i = 1; i < argc; i++) {
         int known = 0;
@@ -1711,19 +1664,13 @@ int main(int argc, char **argv)
     setup_comms();
 
     for (int i = 0; i < CASE_COUNT; i++) {
-        if (!selected(cases[i].name, argc, argv))
+        if (!case_selected(cases[i].name, argc, argv))
             continue;
-        current_case = cases[i].name;
+        begin("%s", cases[i].name);
         for (int c = 0; c < COMM_COUNT; c++)
             cases[i].run(&comms[c]);
         call_description[0] = '\0';
-        /* A rank that failed has aborted before this barrier, so "OK"
-         * means every rank passed. */
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            printf("OK %s\n", cases[i].name);
-            fflush(stdout);
-        }
+        passed();
     }
 
     for (int c = 0; c < COMM_COUNT; c++)

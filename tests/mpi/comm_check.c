@@ -54,54 +54,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
+
 static int world_rank;
 static int world_size;
-static const char *current_case = "setup";
-
-__attribute__((format(printf, 1, 2), noreturn)) static void
-fail(const char *format, ...)
-{
-    char message[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, world_rank, message);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2); /* MPI_Abort does not return; this keeps noreturn honest */
-}
-
-#define CHECK(condition, ...)                                                  \
-    do {                                                                       \
-        if (!(condition))                                                      \
-            fail(__VA_ARGS__);                                                 \
-    } while (0)
-
-/* Every MPI call is checked: a failing call must name itself, not crash
- * later in a confusing way. */
-#define MPI_CHECK(call)                                                        \
-    do {                                                                       \
-        int mpi_rc_ = (call);                                                  \
-        if (mpi_rc_ != MPI_SUCCESS) {                                          \
-            char text_[MPI_MAX_ERROR_STRING];                                  \
-            int len_ = 0;                                                      \
-            MPI_Error_string(mpi_rc_, text_, &len_);                           \
-            fail("%s returned %d: %s", #call, mpi_rc_, text_);                 \
-        }                                                                      \
-    } while (0)
-
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    CHECK(p != NULL, "out of memory (%zu bytes)", bytes);
-    return p;
-}
 
 static const char *compare_name(int result)
 {
@@ -1290,21 +1250,12 @@ static const struct test_case cases[] = {
 };
 enum { CASE_COUNT = sizeof cases / sizeof cases[0] };
 
-static int selected(const char *name, int argc, char **argv)
-{
-    if (argc <= 1)
-        return 1;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], name) == 0)
-            return 1;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    check_setup(world_rank, 0, NULL);
 
     for (int i = 1; i < argc; i++) {
         int known = 0;
@@ -1319,17 +1270,11 @@ int main(int argc, char **argv)
     }
 
     for (int c = 0; c < CASE_COUNT; c++) {
-        if (!selected(cases[c].name, argc, argv))
+        if (!case_selected(cases[c].name, argc, argv))
             continue;
-        current_case = cases[c].name;
+        begin("%s", cases[c].name);
         cases[c].run();
-        /* A rank that failed has aborted before this barrier, so "OK"
-         * means every rank passed. */
-        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            printf("OK %s\n", cases[c].name);
-            fflush(stdout);
-        }
+        passed();
     }
     MPI_Finalize();
     return 0;

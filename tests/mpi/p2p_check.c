@@ -47,13 +47,13 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <mpi.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "check_util.h"
 
 #define GUARD_BYTES 64
 #define FILL_BYTE   0xA5
@@ -63,43 +63,6 @@
 #define ONE_MIB      ((size_t)1 << 20)
 
 static int world_rank, world_size, last_rank;
-static const char *current_case = "setup";
-
-static _Noreturn void fail(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static _Noreturn void fail(const char *format, ...)
-{
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, world_rank, text);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void check_rc(int rc, const char *call, int line)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    fail("%s (line %d) failed: %s", call, line, text);
-}
-
-#define CHECK(call) check_rc((call), #call, __LINE__)
-
-static void *xmalloc(size_t size)
-{
-    void *memory = malloc(size ? size : 1);
-    if (!memory)
-        fail("out of memory (%zu bytes)", size);
-    return memory;
-}
 
 static void *xcalloc(size_t count, size_t size)
 {
@@ -107,14 +70,6 @@ static void *xcalloc(size_t count, size_t size)
     if (!memory)
         fail("out of memory (%zu x %zu bytes)", count, size);
     return memory;
-}
-
-/* Sleeps instead of spinning: the machine is usually oversubscribed. */
-static void nap(long microseconds)
-{
-    struct timespec pause = {microseconds / 1000000,
-                             (microseconds % 1000000) * 1000};
-    nanosleep(&pause, NULL);
 }
 
 static int right_of(int rank)
@@ -238,7 +193,7 @@ static void check_status(const MPI_Status *status, int source, int tag,
         fail("%s: status.MPI_TAG expected %d got %d", what, tag,
              status->MPI_TAG);
     int got = -1;
-    CHECK(MPI_Get_count(status, type, &got));
+    MPI_CHECK(MPI_Get_count(status, type, &got));
     if (got != count)
         fail("%s: MPI_Get_count expected %d got %d", what, count, got);
 }
@@ -250,10 +205,9 @@ static void waitall_checked(int count, MPI_Request *requests,
     int rc = MPI_Waitall(count, requests, statuses);
     if (rc == MPI_ERR_IN_STATUS) {
         for (int i = 0; i < count; i++)
-            check_rc(statuses[i].MPI_ERROR, "MPI_Waitall (request error)",
-                     __LINE__);
+            mpi_check(statuses[i].MPI_ERROR, "MPI_Waitall (request error)");
     }
-    CHECK(rc);
+    MPI_CHECK(rc);
 }
 
 /* MPI_Waitall with MPI_STATUSES_IGNORE.  gcc 12 takes that constant
@@ -350,26 +304,26 @@ static void blocking_transfer(enum blocking_mode mode, const struct transfer *t,
         unsigned char *data = new_message(t->size, key);
         switch (mode) {
         case MODE_SEND:
-            CHECK(MPI_Send(data, count, MPI_BYTE, t->dst, t->tag,
-                           MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(data, count, MPI_BYTE, t->dst, t->tag,
+                               MPI_COMM_WORLD));
             break;
         case MODE_SSEND:
-            CHECK(MPI_Ssend(data, count, MPI_BYTE, t->dst, t->tag,
-                            MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Ssend(data, count, MPI_BYTE, t->dst, t->tag,
+                                MPI_COMM_WORLD));
             break;
         case MODE_RSEND:
-            CHECK(MPI_Recv(&token, 1, MPI_INT, t->dst, token_tag,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHECK(MPI_Rsend(data, count, MPI_BYTE, t->dst, t->tag,
-                            MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, t->dst, token_tag,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Rsend(data, count, MPI_BYTE, t->dst, t->tag,
+                                MPI_COMM_WORLD));
             break;
         case MODE_BSEND:
             /* The receiver posts nothing until the Bsend has returned: a
              * buffered send must complete locally. */
-            CHECK(MPI_Bsend(data, count, MPI_BYTE, t->dst, t->tag,
-                            MPI_COMM_WORLD));
-            CHECK(MPI_Send(&token, 1, MPI_INT, t->dst, token_tag,
-                           MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Bsend(data, count, MPI_BYTE, t->dst, t->tag,
+                                MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(&token, 1, MPI_INT, t->dst, token_tag,
+                               MPI_COMM_WORLD));
             break;
         }
         free(data);
@@ -380,21 +334,21 @@ static void blocking_transfer(enum blocking_mode mode, const struct transfer *t,
         switch (mode) {
         case MODE_SEND:
         case MODE_SSEND:
-            CHECK(MPI_Recv(area, count, MPI_BYTE, t->src, t->tag,
-                           MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(area, count, MPI_BYTE, t->src, t->tag,
+                               MPI_COMM_WORLD, &status));
             break;
         case MODE_RSEND:
-            CHECK(MPI_Irecv(area, count, MPI_BYTE, t->src, t->tag,
-                            MPI_COMM_WORLD, &request));
-            CHECK(MPI_Send(&token, 1, MPI_INT, t->src, token_tag,
-                           MPI_COMM_WORLD));
-            CHECK(MPI_Wait(&request, &status));
+            MPI_CHECK(MPI_Irecv(area, count, MPI_BYTE, t->src, t->tag,
+                                MPI_COMM_WORLD, &request));
+            MPI_CHECK(MPI_Send(&token, 1, MPI_INT, t->src, token_tag,
+                               MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Wait(&request, &status));
             break;
         case MODE_BSEND:
-            CHECK(MPI_Recv(&token, 1, MPI_INT, t->src, token_tag,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHECK(MPI_Recv(area, count, MPI_BYTE, t->src, t->tag,
-                           MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, t->src, token_tag,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Recv(area, count, MPI_BYTE, t->src, t->tag,
+                               MPI_COMM_WORLD, &status));
             break;
         }
         check_status(&status, t->src, t->tag, MPI_BYTE, count, what);
@@ -443,11 +397,11 @@ static void case_send_recv(int base_tag)
     unsigned char *area = new_recv_area(size);
     MPI_Request request;
     MPI_Status status;
-    CHECK(MPI_Isend(data, (int)size, MPI_BYTE, world_rank, tag, MPI_COMM_WORLD,
-                    &request));
-    CHECK(MPI_Recv(area, (int)size, MPI_BYTE, world_rank, tag, MPI_COMM_WORLD,
-                   &status));
-    CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Isend(data, (int)size, MPI_BYTE, world_rank, tag,
+                        MPI_COMM_WORLD, &request));
+    MPI_CHECK(MPI_Recv(area, (int)size, MPI_BYTE, world_rank, tag,
+                       MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
     const char *what = describe(world_rank, world_rank, tag, size);
     check_status(&status, world_rank, tag, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, key, what);
@@ -466,27 +420,28 @@ static void issend_waits_for_receiver(const struct transfer *t, int token_tag)
     if (world_rank == t->src) {
         unsigned char *data = new_message(t->size, key);
         MPI_Request request;
-        CHECK(MPI_Issend(data, (int)t->size, MPI_BYTE, t->dst, t->tag,
-                         MPI_COMM_WORLD, &request));
+        MPI_CHECK(MPI_Issend(data, (int)t->size, MPI_BYTE, t->dst, t->tag,
+                             MPI_COMM_WORLD, &request));
         for (int attempt = 0; attempt < 5; attempt++) {
             int done = 0;
-            CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
             if (done)
                 fail("%s: MPI_Issend completed before the receiver posted "
                      "a receive",
                      what);
             nap(2000);
         }
-        CHECK(MPI_Send(&token, 1, MPI_INT, t->dst, token_tag, MPI_COMM_WORLD));
-        CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        MPI_CHECK(
+            MPI_Send(&token, 1, MPI_INT, t->dst, token_tag, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
         free(data);
     } else if (world_rank == t->dst) {
         unsigned char *area = new_recv_area(t->size);
         MPI_Status status;
-        CHECK(MPI_Recv(&token, 1, MPI_INT, t->src, token_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
-        CHECK(MPI_Recv(area, (int)t->size, MPI_BYTE, t->src, t->tag,
-                       MPI_COMM_WORLD, &status));
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, t->src, token_tag,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(area, (int)t->size, MPI_BYTE, t->src, t->tag,
+                           MPI_COMM_WORLD, &status));
         check_status(&status, t->src, t->tag, MPI_BYTE, (int)t->size, what);
         check_payload(area, t->size, t->size, key, what);
         free(area);
@@ -525,11 +480,11 @@ static void case_bsend(int base_tag)
     room += MPI_BSEND_OVERHEAD;
     free(plan);
     void *buffer = xmalloc(room);
-    CHECK(MPI_Buffer_attach(buffer, (int)room));
+    MPI_CHECK(MPI_Buffer_attach(buffer, (int)room));
     run_blocking_plan(MODE_BSEND, 0, base_tag);
     void *detached = NULL;
     int detached_size = 0;
-    CHECK(MPI_Buffer_detach(&detached, &detached_size));
+    MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
     if (detached != buffer || detached_size != (int)room)
         fail("MPI_Buffer_detach returned %p/%d, attached %p/%d", detached,
              detached_size, buffer, (int)room);
@@ -558,15 +513,16 @@ static void nonblocking_exchange(enum nonblocking_mode mode,
         if (t->dst != world_rank)
             continue;
         areas[i] = new_recv_area(t->size);
-        CHECK(MPI_Irecv(areas[i], (int)t->size, MPI_BYTE, t->src, t->tag,
-                        MPI_COMM_WORLD, &requests[nreq]));
+        MPI_CHECK(MPI_Irecv(areas[i], (int)t->size, MPI_BYTE, t->src, t->tag,
+                            MPI_COMM_WORLD, &requests[nreq]));
         recv_index[i] = nreq++;
     }
     if (mode == MODE_IRSEND)
         for (int i = 0; i < nflows; i++)
             if (flows[i].dst == world_rank)
-                CHECK(MPI_Isend(&token_out, 1, MPI_INT, flows[i].src, token_tag,
-                                MPI_COMM_WORLD, &requests[nreq++]));
+                MPI_CHECK(MPI_Isend(&token_out, 1, MPI_INT, flows[i].src,
+                                    token_tag, MPI_COMM_WORLD,
+                                    &requests[nreq++]));
     void *buffer = NULL;
     size_t room = MPI_BSEND_OVERHEAD;
     if (mode == MODE_IBSEND) {
@@ -574,7 +530,7 @@ static void nonblocking_exchange(enum nonblocking_mode mode,
             if (flows[i].src == world_rank)
                 room += flows[i].size + MPI_BSEND_OVERHEAD;
         buffer = xmalloc(room);
-        CHECK(MPI_Buffer_attach(buffer, (int)room));
+        MPI_CHECK(MPI_Buffer_attach(buffer, (int)room));
     }
     for (int i = 0; i < nflows; i++) {
         const struct transfer *t = &flows[i];
@@ -586,22 +542,22 @@ static void nonblocking_exchange(enum nonblocking_mode mode,
         MPI_Request *request = &requests[nreq++];
         switch (mode) {
         case MODE_ISEND:
-            CHECK(MPI_Isend(messages[i], count, MPI_BYTE, t->dst, t->tag,
-                            MPI_COMM_WORLD, request));
+            MPI_CHECK(MPI_Isend(messages[i], count, MPI_BYTE, t->dst, t->tag,
+                                MPI_COMM_WORLD, request));
             break;
         case MODE_ISSEND:
-            CHECK(MPI_Issend(messages[i], count, MPI_BYTE, t->dst, t->tag,
-                             MPI_COMM_WORLD, request));
+            MPI_CHECK(MPI_Issend(messages[i], count, MPI_BYTE, t->dst, t->tag,
+                                 MPI_COMM_WORLD, request));
             break;
         case MODE_IRSEND:
-            CHECK(MPI_Recv(&token_in, 1, MPI_INT, t->dst, token_tag,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHECK(MPI_Irsend(messages[i], count, MPI_BYTE, t->dst, t->tag,
-                             MPI_COMM_WORLD, request));
+            MPI_CHECK(MPI_Recv(&token_in, 1, MPI_INT, t->dst, token_tag,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Irsend(messages[i], count, MPI_BYTE, t->dst, t->tag,
+                                 MPI_COMM_WORLD, request));
             break;
         case MODE_IBSEND:
-            CHECK(MPI_Ibsend(messages[i], count, MPI_BYTE, t->dst, t->tag,
-                             MPI_COMM_WORLD, request));
+            MPI_CHECK(MPI_Ibsend(messages[i], count, MPI_BYTE, t->dst, t->tag,
+                                 MPI_COMM_WORLD, request));
             break;
         }
     }
@@ -622,7 +578,7 @@ static void nonblocking_exchange(enum nonblocking_mode mode,
     if (mode == MODE_IBSEND) {
         void *detached;
         int detached_size;
-        CHECK(MPI_Buffer_detach(&detached, &detached_size));
+        MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
         free(buffer);
     }
     for (int i = 0; i < nflows; i++) {
@@ -672,8 +628,8 @@ static void case_wildcards(int base_tag)
         int *seen = xcalloc((size_t)world_size, sizeof *seen);
         for (int n = 1; n < world_size; n++) {
             memset(area, FILL_BYTE, capacity + GUARD_BYTES);
-            CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, MPI_ANY_SOURCE,
-                           MPI_ANY_TAG, MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, MPI_ANY_SOURCE,
+                               MPI_ANY_TAG, MPI_COMM_WORLD, &status));
             int src = status.MPI_SOURCE;
             if (src < 1 || src >= world_size || seen[src])
                 fail("ANY_SOURCE receive %d: status.MPI_SOURCE %d is not an "
@@ -693,11 +649,11 @@ static void case_wildcards(int base_tag)
         int tag = base_tag + world_rank;
         unsigned char *data = new_message(wildcard_size(world_rank),
                                           stream_key(world_rank, 0, tag, 0));
-        CHECK(MPI_Send(data, (int)wildcard_size(world_rank), MPI_BYTE, 0, tag,
-                       MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(data, (int)wildcard_size(world_rank), MPI_BYTE, 0,
+                           tag, MPI_COMM_WORLD));
         free(data);
     }
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* Between rank 0 and the last rank, three tags in order, received with
      * (ANY_SOURCE, tag), (source, ANY_TAG), (ANY_SOURCE, ANY_TAG). */
@@ -711,26 +667,26 @@ static void case_wildcards(int base_tag)
             int tag = base_tag + 100 + i;
             data[i] =
                 new_message(sizes[i], stream_key(world_rank, far, tag, 0));
-            CHECK(MPI_Isend(data[i], (int)sizes[i], MPI_BYTE, far, tag,
-                            MPI_COMM_WORLD, &requests[i]));
+            MPI_CHECK(MPI_Isend(data[i], (int)sizes[i], MPI_BYTE, far, tag,
+                                MPI_COMM_WORLD, &requests[i]));
         }
         for (int i = 0; i < 3; i++) {
             int tag = base_tag + 100 + i;
             size_t capacity = 65536 + 3;
             unsigned char *area = new_recv_area(capacity);
-            CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, sources[i], tags[i],
-                           MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(area, (int)capacity, MPI_BYTE, sources[i],
+                               tags[i], MPI_COMM_WORLD, &status));
             const char *what = describe(far, world_rank, tag, sizes[i]);
             check_status(&status, far, tag, MPI_BYTE, (int)sizes[i], what);
             check_payload(area, capacity, sizes[i],
                           stream_key(far, world_rank, tag, 0), what);
             free(area);
         }
-        CHECK(waitall_ignoring_statuses(3, requests));
+        MPI_CHECK(waitall_ignoring_statuses(3, requests));
         for (int i = 0; i < 3; i++)
             free(data[i]);
     }
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
 
     /* Ring with MPI_ANY_SOURCE: only the left neighbour uses this tag. */
     {
@@ -742,10 +698,10 @@ static void case_wildcards(int base_tag)
         unsigned char *area = new_recv_area(size);
         MPI_Request requests[2];
         MPI_Status statuses[2];
-        CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, MPI_ANY_SOURCE, tag,
-                        MPI_COMM_WORLD, &requests[0]));
-        CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag, MPI_COMM_WORLD,
-                        &requests[1]));
+        MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, MPI_ANY_SOURCE, tag,
+                            MPI_COMM_WORLD, &requests[0]));
+        MPI_CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag,
+                            MPI_COMM_WORLD, &requests[1]));
         waitall_checked(2, requests, statuses);
         const char *what = describe(left, world_rank, tag, size);
         check_status(&statuses[0], left, tag, MPI_BYTE, (int)size, what);
@@ -764,11 +720,11 @@ static void case_wildcards(int base_tag)
             new_message(size, stream_key(world_rank, right, tag, 0));
         unsigned char *area = new_recv_area(size);
         MPI_Request requests[2];
-        CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, left, tag, MPI_COMM_WORLD,
-                        &requests[0]));
-        CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag, MPI_COMM_WORLD,
-                        &requests[1]));
-        CHECK(waitall_ignoring_statuses(2, requests));
+        MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, left, tag,
+                            MPI_COMM_WORLD, &requests[0]));
+        MPI_CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag,
+                            MPI_COMM_WORLD, &requests[1]));
+        MPI_CHECK(waitall_ignoring_statuses(2, requests));
         check_payload(area, size, size, stream_key(left, world_rank, tag, 0),
                       describe(left, world_rank, tag, size));
         free(data);
@@ -784,28 +740,28 @@ static void case_wildcards(int base_tag)
             unsigned char *area = new_recv_area(size);
             MPI_Request send_request, recv_request;
             if (step == 3) {
-                CHECK(MPI_Sendrecv(data, (int)size, MPI_BYTE, far, tag, area,
-                                   (int)size, MPI_BYTE, far, tag,
-                                   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                MPI_CHECK(MPI_Sendrecv(data, (int)size, MPI_BYTE, far, tag,
+                                       area, (int)size, MPI_BYTE, far, tag,
+                                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             } else {
-                CHECK(MPI_Isend(data, (int)size, MPI_BYTE, far, tag,
-                                MPI_COMM_WORLD, &send_request));
+                MPI_CHECK(MPI_Isend(data, (int)size, MPI_BYTE, far, tag,
+                                    MPI_COMM_WORLD, &send_request));
                 if (step == 0) {
-                    CHECK(MPI_Recv(area, (int)size, MPI_BYTE, far, tag,
-                                   MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                    MPI_CHECK(MPI_Recv(area, (int)size, MPI_BYTE, far, tag,
+                                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
                 } else {
-                    CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, far, tag,
-                                    MPI_COMM_WORLD, &recv_request));
+                    MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, far, tag,
+                                        MPI_COMM_WORLD, &recv_request));
                     if (step == 1)
-                        CHECK(MPI_Wait(&recv_request, MPI_STATUS_IGNORE));
+                        MPI_CHECK(MPI_Wait(&recv_request, MPI_STATUS_IGNORE));
                     for (int done = step == 1; !done;) {
-                        CHECK(
+                        MPI_CHECK(
                             MPI_Test(&recv_request, &done, MPI_STATUS_IGNORE));
                         if (!done)
                             nap(100);
                     }
                 }
-                CHECK(MPI_Wait(&send_request, MPI_STATUS_IGNORE));
+                MPI_CHECK(MPI_Wait(&send_request, MPI_STATUS_IGNORE));
             }
             check_payload(area, size, size, stream_key(far, world_rank, tag, 0),
                           describe(far, world_rank, tag, size));
@@ -833,10 +789,11 @@ static MPI_Datatype make_int_double_type(void)
                                  offsetof(struct int_double, d)};
     MPI_Datatype types[2] = {MPI_INT, MPI_DOUBLE};
     MPI_Datatype raw, resized;
-    CHECK(MPI_Type_create_struct(2, lengths, displacements, types, &raw));
-    CHECK(MPI_Type_create_resized(raw, 0, sizeof(struct int_double), &resized));
-    CHECK(MPI_Type_commit(&resized));
-    CHECK(MPI_Type_free(&raw));
+    MPI_CHECK(MPI_Type_create_struct(2, lengths, displacements, types, &raw));
+    MPI_CHECK(
+        MPI_Type_create_resized(raw, 0, sizeof(struct int_double), &resized));
+    MPI_CHECK(MPI_Type_commit(&resized));
+    MPI_CHECK(MPI_Type_free(&raw));
     return resized;
 }
 
@@ -848,8 +805,8 @@ static MPI_Datatype make_int_double_int_type(void)
                                  offsetof(struct int_double_int, c)};
     MPI_Datatype types[3] = {MPI_INT, MPI_DOUBLE, MPI_INT};
     MPI_Datatype type;
-    CHECK(MPI_Type_create_struct(3, lengths, displacements, types, &type));
-    CHECK(MPI_Type_commit(&type));
+    MPI_CHECK(MPI_Type_create_struct(3, lengths, displacements, types, &type));
+    MPI_CHECK(MPI_Type_commit(&type));
     return type;
 }
 
@@ -859,9 +816,9 @@ static void check_counts(const MPI_Status *status, MPI_Datatype type,
 {
     int count = -2, elements = -2;
     MPI_Count elements_x = -2;
-    CHECK(MPI_Get_count(status, type, &count));
-    CHECK(MPI_Get_elements(status, type, &elements));
-    CHECK(MPI_Get_elements_x(status, type, &elements_x));
+    MPI_CHECK(MPI_Get_count(status, type, &count));
+    MPI_CHECK(MPI_Get_elements(status, type, &elements));
+    MPI_CHECK(MPI_Get_elements_x(status, type, &elements_x));
     if (count != expected_count)
         fail("%s: MPI_Get_count expected %d got %d", what, expected_count,
              count);
@@ -887,17 +844,17 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
         for (int i = 0; i < 1000; i++)
             doubles[i] = pattern_double(key, (size_t)i);
         MPI_Request requests[5];
-        CHECK(MPI_Isend(ints, 7, MPI_INT, t->dst, tag, MPI_COMM_WORLD,
-                        &requests[0]));
-        CHECK(MPI_Isend(ints, 9, MPI_INT, t->dst, tag + 1, MPI_COMM_WORLD,
-                        &requests[1]));
-        CHECK(MPI_Isend(ints, 0, MPI_INT, t->dst, tag + 2, MPI_COMM_WORLD,
-                        &requests[2]));
-        CHECK(MPI_Isend(&triple, 1, int_double_int, t->dst, tag + 3,
-                        MPI_COMM_WORLD, &requests[3]));
-        CHECK(MPI_Isend(doubles, 1000, MPI_DOUBLE, t->dst, tag + 4,
-                        MPI_COMM_WORLD, &requests[4]));
-        CHECK(waitall_ignoring_statuses(5, requests));
+        MPI_CHECK(MPI_Isend(ints, 7, MPI_INT, t->dst, tag, MPI_COMM_WORLD,
+                            &requests[0]));
+        MPI_CHECK(MPI_Isend(ints, 9, MPI_INT, t->dst, tag + 1, MPI_COMM_WORLD,
+                            &requests[1]));
+        MPI_CHECK(MPI_Isend(ints, 0, MPI_INT, t->dst, tag + 2, MPI_COMM_WORLD,
+                            &requests[2]));
+        MPI_CHECK(MPI_Isend(&triple, 1, int_double_int, t->dst, tag + 3,
+                            MPI_COMM_WORLD, &requests[3]));
+        MPI_CHECK(MPI_Isend(doubles, 1000, MPI_DOUBLE, t->dst, tag + 4,
+                            MPI_COMM_WORLD, &requests[4]));
+        MPI_CHECK(waitall_ignoring_statuses(5, requests));
         return;
     }
     if (world_rank != t->dst)
@@ -909,7 +866,8 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
     /* 7 ints into 3-int elements: 2 whole elements and a partial one. */
     for (int i = 0; i < 15; i++)
         ints[i] = SENTINEL_INT;
-    CHECK(MPI_Recv(ints, 5, three_ints, t->src, tag, MPI_COMM_WORLD, &status));
+    MPI_CHECK(
+        MPI_Recv(ints, 5, three_ints, t->src, tag, MPI_COMM_WORLD, &status));
     snprintf(what, sizeof what, "7 ints %d->%d as 3-int type", t->src, t->dst);
     check_counts(&status, three_ints, MPI_UNDEFINED, 7, what);
     for (int i = 0; i < 15; i++) {
@@ -918,14 +876,14 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
             fail("%s: int %d expected %d got %d", what, i, expected, ints[i]);
     }
 
-    CHECK(MPI_Recv(ints, 5, three_ints, t->src, tag + 1, MPI_COMM_WORLD,
-                   &status));
+    MPI_CHECK(MPI_Recv(ints, 5, three_ints, t->src, tag + 1, MPI_COMM_WORLD,
+                       &status));
     snprintf(what, sizeof what, "9 ints %d->%d as 3-int type", t->src, t->dst);
     check_counts(&status, three_ints, 3, 9, what);
 
     for (int i = 0; i < 15; i++)
         ints[i] = SENTINEL_INT;
-    CHECK(
+    MPI_CHECK(
         MPI_Recv(ints, 10, MPI_INT, t->src, tag + 2, MPI_COMM_WORLD, &status));
     snprintf(what, sizeof what, "0 ints %d->%d", t->src, t->dst);
     check_counts(&status, MPI_INT, 0, 0, what);
@@ -939,8 +897,8 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
     memset(pairs, FILL_BYTE, sizeof pairs);
     struct int_double untouched;
     memset(&untouched, FILL_BYTE, sizeof untouched);
-    CHECK(MPI_Recv(pairs, 2, int_double, t->src, tag + 3, MPI_COMM_WORLD,
-                   &status));
+    MPI_CHECK(MPI_Recv(pairs, 2, int_double, t->src, tag + 3, MPI_COMM_WORLD,
+                       &status));
     snprintf(what, sizeof what, "int,double,int %d->%d as (int,double) type",
              t->src, t->dst);
     check_counts(&status, int_double, MPI_UNDEFINED, 3, what);
@@ -953,8 +911,8 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
              pattern_double(key, 1), pattern_int(key, 2));
 
     double doubles[2000];
-    CHECK(MPI_Recv(doubles, 2000, MPI_DOUBLE, t->src, tag + 4, MPI_COMM_WORLD,
-                   &status));
+    MPI_CHECK(MPI_Recv(doubles, 2000, MPI_DOUBLE, t->src, tag + 4,
+                       MPI_COMM_WORLD, &status));
     snprintf(what, sizeof what, "1000 doubles %d->%d", t->src, t->dst);
     check_counts(&status, MPI_DOUBLE, 1000, 1000, what);
     for (int i = 0; i < 1000; i++)
@@ -966,8 +924,8 @@ static void count_transfer(const struct transfer *t, MPI_Datatype three_ints,
 static void case_get_count(int base_tag)
 {
     MPI_Datatype three_ints;
-    CHECK(MPI_Type_contiguous(3, MPI_INT, &three_ints));
-    CHECK(MPI_Type_commit(&three_ints));
+    MPI_CHECK(MPI_Type_contiguous(3, MPI_INT, &three_ints));
+    MPI_CHECK(MPI_Type_commit(&three_ints));
     MPI_Datatype int_double = make_int_double_type();
     MPI_Datatype int_double_int = make_int_double_int_type();
     struct transfer *flows = new_flows();
@@ -977,9 +935,9 @@ static void case_get_count(int base_tag)
         count_transfer(&flows[f], three_ints, int_double, int_double_int);
     }
     free(flows);
-    CHECK(MPI_Type_free(&three_ints));
-    CHECK(MPI_Type_free(&int_double));
-    CHECK(MPI_Type_free(&int_double_int));
+    MPI_CHECK(MPI_Type_free(&three_ints));
+    MPI_CHECK(MPI_Type_free(&int_double));
+    MPI_CHECK(MPI_Type_free(&int_double_int));
 }
 
 static void check_proc_null_status(const MPI_Status *status, const char *what)
@@ -1011,33 +969,36 @@ static void case_proc_null(int base_tag)
     MPI_Status status;
     MPI_Request requests[4];
 
-    CHECK(MPI_Send(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
-    CHECK(MPI_Ssend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
-    CHECK(MPI_Rsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Send(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
+    MPI_CHECK(
+        MPI_Ssend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
+    MPI_CHECK(
+        MPI_Rsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
     /* Attach a buffer anyway: the standard does not say a Bsend to
      * MPI_PROC_NULL needs none. */
     size_t room = 16 + MPI_BSEND_OVERHEAD;
     void *buffer = xmalloc(room);
-    CHECK(MPI_Buffer_attach(buffer, (int)room));
-    CHECK(MPI_Bsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Buffer_attach(buffer, (int)room));
+    MPI_CHECK(
+        MPI_Bsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD));
     void *detached;
     int detached_size;
-    CHECK(MPI_Buffer_detach(&detached, &detached_size));
+    MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
     free(buffer);
 
-    CHECK(MPI_Recv(area, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
-                   &status));
+    MPI_CHECK(MPI_Recv(area, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
+                       &status));
     check_proc_null_status(&status, "MPI_Recv from MPI_PROC_NULL");
     check_untouched(area, 0, 16, "MPI_Recv from MPI_PROC_NULL");
 
-    CHECK(MPI_Irecv(area, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
-                    &requests[0]));
-    CHECK(MPI_Isend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
-                    &requests[1]));
-    CHECK(MPI_Issend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
-                     &requests[2]));
-    CHECK(MPI_Irsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
-                     &requests[3]));
+    MPI_CHECK(MPI_Irecv(area, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
+                        &requests[0]));
+    MPI_CHECK(MPI_Isend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
+                        &requests[1]));
+    MPI_CHECK(MPI_Issend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
+                         &requests[2]));
+    MPI_CHECK(MPI_Irsend(data, 16, MPI_BYTE, MPI_PROC_NULL, tag, MPI_COMM_WORLD,
+                         &requests[3]));
     MPI_Status statuses[4];
     waitall_checked(4, requests, statuses);
     check_proc_null_request_status(&statuses[0],
@@ -1045,19 +1006,20 @@ static void case_proc_null(int base_tag)
     check_untouched(area, 0, 16, "MPI_Irecv from MPI_PROC_NULL");
 
     int flag = 0;
-    CHECK(MPI_Probe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Probe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &status));
     check_proc_null_status(&status, "MPI_Probe of MPI_PROC_NULL");
-    CHECK(MPI_Iprobe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &flag, &status));
+    MPI_CHECK(MPI_Iprobe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &flag, &status));
     if (!flag)
         fail("MPI_Iprobe of MPI_PROC_NULL: flag false");
     check_proc_null_status(&status, "MPI_Iprobe of MPI_PROC_NULL");
     MPI_Message message = MPI_MESSAGE_NULL;
-    CHECK(MPI_Mprobe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &message, &status));
+    MPI_CHECK(
+        MPI_Mprobe(MPI_PROC_NULL, tag, MPI_COMM_WORLD, &message, &status));
     if (message != MPI_MESSAGE_NO_PROC)
         fail("MPI_Mprobe of MPI_PROC_NULL did not return "
              "MPI_MESSAGE_NO_PROC");
     check_proc_null_status(&status, "MPI_Mprobe of MPI_PROC_NULL");
-    CHECK(MPI_Mrecv(area, 16, MPI_BYTE, &message, &status));
+    MPI_CHECK(MPI_Mrecv(area, 16, MPI_BYTE, &message, &status));
     check_proc_null_status(&status, "MPI_Mrecv of MPI_MESSAGE_NO_PROC");
     if (message != MPI_MESSAGE_NULL)
         fail("MPI_Mrecv left the message handle set");
@@ -1070,9 +1032,9 @@ static void case_proc_null(int base_tag)
     unsigned char *message_out =
         new_message(size, stream_key(world_rank, right, tag + 1, 0));
     unsigned char *shift_area = new_recv_area(size);
-    CHECK(MPI_Sendrecv(message_out, (int)size, MPI_BYTE, right, tag + 1,
-                       shift_area, (int)size, MPI_BYTE, left, tag + 1,
-                       MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Sendrecv(message_out, (int)size, MPI_BYTE, right, tag + 1,
+                           shift_area, (int)size, MPI_BYTE, left, tag + 1,
+                           MPI_COMM_WORLD, &status));
     const char *what = describe(left, world_rank, tag + 1, size);
     if (left == MPI_PROC_NULL) {
         check_proc_null_status(&status, "MPI_Sendrecv from MPI_PROC_NULL");
@@ -1113,8 +1075,8 @@ static unsigned char **send_sequence(int dst, int tag, int count,
         size_t size = mixed_size(seq, (uint32_t)world_rank);
         messages[seq] =
             new_message(size, stream_key(world_rank, dst, tag, seq));
-        CHECK(MPI_Isend(messages[seq], (int)size, MPI_BYTE, dst, tag,
-                        MPI_COMM_WORLD, &requests[seq]));
+        MPI_CHECK(MPI_Isend(messages[seq], (int)size, MPI_BYTE, dst, tag,
+                            MPI_COMM_WORLD, &requests[seq]));
     }
     return messages;
 }
@@ -1145,11 +1107,11 @@ static void case_non_overtaking(int base_tag)
     MPI_Status status;
     for (int seq = 0; seq < COUNT; seq++) {
         memset(area, FILL_BYTE, ORDER_MAX_SIZE + GUARD_BYTES);
-        CHECK(MPI_Recv(area, (int)ORDER_MAX_SIZE, MPI_BYTE, far, tag,
-                       MPI_COMM_WORLD, &status));
+        MPI_CHECK(MPI_Recv(area, (int)ORDER_MAX_SIZE, MPI_BYTE, far, tag,
+                           MPI_COMM_WORLD, &status));
         check_sequence_message(area, &status, far, tag, seq);
     }
-    CHECK(waitall_ignoring_statuses(COUNT, requests));
+    MPI_CHECK(waitall_ignoring_statuses(COUNT, requests));
     for (int seq = 0; seq < COUNT; seq++)
         free(messages[seq]);
     free(messages);
@@ -1163,7 +1125,7 @@ static void case_non_overtaking_any_source(int base_tag)
     if (world_rank != 0) {
         MPI_Request requests[COUNT];
         unsigned char **messages = send_sequence(0, tag, COUNT, requests);
-        CHECK(waitall_ignoring_statuses(COUNT, requests));
+        MPI_CHECK(waitall_ignoring_statuses(COUNT, requests));
         for (int seq = 0; seq < COUNT; seq++)
             free(messages[seq]);
         free(messages);
@@ -1174,8 +1136,8 @@ static void case_non_overtaking_any_source(int base_tag)
     MPI_Status status;
     for (int n = 0; n < COUNT * (world_size - 1); n++) {
         memset(area, FILL_BYTE, ORDER_MAX_SIZE + GUARD_BYTES);
-        CHECK(MPI_Recv(area, (int)ORDER_MAX_SIZE, MPI_BYTE, MPI_ANY_SOURCE, tag,
-                       MPI_COMM_WORLD, &status));
+        MPI_CHECK(MPI_Recv(area, (int)ORDER_MAX_SIZE, MPI_BYTE, MPI_ANY_SOURCE,
+                           tag, MPI_COMM_WORLD, &status));
         int src = status.MPI_SOURCE;
         if (src < 1 || src >= world_size || next_seq[src] >= COUNT)
             fail("ANY_SOURCE receive %d: unexpected status.MPI_SOURCE %d", n,
@@ -1204,9 +1166,9 @@ static void case_tag_out_of_order(int base_tag)
                 int tag = base_tag + 2 * (s * nf + f) + 1 + k;
                 messages[2 * f + k] = new_message(
                     sizes[s], stream_key(world_rank, flows[f].dst, tag, 0));
-                CHECK(MPI_Isend(messages[2 * f + k], (int)sizes[s], MPI_BYTE,
-                                flows[f].dst, tag, MPI_COMM_WORLD,
-                                &requests[nreq++]));
+                MPI_CHECK(MPI_Isend(messages[2 * f + k], (int)sizes[s],
+                                    MPI_BYTE, flows[f].dst, tag, MPI_COMM_WORLD,
+                                    &requests[nreq++]));
             }
         }
         unsigned char *area = new_recv_area(sizes[s]);
@@ -1220,8 +1182,8 @@ static void case_tag_out_of_order(int base_tag)
                     (k == 1 && f >= world_size) ? MPI_ANY_SOURCE : flows[f].src;
                 MPI_Status status;
                 memset(area, FILL_BYTE, sizes[s] + GUARD_BYTES);
-                CHECK(MPI_Recv(area, (int)sizes[s], MPI_BYTE, source, tag,
-                               MPI_COMM_WORLD, &status));
+                MPI_CHECK(MPI_Recv(area, (int)sizes[s], MPI_BYTE, source, tag,
+                                   MPI_COMM_WORLD, &status));
                 const char *what =
                     describe(flows[f].src, world_rank, tag, sizes[s]);
                 check_status(&status, flows[f].src, tag, MPI_BYTE,
@@ -1231,7 +1193,7 @@ static void case_tag_out_of_order(int base_tag)
                               what);
             }
         }
-        CHECK(waitall_ignoring_statuses(nreq, requests));
+        MPI_CHECK(waitall_ignoring_statuses(nreq, requests));
         for (int i = 0; i < 2 * nf; i++)
             free(messages[i]);
         free(messages);
@@ -1269,8 +1231,9 @@ static struct int_layout layout_vector(int blocks, int block_length, int stride,
                                        int count)
 {
     struct int_layout layout = {"vector", MPI_DATATYPE_NULL, count, 0, 0, NULL};
-    CHECK(MPI_Type_vector(blocks, block_length, stride, MPI_INT, &layout.type));
-    CHECK(MPI_Type_commit(&layout.type));
+    MPI_CHECK(
+        MPI_Type_vector(blocks, block_length, stride, MPI_INT, &layout.type));
+    MPI_CHECK(MPI_Type_commit(&layout.type));
     int extent = (blocks - 1) * stride + block_length;
     layout.span = extent * count;
     layout.elements = blocks * block_length * count;
@@ -1290,8 +1253,9 @@ static struct int_layout layout_indexed(int count)
     const int extent = 12;
     struct int_layout layout = {"indexed", MPI_DATATYPE_NULL, count, 0, 0,
                                 NULL};
-    CHECK(MPI_Type_indexed(3, lengths, displacements, MPI_INT, &layout.type));
-    CHECK(MPI_Type_commit(&layout.type));
+    MPI_CHECK(
+        MPI_Type_indexed(3, lengths, displacements, MPI_INT, &layout.type));
+    MPI_CHECK(MPI_Type_commit(&layout.type));
     layout.span = extent * count;
     layout.elements = 6 * count;
     layout.positions = xmalloc(sizeof(int) * (size_t)layout.elements);
@@ -1311,9 +1275,9 @@ static struct int_layout layout_every_third(int count)
                                 3 * count,
                                 count,
                                 NULL};
-    CHECK(MPI_Type_create_resized(MPI_INT, 0, 3 * (MPI_Aint)sizeof(int),
-                                  &layout.type));
-    CHECK(MPI_Type_commit(&layout.type));
+    MPI_CHECK(MPI_Type_create_resized(MPI_INT, 0, 3 * (MPI_Aint)sizeof(int),
+                                      &layout.type));
+    MPI_CHECK(MPI_Type_commit(&layout.type));
     layout.positions = xmalloc(sizeof(int) * (size_t)count);
     for (int k = 0; k < count; k++)
         layout.positions[k] = 3 * k;
@@ -1323,7 +1287,7 @@ static struct int_layout layout_every_third(int count)
 static void free_layout(struct int_layout *layout)
 {
     if (layout->type != MPI_INT)
-        CHECK(MPI_Type_free(&layout->type));
+        MPI_CHECK(MPI_Type_free(&layout->type));
     free(layout->positions);
 }
 
@@ -1395,8 +1359,8 @@ static void exchange_int_layouts(const struct int_layout *send,
         if (flows[f].dst != world_rank)
             continue;
         areas[f] = new_int_area(recv);
-        CHECK(MPI_Irecv(areas[f], recv->count, recv->type, flows[f].src,
-                        flows[f].tag, MPI_COMM_WORLD, &requests[nreq]));
+        MPI_CHECK(MPI_Irecv(areas[f], recv->count, recv->type, flows[f].src,
+                            flows[f].tag, MPI_COMM_WORLD, &requests[nreq]));
         recv_index[f] = nreq++;
     }
     for (int f = 0; f < nf; f++) {
@@ -1404,8 +1368,8 @@ static void exchange_int_layouts(const struct int_layout *send,
             continue;
         messages[f] = new_int_message(
             send, stream_key(flows[f].src, flows[f].dst, flows[f].tag, 0));
-        CHECK(MPI_Isend(messages[f], send->count, send->type, flows[f].dst,
-                        flows[f].tag, MPI_COMM_WORLD, &requests[nreq++]));
+        MPI_CHECK(MPI_Isend(messages[f], send->count, send->type, flows[f].dst,
+                            flows[f].tag, MPI_COMM_WORLD, &requests[nreq++]));
     }
     waitall_checked(nreq, requests, statuses);
     for (int f = 0; f < nf; f++) {
@@ -1447,8 +1411,9 @@ static void sendrecv_bytes(int dst, int src, int recv_source, int tag,
         new_message(size, stream_key(world_rank, dst, tag, 0));
     unsigned char *area = new_recv_area(size);
     MPI_Status status;
-    CHECK(MPI_Sendrecv(data, (int)size, MPI_BYTE, dst, tag, area, (int)size,
-                       MPI_BYTE, recv_source, tag, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Sendrecv(data, (int)size, MPI_BYTE, dst, tag, area, (int)size,
+                           MPI_BYTE, recv_source, tag, MPI_COMM_WORLD,
+                           &status));
     const char *what = describe(src, world_rank, tag, size);
     check_status(&status, src, tag, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, stream_key(src, world_rank, tag, 0), what);
@@ -1469,8 +1434,8 @@ static void sendrecv_replace_ints(const struct int_layout *layout, int dst,
     int *original = xmalloc(sizeof(int) * (size_t)(layout->span + 1));
     memcpy(original, area, sizeof(int) * (size_t)layout->span);
     MPI_Status status;
-    CHECK(MPI_Sendrecv_replace(area, layout->count, layout->type, dst, tag, src,
-                               tag, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Sendrecv_replace(area, layout->count, layout->type, dst, tag,
+                                   src, tag, MPI_COMM_WORLD, &status));
     char what[320];
     snprintf(what, sizeof what, "Sendrecv_replace %d x %s %d->%d tag %d",
              layout->count, layout->name, src, world_rank, tag);
@@ -1512,9 +1477,9 @@ static void case_sendrecv(int base_tag)
     int *data = new_int_message(&vector, stream_key(world_rank, right, tag, 0));
     int *area = new_int_area(&contiguous);
     MPI_Status status;
-    CHECK(MPI_Sendrecv(data, vector.count, vector.type, right, tag, area,
-                       contiguous.count, MPI_INT, left, tag, MPI_COMM_WORLD,
-                       &status));
+    MPI_CHECK(MPI_Sendrecv(data, vector.count, vector.type, right, tag, area,
+                           contiguous.count, MPI_INT, left, tag, MPI_COMM_WORLD,
+                           &status));
     char what[320];
     snprintf(what, sizeof what, "Sendrecv vector -> contiguous %d->%d", left,
              world_rank);
@@ -1531,15 +1496,15 @@ static unsigned char *probe_and_receive(int source, int tag, int expected_src,
                                         size_t expected_size, const char *how)
 {
     MPI_Status status;
-    CHECK(MPI_Probe(source, tag, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Probe(source, tag, MPI_COMM_WORLD, &status));
     char what[320];
     snprintf(what, sizeof what, "%s: %s", how,
              describe(expected_src, world_rank, tag, expected_size));
     check_status(&status, expected_src, tag, MPI_BYTE, (int)expected_size,
                  what);
     unsigned char *area = new_recv_area(expected_size);
-    CHECK(MPI_Recv(area, (int)expected_size, MPI_BYTE, status.MPI_SOURCE, tag,
-                   MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Recv(area, (int)expected_size, MPI_BYTE, status.MPI_SOURCE,
+                       tag, MPI_COMM_WORLD, &status));
     check_status(&status, expected_src, tag, MPI_BYTE, (int)expected_size,
                  what);
     check_payload(area, expected_size, expected_size,
@@ -1564,7 +1529,7 @@ static void case_probe(int base_tag)
     if (world_rank == 0) {
         int *seen = xcalloc((size_t)world_size, sizeof *seen);
         for (int n = 1; n < world_size; n++) {
-            CHECK(MPI_Probe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Probe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &status));
             int src = status.MPI_SOURCE;
             if (src < 1 || src >= world_size || seen[src])
                 fail("MPI_Probe(ANY_SOURCE) %d: status.MPI_SOURCE %d is not "
@@ -1578,8 +1543,8 @@ static void case_probe(int base_tag)
     } else {
         unsigned char *data = new_message(probe_size(world_rank),
                                           stream_key(world_rank, 0, tag, 0));
-        CHECK(MPI_Send(data, (int)probe_size(world_rank), MPI_BYTE, 0, tag,
-                       MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(data, (int)probe_size(world_rank), MPI_BYTE, 0, tag,
+                           MPI_COMM_WORLD));
         free(data);
     }
 
@@ -1591,19 +1556,19 @@ static void case_probe(int base_tag)
         unsigned char *data =
             new_message(size, stream_key(world_rank, right, tag, 0));
         MPI_Request request;
-        CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag, MPI_COMM_WORLD,
-                        &request));
+        MPI_CHECK(MPI_Isend(data, (int)size, MPI_BYTE, right, tag,
+                            MPI_COMM_WORLD, &request));
         int found = 0;
         while (!found) {
-            CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &found,
-                             &status));
+            MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &found,
+                                 &status));
             if (!found)
                 nap(200);
         }
         const char *what = describe(left, world_rank, tag, left_size);
         check_status(&status, left, tag, MPI_BYTE, (int)left_size, what);
         free(probe_and_receive(left, tag, left, left_size, "MPI_Iprobe"));
-        CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
         free(data);
     }
 
@@ -1617,33 +1582,33 @@ static void case_probe(int base_tag)
         for (int seq = 0; seq < 2; seq++) {
             data[seq] =
                 new_message(sizes[seq], stream_key(world_rank, far, tag, seq));
-            CHECK(MPI_Isend(data[seq], (int)sizes[seq], MPI_BYTE, far, tag,
-                            MPI_COMM_WORLD, &requests[seq]));
+            MPI_CHECK(MPI_Isend(data[seq], (int)sizes[seq], MPI_BYTE, far, tag,
+                                MPI_COMM_WORLD, &requests[seq]));
         }
         MPI_Message message;
         char what[320];
         snprintf(what, sizeof what, "MPI_Mprobe(ANY_SOURCE) of %d->%d tag %d",
                  far, world_rank, tag);
-        CHECK(
+        MPI_CHECK(
             MPI_Mprobe(MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &message, &status));
         check_status(&status, far, tag, MPI_BYTE, (int)sizes[0], what);
         unsigned char *second = new_recv_area(sizes[1]);
-        CHECK(MPI_Recv(second, (int)sizes[1], MPI_BYTE, MPI_ANY_SOURCE, tag,
-                       MPI_COMM_WORLD, &status));
+        MPI_CHECK(MPI_Recv(second, (int)sizes[1], MPI_BYTE, MPI_ANY_SOURCE, tag,
+                           MPI_COMM_WORLD, &status));
         check_status(&status, far, tag, MPI_BYTE, (int)sizes[1],
                      "MPI_Recv after MPI_Mprobe (must get the 2nd message)");
         check_payload(second, sizes[1], sizes[1],
                       stream_key(far, world_rank, tag, 1),
                       "MPI_Recv after MPI_Mprobe (2nd message)");
         unsigned char *first = new_recv_area(sizes[0]);
-        CHECK(MPI_Mrecv(first, (int)sizes[0], MPI_BYTE, &message, &status));
+        MPI_CHECK(MPI_Mrecv(first, (int)sizes[0], MPI_BYTE, &message, &status));
         if (message != MPI_MESSAGE_NULL)
             fail("%s: MPI_Mrecv did not set the handle to MPI_MESSAGE_NULL",
                  what);
         check_status(&status, far, tag, MPI_BYTE, (int)sizes[0], what);
         check_payload(first, sizes[0], sizes[0],
                       stream_key(far, world_rank, tag, 0), what);
-        CHECK(waitall_ignoring_statuses(2, requests));
+        MPI_CHECK(waitall_ignoring_statuses(2, requests));
         free(first);
         free(second);
         free(data[0]);
@@ -1664,8 +1629,9 @@ static void case_probe(int base_tag)
         messages[f] =
             new_message(flows[f].size, stream_key(flows[f].src, flows[f].dst,
                                                   flows[f].tag, 0));
-        CHECK(MPI_Isend(messages[f], (int)flows[f].size, MPI_BYTE, flows[f].dst,
-                        flows[f].tag, MPI_COMM_WORLD, &requests[nreq++]));
+        MPI_CHECK(MPI_Isend(messages[f], (int)flows[f].size, MPI_BYTE,
+                            flows[f].dst, flows[f].tag, MPI_COMM_WORLD,
+                            &requests[nreq++]));
     }
     for (int f = 0; f < nf; f++) {
         const struct transfer *t = &flows[f];
@@ -1674,8 +1640,8 @@ static void case_probe(int base_tag)
         MPI_Message message;
         int found = 0;
         while (!found) {
-            CHECK(MPI_Improbe(MPI_ANY_SOURCE, t->tag, MPI_COMM_WORLD, &found,
-                              &message, &status));
+            MPI_CHECK(MPI_Improbe(MPI_ANY_SOURCE, t->tag, MPI_COMM_WORLD,
+                                  &found, &message, &status));
             if (!found)
                 nap(200);
         }
@@ -1684,20 +1650,20 @@ static void case_probe(int base_tag)
                  describe(t->src, t->dst, t->tag, t->size));
         check_status(&status, t->src, t->tag, MPI_BYTE, (int)t->size, what);
         int count = 0;
-        CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
+        MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &count));
         unsigned char *area = new_recv_area((size_t)count);
         MPI_Request request;
-        CHECK(MPI_Imrecv(area, count, MPI_BYTE, &message, &request));
+        MPI_CHECK(MPI_Imrecv(area, count, MPI_BYTE, &message, &request));
         if (message != MPI_MESSAGE_NULL)
             fail("%s: MPI_Imrecv did not set the handle to MPI_MESSAGE_NULL",
                  what);
-        CHECK(MPI_Wait(&request, &status));
+        MPI_CHECK(MPI_Wait(&request, &status));
         check_status(&status, t->src, t->tag, MPI_BYTE, (int)t->size, what);
         check_payload(area, t->size, t->size,
                       stream_key(t->src, t->dst, t->tag, 0), what);
         free(area);
     }
-    CHECK(waitall_ignoring_statuses(nreq, requests));
+    MPI_CHECK(waitall_ignoring_statuses(nreq, requests));
     for (int f = 0; f < nf; f++)
         free(messages[f]);
     free(messages);
@@ -1772,14 +1738,14 @@ static void complete_requests(enum completion_style style, int n,
     switch (style) {
     case BY_WAIT:
         for (int i = 0; i < n; i++) {
-            CHECK(MPI_Wait(&requests[i], &statuses[0]));
+            MPI_CHECK(MPI_Wait(&requests[i], &statuses[0]));
             complete_slot(slots, n, i, &statuses[0], how);
         }
         break;
     case BY_TEST:
         for (int i = 0; i < n; i++) {
             for (flag = 0; !flag;) {
-                CHECK(MPI_Test(&requests[i], &flag, &statuses[0]));
+                MPI_CHECK(MPI_Test(&requests[i], &flag, &statuses[0]));
                 if (!flag)
                     nap(100);
             }
@@ -1792,16 +1758,16 @@ static void complete_requests(enum completion_style style, int n,
             complete_slot(slots, n, i, &statuses[i], how);
         break;
     case BY_WAITALL_IGNORE:
-        CHECK(waitall_ignoring_statuses(n, requests));
+        MPI_CHECK(waitall_ignoring_statuses(n, requests));
         for (int i = 0; i < n; i++)
             complete_slot(slots, n, i, NULL, how);
         break;
     case BY_WAITANY:
         for (int k = 0; k < n; k++) {
-            CHECK(MPI_Waitany(n, requests, &index, &statuses[0]));
+            MPI_CHECK(MPI_Waitany(n, requests, &index, &statuses[0]));
             complete_slot(slots, n, index, &statuses[0], how);
         }
-        CHECK(MPI_Waitany(n, requests, &index, &statuses[0]));
+        MPI_CHECK(MPI_Waitany(n, requests, &index, &statuses[0]));
         if (index != MPI_UNDEFINED)
             fail("MPI_Waitany on inactive requests returned index %d, "
                  "expected MPI_UNDEFINED",
@@ -1809,7 +1775,7 @@ static void complete_requests(enum completion_style style, int n,
         break;
     case BY_WAITSOME:
         while (done < n) {
-            CHECK(MPI_Waitsome(n, requests, &outcount, indices, statuses));
+            MPI_CHECK(MPI_Waitsome(n, requests, &outcount, indices, statuses));
             if (outcount < 1 || outcount > n - done)
                 fail("MPI_Waitsome returned outcount %d with %d requests "
                      "pending",
@@ -1818,7 +1784,7 @@ static void complete_requests(enum completion_style style, int n,
                 complete_slot(slots, n, indices[j], &statuses[j], how);
             done += outcount;
         }
-        CHECK(MPI_Waitsome(n, requests, &outcount, indices, statuses));
+        MPI_CHECK(MPI_Waitsome(n, requests, &outcount, indices, statuses));
         if (outcount != MPI_UNDEFINED)
             fail("MPI_Waitsome on inactive requests returned outcount %d, "
                  "expected MPI_UNDEFINED",
@@ -1826,7 +1792,7 @@ static void complete_requests(enum completion_style style, int n,
         break;
     case BY_TESTALL:
         for (flag = 0; !flag;) {
-            CHECK(MPI_Testall(n, requests, &flag, statuses));
+            MPI_CHECK(MPI_Testall(n, requests, &flag, statuses));
             if (!flag)
                 nap(100);
         }
@@ -1835,7 +1801,7 @@ static void complete_requests(enum completion_style style, int n,
         break;
     case BY_TESTANY:
         while (done < n) {
-            CHECK(MPI_Testany(n, requests, &index, &flag, &statuses[0]));
+            MPI_CHECK(MPI_Testany(n, requests, &index, &flag, &statuses[0]));
             if (!flag) {
                 nap(100);
                 continue;
@@ -1847,7 +1813,7 @@ static void complete_requests(enum completion_style style, int n,
             complete_slot(slots, n, index, &statuses[0], how);
             done++;
         }
-        CHECK(MPI_Testany(n, requests, &index, &flag, &statuses[0]));
+        MPI_CHECK(MPI_Testany(n, requests, &index, &flag, &statuses[0]));
         if (!flag || index != MPI_UNDEFINED)
             fail("MPI_Testany on inactive requests: flag %d index %d, "
                  "expected 1 and MPI_UNDEFINED",
@@ -1855,7 +1821,7 @@ static void complete_requests(enum completion_style style, int n,
         break;
     case BY_TESTSOME:
         while (done < n) {
-            CHECK(MPI_Testsome(n, requests, &outcount, indices, statuses));
+            MPI_CHECK(MPI_Testsome(n, requests, &outcount, indices, statuses));
             if (outcount == MPI_UNDEFINED || outcount < 0 ||
                 outcount > n - done)
                 fail("MPI_Testsome returned outcount %d with %d requests "
@@ -1867,7 +1833,7 @@ static void complete_requests(enum completion_style style, int n,
                 complete_slot(slots, n, indices[j], &statuses[j], how);
             done += outcount;
         }
-        CHECK(MPI_Testsome(n, requests, &outcount, indices, statuses));
+        MPI_CHECK(MPI_Testsome(n, requests, &outcount, indices, statuses));
         if (outcount != MPI_UNDEFINED)
             fail("MPI_Testsome on inactive requests returned outcount %d, "
                  "expected MPI_UNDEFINED",
@@ -1914,12 +1880,12 @@ static void case_wait_test(int base_tag)
             *p = kinds[(i + style) % WAIT_TEST_REQUESTS];
             if (p->is_recv) {
                 p->buffer = new_recv_area(p->size);
-                CHECK(MPI_Irecv(p->buffer, (int)p->size, MPI_BYTE, p->peer,
-                                p->tag, MPI_COMM_WORLD, &requests[i]));
+                MPI_CHECK(MPI_Irecv(p->buffer, (int)p->size, MPI_BYTE, p->peer,
+                                    p->tag, MPI_COMM_WORLD, &requests[i]));
             } else {
                 p->buffer = new_message(p->size, p->key);
-                CHECK(MPI_Isend(p->buffer, (int)p->size, MPI_BYTE, p->peer,
-                                p->tag, MPI_COMM_WORLD, &requests[i]));
+                MPI_CHECK(MPI_Isend(p->buffer, (int)p->size, MPI_BYTE, p->peer,
+                                    p->tag, MPI_COMM_WORLD, &requests[i]));
             }
         }
         complete_requests((enum completion_style)style, WAIT_TEST_REQUESTS,
@@ -1949,12 +1915,12 @@ static void case_cancel(int base_tag)
             continue;
         unsigned char *area = new_recv_area(16);
         MPI_Request request;
-        CHECK(MPI_Irecv(area, 16, MPI_BYTE, sources[i], cancelled_tag,
-                        MPI_COMM_WORLD, &request));
-        CHECK(MPI_Cancel(&request));
-        CHECK(MPI_Wait(&request, &status));
+        MPI_CHECK(MPI_Irecv(area, 16, MPI_BYTE, sources[i], cancelled_tag,
+                            MPI_COMM_WORLD, &request));
+        MPI_CHECK(MPI_Cancel(&request));
+        MPI_CHECK(MPI_Wait(&request, &status));
         int cancelled = 0;
-        CHECK(MPI_Test_cancelled(&status, &cancelled));
+        MPI_CHECK(MPI_Test_cancelled(&status, &cancelled));
         if (!cancelled)
             fail("receive from %d tag %d that nothing matches: "
                  "MPI_Test_cancelled false after MPI_Cancel",
@@ -1967,17 +1933,17 @@ static void case_cancel(int base_tag)
      * envelope: the senders go only after this rank's token. */
     MPI_Request token_requests[2];
     int ntokens = 0;
-    CHECK(MPI_Isend(&token_out, 1, MPI_INT, left, token_tag, MPI_COMM_WORLD,
-                    &token_requests[ntokens++]));
-    if (far != MPI_PROC_NULL)
-        CHECK(MPI_Isend(&token_out, 1, MPI_INT, far, token_tag, MPI_COMM_WORLD,
+    MPI_CHECK(MPI_Isend(&token_out, 1, MPI_INT, left, token_tag, MPI_COMM_WORLD,
                         &token_requests[ntokens++]));
-    CHECK(MPI_Recv(&token_in, 1, MPI_INT, right, token_tag, MPI_COMM_WORLD,
-                   MPI_STATUS_IGNORE));
     if (far != MPI_PROC_NULL)
-        CHECK(MPI_Recv(&token_in, 1, MPI_INT, far, token_tag, MPI_COMM_WORLD,
+        MPI_CHECK(MPI_Isend(&token_out, 1, MPI_INT, far, token_tag,
+                            MPI_COMM_WORLD, &token_requests[ntokens++]));
+    MPI_CHECK(MPI_Recv(&token_in, 1, MPI_INT, right, token_tag, MPI_COMM_WORLD,
                        MPI_STATUS_IGNORE));
-    CHECK(waitall_ignoring_statuses(ntokens, token_requests));
+    if (far != MPI_PROC_NULL)
+        MPI_CHECK(MPI_Recv(&token_in, 1, MPI_INT, far, token_tag,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+    MPI_CHECK(waitall_ignoring_statuses(ntokens, token_requests));
     {
         size_t size = 7;
         const int peers_out[2] = {right, far};
@@ -1990,15 +1956,16 @@ static void case_cancel(int base_tag)
                 continue;
             data[seq] = new_message(size, stream_key(world_rank, peers_out[seq],
                                                      cancelled_tag, seq));
-            CHECK(MPI_Isend(data[seq], (int)size, MPI_BYTE, peers_out[seq],
-                            cancelled_tag, MPI_COMM_WORLD, &requests[nsend++]));
+            MPI_CHECK(MPI_Isend(data[seq], (int)size, MPI_BYTE, peers_out[seq],
+                                cancelled_tag, MPI_COMM_WORLD,
+                                &requests[nsend++]));
         }
         for (int seq = 0; seq < 2; seq++) {
             if (peers_in[seq] == MPI_PROC_NULL)
                 continue;
             unsigned char *area = new_recv_area(size);
-            CHECK(MPI_Recv(area, (int)size, MPI_BYTE, peers_in[seq],
-                           cancelled_tag, MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv(area, (int)size, MPI_BYTE, peers_in[seq],
+                               cancelled_tag, MPI_COMM_WORLD, &status));
             const char *what =
                 describe(peers_in[seq], world_rank, cancelled_tag, size);
             check_status(&status, peers_in[seq], cancelled_tag, MPI_BYTE,
@@ -2009,7 +1976,7 @@ static void case_cancel(int base_tag)
                 what);
             free(area);
         }
-        CHECK(waitall_ignoring_statuses(nsend, requests));
+        MPI_CHECK(waitall_ignoring_statuses(nsend, requests));
         free(data[0]);
         free(data[1]);
     }
@@ -2028,8 +1995,8 @@ static void case_cancel(int base_tag)
             if (peers_in[k] == MPI_PROC_NULL)
                 continue;
             areas[k] = new_recv_area(size);
-            CHECK(MPI_Irecv(areas[k], (int)size, MPI_BYTE, peers_in[k],
-                            matched_tag + k, MPI_COMM_WORLD, &receives[k]));
+            MPI_CHECK(MPI_Irecv(areas[k], (int)size, MPI_BYTE, peers_in[k],
+                                matched_tag + k, MPI_COMM_WORLD, &receives[k]));
         }
         ntokens = 0;
         for (int k = 0; k < 2; k++) {
@@ -2037,22 +2004,23 @@ static void case_cancel(int base_tag)
                 continue;
             unsigned char *data = new_message(
                 size, stream_key(world_rank, peers_out[k], matched_tag + k, 0));
-            CHECK(MPI_Ssend(data, (int)size, MPI_BYTE, peers_out[k],
-                            matched_tag + k, MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Ssend(data, (int)size, MPI_BYTE, peers_out[k],
+                                matched_tag + k, MPI_COMM_WORLD));
             free(data);
-            CHECK(MPI_Isend(&token_out, 1, MPI_INT, peers_out[k],
-                            token_tag + 10, MPI_COMM_WORLD,
-                            &token_requests[ntokens++]));
+            MPI_CHECK(MPI_Isend(&token_out, 1, MPI_INT, peers_out[k],
+                                token_tag + 10, MPI_COMM_WORLD,
+                                &token_requests[ntokens++]));
         }
         for (int k = 0; k < 2; k++) {
             if (peers_in[k] == MPI_PROC_NULL)
                 continue;
-            CHECK(MPI_Recv(&token_in, 1, MPI_INT, peers_in[k], token_tag + 10,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-            CHECK(MPI_Cancel(&receives[k]));
-            CHECK(MPI_Wait(&receives[k], &status));
+            MPI_CHECK(MPI_Recv(&token_in, 1, MPI_INT, peers_in[k],
+                               token_tag + 10, MPI_COMM_WORLD,
+                               MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Cancel(&receives[k]));
+            MPI_CHECK(MPI_Wait(&receives[k], &status));
             int cancelled = 1;
-            CHECK(MPI_Test_cancelled(&status, &cancelled));
+            MPI_CHECK(MPI_Test_cancelled(&status, &cancelled));
             const char *what =
                 describe(peers_in[k], world_rank, matched_tag + k, size);
             if (cancelled)
@@ -2066,7 +2034,7 @@ static void case_cancel(int base_tag)
                 stream_key(peers_in[k], world_rank, matched_tag + k, 0), what);
             free(areas[k]);
         }
-        CHECK(waitall_ignoring_statuses(ntokens, token_requests));
+        MPI_CHECK(waitall_ignoring_statuses(ntokens, token_requests));
     }
 }
 
@@ -2090,13 +2058,13 @@ static MPI_Datatype make_record_type(int packed)
     MPI_Aint unaligned[3] = {0, 1, 9};
     MPI_Datatype types[3] = {MPI_CHAR, MPI_DOUBLE, MPI_INT};
     MPI_Datatype raw, resized;
-    CHECK(MPI_Type_create_struct(3, lengths, packed ? unaligned : aligned,
-                                 types, &raw));
-    CHECK(MPI_Type_create_resized(
+    MPI_CHECK(MPI_Type_create_struct(3, lengths, packed ? unaligned : aligned,
+                                     types, &raw));
+    MPI_CHECK(MPI_Type_create_resized(
         raw, 0, packed ? PACKED_RECORD_SIZE : (MPI_Aint)sizeof(struct record),
         &resized));
-    CHECK(MPI_Type_commit(&resized));
-    CHECK(MPI_Type_free(&raw));
+    MPI_CHECK(MPI_Type_commit(&resized));
+    MPI_CHECK(MPI_Type_free(&raw));
     return resized;
 }
 
@@ -2145,8 +2113,8 @@ static void exchange_records(int packed_receiver, int base_tag)
         if (flows[f].dst != world_rank)
             continue;
         areas[f] = new_recv_area(recv_bytes);
-        CHECK(MPI_Irecv(areas[f], COUNT, recv_type, flows[f].src, flows[f].tag,
-                        MPI_COMM_WORLD, &requests[nreq]));
+        MPI_CHECK(MPI_Irecv(areas[f], COUNT, recv_type, flows[f].src,
+                            flows[f].tag, MPI_COMM_WORLD, &requests[nreq]));
         recv_index[f] = nreq++;
     }
     for (int f = 0; f < nf; f++) {
@@ -2162,8 +2130,8 @@ static void exchange_records(int packed_receiver, int base_tag)
             messages[f][i].value = r.value;
             memcpy(messages[f][i].triple, r.triple, sizeof r.triple);
         }
-        CHECK(MPI_Isend(messages[f], COUNT, record_type, flows[f].dst,
-                        flows[f].tag, MPI_COMM_WORLD, &requests[nreq++]));
+        MPI_CHECK(MPI_Isend(messages[f], COUNT, record_type, flows[f].dst,
+                            flows[f].tag, MPI_COMM_WORLD, &requests[nreq++]));
     }
     waitall_checked(nreq, requests, statuses);
     for (int f = 0; f < nf; f++) {
@@ -2215,8 +2183,8 @@ static void exchange_records(int packed_receiver, int base_tag)
     free(statuses);
     free(requests);
     free(flows);
-    CHECK(MPI_Type_free(&record_type));
-    CHECK(MPI_Type_free(&recv_type));
+    MPI_CHECK(MPI_Type_free(&record_type));
+    MPI_CHECK(MPI_Type_free(&recv_type));
 }
 
 static void case_datatypes(int base_tag)
@@ -2270,7 +2238,7 @@ static void expect_truncate(int rc, const char *what)
 {
     int error_class = MPI_SUCCESS;
     if (rc != MPI_SUCCESS)
-        CHECK(MPI_Error_class(rc, &error_class));
+        MPI_CHECK(MPI_Error_class(rc, &error_class));
     if (error_class != MPI_ERR_TRUNCATE) {
         char text[MPI_MAX_ERROR_STRING] = "MPI_SUCCESS";
         int length = 0;
@@ -2300,9 +2268,9 @@ static void case_truncate(int base_tag)
             int tag = base_tag + 10 * f + m;
             messages[5 * f + m] = new_message(
                 sent[m], stream_key(world_rank, flows[f].dst, tag, 0));
-            CHECK(MPI_Isend(messages[5 * f + m], (int)sent[m], MPI_BYTE,
-                            flows[f].dst, tag, MPI_COMM_WORLD,
-                            &sends[nsend++]));
+            MPI_CHECK(MPI_Isend(messages[5 * f + m], (int)sent[m], MPI_BYTE,
+                                flows[f].dst, tag, MPI_COMM_WORLD,
+                                &sends[nsend++]));
         }
     }
     for (int f = 0; f < nf; f++) {
@@ -2325,8 +2293,8 @@ static void case_truncate(int base_tag)
         check_untouched(areas[0], capacity[0], capacity[0], what);
 
         MPI_Request requests[2];
-        CHECK(MPI_Irecv(areas[1], (int)capacity[1], MPI_BYTE, src, tag + 1,
-                        MPI_COMM_WORLD, &requests[0]));
+        MPI_CHECK(MPI_Irecv(areas[1], (int)capacity[1], MPI_BYTE, src, tag + 1,
+                            MPI_COMM_WORLD, &requests[0]));
         snprintf(what, sizeof what, "MPI_Wait of %s into %zu B",
                  describe(src, world_rank, tag + 1, sent[1]), capacity[1]);
         expect_truncate(MPI_Wait(&requests[0], &status), what);
@@ -2334,10 +2302,10 @@ static void case_truncate(int base_tag)
 
         /* MPI_Waitall: MPI_ERR_IN_STATUS, per-request MPI_ERROR. */
         MPI_Status statuses[2];
-        CHECK(MPI_Irecv(areas[2], (int)capacity[2], MPI_BYTE, src, tag + 2,
-                        MPI_COMM_WORLD, &requests[0]));
-        CHECK(MPI_Irecv(areas[3], (int)capacity[3], MPI_BYTE, src, tag + 3,
-                        MPI_COMM_WORLD, &requests[1]));
+        MPI_CHECK(MPI_Irecv(areas[2], (int)capacity[2], MPI_BYTE, src, tag + 2,
+                            MPI_COMM_WORLD, &requests[0]));
+        MPI_CHECK(MPI_Irecv(areas[3], (int)capacity[3], MPI_BYTE, src, tag + 3,
+                            MPI_COMM_WORLD, &requests[1]));
         int rc = MPI_Waitall(2, requests, statuses);
         snprintf(what, sizeof what,
                  "MPI_Waitall of %s into %zu B and %zu B "
@@ -2346,7 +2314,7 @@ static void case_truncate(int base_tag)
                  sent[3], capacity[3]);
         int error_class = MPI_SUCCESS;
         if (rc != MPI_SUCCESS)
-            CHECK(MPI_Error_class(rc, &error_class));
+            MPI_CHECK(MPI_Error_class(rc, &error_class));
         if (error_class != MPI_ERR_IN_STATUS)
             fail("%s: expected MPI_ERR_IN_STATUS, got class %d", what,
                  error_class);
@@ -2363,8 +2331,8 @@ static void case_truncate(int base_tag)
         /* The pair still communicates normally afterwards. */
         snprintf(what, sizeof what, "after truncation: %s",
                  describe(src, world_rank, tag + 4, sent[4]));
-        CHECK(MPI_Recv(areas[4], (int)capacity[4], MPI_BYTE, src, tag + 4,
-                       MPI_COMM_WORLD, &status));
+        MPI_CHECK(MPI_Recv(areas[4], (int)capacity[4], MPI_BYTE, src, tag + 4,
+                           MPI_COMM_WORLD, &status));
         check_status(&status, src, tag + 4, MPI_BYTE, (int)sent[4], what);
         check_payload(areas[4], capacity[4], sent[4],
                       stream_key(src, world_rank, tag + 4, 0), what);
@@ -2415,8 +2383,9 @@ static void case_many_outstanding(int base_tag)
                     size_t size = outstanding_size(world_rank, peer, i);
                     messages[k] =
                         new_message(size, stream_key(world_rank, peer, tag, i));
-                    CHECK(MPI_Isend(messages[k], (int)size, MPI_BYTE, peer, tag,
-                                    MPI_COMM_WORLD, &requests[nreq++]));
+                    MPI_CHECK(MPI_Isend(messages[k], (int)size, MPI_BYTE, peer,
+                                        tag, MPI_COMM_WORLD,
+                                        &requests[nreq++]));
                 }
             }
         }
@@ -2428,9 +2397,9 @@ static void case_many_outstanding(int base_tag)
                     continue;
                 size_t size = outstanding_size(peer, world_rank, i);
                 areas[k] = new_recv_area(size);
-                CHECK(MPI_Irecv(areas[k], (int)size, MPI_BYTE, peer,
-                                base_tag + i % 8, MPI_COMM_WORLD,
-                                &requests[nreq]));
+                MPI_CHECK(MPI_Irecv(areas[k], (int)size, MPI_BYTE, peer,
+                                    base_tag + i % 8, MPI_COMM_WORLD,
+                                    &requests[nreq]));
                 recv_index[k] = nreq++;
             }
         }
@@ -2469,7 +2438,7 @@ static void receive_checked(MPI_Comm comm, int src, int tag, size_t size,
 {
     unsigned char *area = new_recv_area(size);
     MPI_Status status;
-    CHECK(MPI_Recv(area, (int)size, MPI_BYTE, src, tag, comm, &status));
+    MPI_CHECK(MPI_Recv(area, (int)size, MPI_BYTE, src, tag, comm, &status));
     check_status(&status, src, tag, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, key, what);
     free(area);
@@ -2479,7 +2448,7 @@ static void send_pattern(MPI_Comm comm, int dst, int tag, size_t size,
                          uint32_t key)
 {
     unsigned char *data = new_message(size, key);
-    CHECK(MPI_Send(data, (int)size, MPI_BYTE, dst, tag, comm));
+    MPI_CHECK(MPI_Send(data, (int)size, MPI_BYTE, dst, tag, comm));
     free(data);
 }
 
@@ -2496,20 +2465,20 @@ static void isolation_transfer(MPI_Comm dup, const struct transfer *t,
     MPI_Status status;
     if (world_rank == src) {
         /* 1: world first, while dst has a receive posted on the dup. */
-        CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         send_pattern(MPI_COMM_WORLD, dst, tag, size, world_key);
         send_pattern(dup, dst, tag, size, dup_key);
         /* 2: world message, then the dup one only after dst has probed. */
-        CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         send_pattern(MPI_COMM_WORLD, dst, tag + 1, size, world_key);
-        CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         send_pattern(dup, dst, tag + 1, size, dup_key);
         /* 3: the dup first, while dst has a receive posted on world. */
-        CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         send_pattern(dup, dst, tag + 2, size, dup_key);
         send_pattern(MPI_COMM_WORLD, dst, tag + 2, size, world_key);
         return;
@@ -2524,10 +2493,10 @@ static void isolation_transfer(MPI_Comm dup, const struct transfer *t,
              "receive posted on the dup, %s sent on "
              "world first",
              describe(src, dst, tag, size));
-    CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, src, tag, dup, &request));
-    CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, src, tag, dup, &request));
+    MPI_CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
     receive_checked(MPI_COMM_WORLD, src, tag, size, world_key, what);
-    CHECK(MPI_Wait(&request, &status));
+    MPI_CHECK(MPI_Wait(&request, &status));
     check_status(&status, src, tag, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, dup_key, what);
 
@@ -2536,23 +2505,23 @@ static void isolation_transfer(MPI_Comm dup, const struct transfer *t,
              "waits on world",
              describe(src, dst, tag + 1, size));
     memset(area, FILL_BYTE, size + GUARD_BYTES);
-    CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG, dup,
-                    &request));
-    CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
-    CHECK(MPI_Probe(src, tag + 1, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                        dup, &request));
+    MPI_CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Probe(src, tag + 1, MPI_COMM_WORLD, &status));
     int flag = 1;
-    CHECK(MPI_Test(&request, &flag, &status));
+    MPI_CHECK(MPI_Test(&request, &flag, &status));
     if (flag)
         fail("%s: the dup's receive completed with the world message "
              "(source %d tag %d)",
              what, status.MPI_SOURCE, status.MPI_TAG);
-    CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dup, &flag, &status));
+    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, dup, &flag, &status));
     if (flag)
         fail("%s: MPI_Iprobe on the dup saw a message (source %d tag %d)", what,
              status.MPI_SOURCE, status.MPI_TAG);
     receive_checked(MPI_COMM_WORLD, src, tag + 1, size, world_key, what);
-    CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
-    CHECK(MPI_Wait(&request, &status));
+    MPI_CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Wait(&request, &status));
     check_status(&status, src, tag + 1, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, dup_key, what);
 
@@ -2561,11 +2530,11 @@ static void isolation_transfer(MPI_Comm dup, const struct transfer *t,
              "dup first",
              describe(src, dst, tag + 2, size));
     memset(area, FILL_BYTE, size + GUARD_BYTES);
-    CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, src, tag + 2, MPI_COMM_WORLD,
-                    &request));
-    CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Irecv(area, (int)size, MPI_BYTE, src, tag + 2, MPI_COMM_WORLD,
+                        &request));
+    MPI_CHECK(MPI_Send(&token, 1, MPI_INT, src, token_tag, MPI_COMM_WORLD));
     receive_checked(dup, src, tag + 2, size, dup_key, what);
-    CHECK(MPI_Wait(&request, &status));
+    MPI_CHECK(MPI_Wait(&request, &status));
     check_status(&status, src, tag + 2, MPI_BYTE, (int)size, what);
     check_payload(area, size, size, world_key, what);
     free(area);
@@ -2574,11 +2543,11 @@ static void isolation_transfer(MPI_Comm dup, const struct transfer *t,
 static void case_comm_isolation(int base_tag)
 {
     MPI_Comm dup;
-    CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     int result = MPI_UNEQUAL, dup_rank = -1, dup_size = -1;
-    CHECK(MPI_Comm_compare(MPI_COMM_WORLD, dup, &result));
-    CHECK(MPI_Comm_rank(dup, &dup_rank));
-    CHECK(MPI_Comm_size(dup, &dup_size));
+    MPI_CHECK(MPI_Comm_compare(MPI_COMM_WORLD, dup, &result));
+    MPI_CHECK(MPI_Comm_rank(dup, &dup_rank));
+    MPI_CHECK(MPI_Comm_size(dup, &dup_size));
     if (result != MPI_CONGRUENT || dup_rank != world_rank ||
         dup_size != world_size)
         fail("MPI_Comm_dup: compare %d (MPI_CONGRUENT is %d), rank %d size "
@@ -2594,7 +2563,7 @@ static void case_comm_isolation(int base_tag)
         }
     }
     free(flows);
-    CHECK(MPI_Comm_free(&dup));
+    MPI_CHECK(MPI_Comm_free(&dup));
     if (dup != MPI_COMM_NULL)
         fail("MPI_Comm_free did not set the handle to MPI_COMM_NULL");
 }
@@ -2620,8 +2589,8 @@ static void check_counts_c(const MPI_Status *status, MPI_Count bytes,
                            const char *what)
 {
     MPI_Count count = -2, elements = -2;
-    CHECK(MPI_Get_count_c(status, MPI_BYTE, &count));
-    CHECK(MPI_Get_elements_c(status, MPI_BYTE, &elements));
+    MPI_CHECK(MPI_Get_count_c(status, MPI_BYTE, &count));
+    MPI_CHECK(MPI_Get_elements_c(status, MPI_BYTE, &elements));
     if (count != bytes || elements != bytes)
         fail("%s: MPI_Get_count_c %lld, MPI_Get_elements_c %lld, expected "
              "%lld",
@@ -2644,37 +2613,40 @@ static void count_c_transfer(const struct transfer *t, enum count_c_send send,
         int dst = t->dst, tag = t->tag;
         MPI_Comm w = MPI_COMM_WORLD;
         if (ready)
-            CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, w,
-                           MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Recv(&token, 1, MPI_INT, dst, token_tag, w,
+                               MPI_STATUS_IGNORE));
         switch (send) {
         case C_SEND:
-            CHECK(MPI_Send_c(buf, count, MPI_BYTE, dst, tag, w));
+            MPI_CHECK(MPI_Send_c(buf, count, MPI_BYTE, dst, tag, w));
             break;
         case C_SSEND:
-            CHECK(MPI_Ssend_c(buf, count, MPI_BYTE, dst, tag, w));
+            MPI_CHECK(MPI_Ssend_c(buf, count, MPI_BYTE, dst, tag, w));
             break;
         case C_RSEND:
-            CHECK(MPI_Rsend_c(buf, count, MPI_BYTE, dst, tag, w));
+            MPI_CHECK(MPI_Rsend_c(buf, count, MPI_BYTE, dst, tag, w));
             break;
         case C_BSEND:
-            CHECK(MPI_Bsend_c(buf, count, MPI_BYTE, dst, tag, w));
+            MPI_CHECK(MPI_Bsend_c(buf, count, MPI_BYTE, dst, tag, w));
             break;
         case C_ISEND:
-            CHECK(MPI_Isend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            MPI_CHECK(MPI_Isend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
             break;
         case C_ISSEND:
-            CHECK(MPI_Issend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            MPI_CHECK(
+                MPI_Issend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
             break;
         case C_IRSEND:
-            CHECK(MPI_Irsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            MPI_CHECK(
+                MPI_Irsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
             break;
         case C_IBSEND:
-            CHECK(MPI_Ibsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
+            MPI_CHECK(
+                MPI_Ibsend_c(buf, count, MPI_BYTE, dst, tag, w, &request));
             break;
         case C_SEND_FORMS: break;
         }
         if (send >= C_ISEND)
-            CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
         free(data);
     } else if (world_rank == t->dst) {
         unsigned char *area = new_recv_area(t->size);
@@ -2685,32 +2657,32 @@ static void count_c_transfer(const struct transfer *t, enum count_c_send send,
             recv = C_IRECV;
         switch (recv) {
         case C_RECV:
-            CHECK(MPI_Recv_c(area, count, MPI_BYTE, t->src, t->tag,
-                             MPI_COMM_WORLD, &status));
+            MPI_CHECK(MPI_Recv_c(area, count, MPI_BYTE, t->src, t->tag,
+                                 MPI_COMM_WORLD, &status));
             break;
         case C_IRECV:
-            CHECK(MPI_Irecv_c(area, count, MPI_BYTE, t->src, t->tag,
-                              MPI_COMM_WORLD, &request));
+            MPI_CHECK(MPI_Irecv_c(area, count, MPI_BYTE, t->src, t->tag,
+                                  MPI_COMM_WORLD, &request));
             if (ready)
-                CHECK(MPI_Send(&token, 1, MPI_INT, t->src, token_tag,
-                               MPI_COMM_WORLD));
-            CHECK(MPI_Wait(&request, &status));
+                MPI_CHECK(MPI_Send(&token, 1, MPI_INT, t->src, token_tag,
+                                   MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Wait(&request, &status));
             break;
         case C_MRECV:
-            CHECK(
+            MPI_CHECK(
                 MPI_Mprobe(t->src, t->tag, MPI_COMM_WORLD, &message, &status));
             check_counts_c(&status, count, what);
-            CHECK(MPI_Mrecv_c(area, count, MPI_BYTE, &message, &status));
+            MPI_CHECK(MPI_Mrecv_c(area, count, MPI_BYTE, &message, &status));
             break;
         case C_IMRECV:
             while (!found) {
-                CHECK(MPI_Improbe(t->src, t->tag, MPI_COMM_WORLD, &found,
-                                  &message, &status));
+                MPI_CHECK(MPI_Improbe(t->src, t->tag, MPI_COMM_WORLD, &found,
+                                      &message, &status));
                 if (!found)
                     nap(100);
             }
-            CHECK(MPI_Imrecv_c(area, count, MPI_BYTE, &message, &request));
-            CHECK(MPI_Wait(&request, &status));
+            MPI_CHECK(MPI_Imrecv_c(area, count, MPI_BYTE, &message, &request));
+            MPI_CHECK(MPI_Wait(&request, &status));
             break;
         case C_RECV_FORMS: break;
         }
@@ -2731,9 +2703,9 @@ static void count_c_ring(int base_tag)
     unsigned char *data = new_message(size, key);
     unsigned char *area = new_recv_area(size);
     MPI_Status status;
-    CHECK(MPI_Sendrecv_c(data, (MPI_Count)size, MPI_BYTE, right, base_tag, area,
-                         (MPI_Count)size, MPI_BYTE, left, base_tag,
-                         MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Sendrecv_c(data, (MPI_Count)size, MPI_BYTE, right, base_tag,
+                             area, (MPI_Count)size, MPI_BYTE, left, base_tag,
+                             MPI_COMM_WORLD, &status));
     const char *what = describe(left, world_rank, base_tag, size);
     check_status(&status, left, base_tag, MPI_BYTE, (int)size, what);
     check_counts_c(&status, (MPI_Count)size, what);
@@ -2744,15 +2716,15 @@ static void count_c_ring(int base_tag)
 
     enum { ELEMENTS = 4099 };
     MPI_Datatype third;
-    CHECK(MPI_Type_vector(ELEMENTS, 1, 3, MPI_INT, &third));
-    CHECK(MPI_Type_commit(&third));
+    MPI_CHECK(MPI_Type_vector(ELEMENTS, 1, 3, MPI_INT, &third));
+    MPI_CHECK(MPI_Type_commit(&third));
     int *ints = xmalloc(sizeof(int) * 3 * ELEMENTS);
     uint32_t mine = stream_key(world_rank, right, base_tag + 1, 0);
     uint32_t theirs = stream_key(left, world_rank, base_tag + 1, 0);
     for (size_t i = 0; i < 3 * ELEMENTS; i++)
         ints[i] = i % 3 == 0 ? pattern_int(mine, i) : SENTINEL_INT;
-    CHECK(MPI_Sendrecv_replace_c(ints, 1, third, right, base_tag + 1, left,
-                                 base_tag + 1, MPI_COMM_WORLD, &status));
+    MPI_CHECK(MPI_Sendrecv_replace_c(ints, 1, third, right, base_tag + 1, left,
+                                     base_tag + 1, MPI_COMM_WORLD, &status));
     what = describe(left, world_rank, base_tag + 1, sizeof(int) * ELEMENTS);
     check_counts_c(&status, (MPI_Count)(sizeof(int) * ELEMENTS), what);
     for (size_t i = 0; i < 3 * ELEMENTS; i++) {
@@ -2761,7 +2733,7 @@ static void count_c_ring(int base_tag)
             fail("%s: int %zu expected %d got %d", what, i, expected, ints[i]);
     }
     free(ints);
-    CHECK(MPI_Type_free(&third));
+    MPI_CHECK(MPI_Type_free(&third));
 }
 
 /* Every _c send and receive (MPI 4.1, 5.2.2) around the ring and between
@@ -2776,7 +2748,7 @@ static void case_count_c(int base_tag)
         if (flows[f].src == world_rank)
             room += 2 * (flows[f].size + MPI_BSEND_OVERHEAD);
     void *buffer = xmalloc(room);
-    CHECK(MPI_Buffer_attach(buffer, (int)room));
+    MPI_CHECK(MPI_Buffer_attach(buffer, (int)room));
     for (int send = 0; send < C_SEND_FORMS; send++)
         for (int f = 0; f < nf; f++) {
             struct transfer t = flows[f];
@@ -2787,7 +2759,7 @@ static void case_count_c(int base_tag)
         }
     void *detached;
     int detached_size;
-    CHECK(MPI_Buffer_detach(&detached, &detached_size));
+    MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
     free(buffer);
     free(flows);
     count_c_ring(base_tag + 900);
@@ -2795,12 +2767,7 @@ static void case_count_c(int base_tag)
 
 /* ---- driver ----------------------------------------------------------- */
 
-struct test_case {
-    const char *name;
-    void (*run)(int base_tag);
-};
-
-static const struct test_case cases[] = {
+static const struct check_case cases[] = {
     {"send_recv", case_send_recv},
     {"ssend", case_ssend},
     {"rsend", case_rsend},
@@ -2825,60 +2792,22 @@ static const struct test_case cases[] = {
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
-int main(int argc, char **argv)
+/* The program's globals once MPI is up, and the least MPI_TAG_UB the
+ * standard allows. */
+static void setup(void)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
     last_rank = world_size - 1;
-    /* Failing calls come back as FAIL lines naming the case and the call;
-     * errors outside a communicator are raised on MPI_COMM_SELF. */
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
-
-    int selected[CASE_COUNT];
-    for (int c = 0; c < CASE_COUNT; c++)
-        selected[c] = argc < 2;
-    for (int i = 1; i < argc; i++) {
-        int found = 0;
-        for (int c = 0; c < CASE_COUNT; c++)
-            if (strcmp(argv[i], cases[c].name) == 0)
-                selected[c] = found = 1;
-        if (!found) {
-            if (world_rank == 0) {
-                printf("FAIL args: unknown case '%s'; cases:", argv[i]);
-                for (int c = 0; c < CASE_COUNT; c++)
-                    printf(" %s", cases[c].name);
-                printf("\n");
-                fflush(stdout);
-            }
-            MPI_Finalize();
-            return 2;
-        }
-    }
-    if (world_size < 2) {
-        printf("SKIP p2p: needs 2 ranks\n");
-        MPI_Finalize();
-        return 0;
-    }
     int *tag_ub = NULL, has_tag_ub = 0;
-    CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_tag_ub));
+    MPI_CHECK(
+        MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_tag_ub));
     if (!has_tag_ub || *tag_ub < 32767)
         fail("MPI_TAG_UB is %d, the standard requires at least 32767",
              has_tag_ub ? *tag_ub : -1);
+}
 
-    for (int c = 0; c < CASE_COUNT; c++) {
-        if (!selected[c])
-            continue;
-        current_case = cases[c].name;
-        /* Tags base..base+999 belong to this case alone. */
-        cases[c].run(1000 * (c + 1));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            printf("OK %s\n", cases[c].name);
-            fflush(stdout);
-        }
-    }
-    MPI_Finalize();
-    return 0;
+int main(int argc, char **argv)
+{
+    return check_main("p2p", argc, argv, setup, cases, CASE_COUNT);
 }

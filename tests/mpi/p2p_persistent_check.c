@@ -51,61 +51,17 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "check_util.h"
 
 #define GUARD 16
 #define FILL  0xA5
 
 static int world_rank, world_size, last_rank;
-static const char *current_case = "setup";
-
-static _Noreturn void fail(const char *format, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static _Noreturn void fail(const char *format, ...)
-{
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, world_rank, text);
-    fflush(stdout);
-    MPI_Abort(MPI_COMM_WORLD, 2);
-    exit(2);
-}
-
-static void check_rc(int rc, const char *call, int line)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    fail("%s (line %d) failed: %s", call, line, text);
-}
-
-#define CHECK(call) check_rc((call), #call, __LINE__)
-
-static void *xmalloc(size_t size)
-{
-    void *memory = malloc(size ? size : 1);
-    if (!memory)
-        fail("out of memory (%zu bytes)", size);
-    return memory;
-}
-
-static void nap(long microseconds)
-{
-    struct timespec pause = {microseconds / 1000000,
-                             (microseconds % 1000000) * 1000};
-    nanosleep(&pause, NULL);
-}
 
 static int right_of(int rank)
 {
@@ -219,19 +175,20 @@ static void case_persistent(int base_tag)
         rbuf[f] = area(size);
         if (mode == 3)
             room += size + MPI_BSEND_OVERHEAD;
-        CHECK(MPI_Recv_init(rbuf[f], (int)size, MPI_BYTE, left, base_tag + f,
-                            MPI_COMM_WORLD, &req[f]));
-        CHECK(send_inits[mode](sbuf[f], (int)size, MPI_BYTE, right,
-                               base_tag + f, MPI_COMM_WORLD,
-                               &req[FLIGHTS + f]));
+        MPI_CHECK(MPI_Recv_init(rbuf[f], (int)size, MPI_BYTE, left,
+                                base_tag + f, MPI_COMM_WORLD, &req[f]));
+        MPI_CHECK(send_inits[mode](sbuf[f], (int)size, MPI_BYTE, right,
+                                   base_tag + f, MPI_COMM_WORLD,
+                                   &req[FLIGHTS + f]));
     }
     void *bsend_buffer = xmalloc(room);
-    CHECK(MPI_Buffer_attach(bsend_buffer, (int)room));
-    CHECK(MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &req[2 * FLIGHTS]));
+    MPI_CHECK(MPI_Buffer_attach(bsend_buffer, (int)room));
+    MPI_CHECK(
+        MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &req[2 * FLIGHTS]));
     MPI_Status st[2 * FLIGHTS + 3];
     /* Before any start: inactive requests complete at once, empty. */
     int flag = 0;
-    CHECK(MPI_Test(&req[0], &flag, &st[0]));
+    MPI_CHECK(MPI_Test(&req[0], &flag, &st[0]));
     if (!flag)
         fail("MPI_Test of an inactive persistent request: flag 0");
     check_empty(&st[0], "inactive Recv_init");
@@ -246,21 +203,21 @@ static void case_persistent(int base_tag)
              round);
         memset(extra_in, FILL, sizeof extra_in);
         /* Receives first (everyone), for MPI_Rsend_init's sake. */
-        CHECK(MPI_Startall(FLIGHTS, req));
-        CHECK(MPI_Irecv(extra_in, sizeof extra_out, MPI_BYTE, left,
-                        base_tag + 900, MPI_COMM_WORLD, &req[n]));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Startall(FLIGHTS, req));
+        MPI_CHECK(MPI_Irecv(extra_in, sizeof extra_out, MPI_BYTE, left,
+                            base_tag + 900, MPI_COMM_WORLD, &req[n]));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         if (round % 2 == 0) {
-            CHECK(MPI_Startall(FLIGHTS + 1, req + FLIGHTS));
+            MPI_CHECK(MPI_Startall(FLIGHTS + 1, req + FLIGHTS));
         } else {
             for (int f = FLIGHTS; f < n; f++)
-                CHECK(MPI_Start(&req[f]));
+                MPI_CHECK(MPI_Start(&req[f]));
         }
-        CHECK(MPI_Isend(extra_out, sizeof extra_out, MPI_BYTE, right,
-                        base_tag + 900, MPI_COMM_WORLD, &req[n + 1]));
+        MPI_CHECK(MPI_Isend(extra_out, sizeof extra_out, MPI_BYTE, right,
+                            base_tag + 900, MPI_COMM_WORLD, &req[n + 1]));
         int total = n + 2, done = 0;
         switch (round % 4) {
-        case 0: CHECK(MPI_Waitall(total, req, st)); break;
+        case 0: MPI_CHECK(MPI_Waitall(total, req, st)); break;
         case 1: {
             /* MPI_Test one by one (not MPI_Testall: MPICH 4.0.2's
              * deactivates persistent requests in calls that return
@@ -271,7 +228,7 @@ static void case_persistent(int base_tag)
                     int finished_now = 0;
                     if (finished[k])
                         continue;
-                    CHECK(MPI_Test(&req[k], &finished_now, &st[k]));
+                    MPI_CHECK(MPI_Test(&req[k], &finished_now, &st[k]));
                     finished[k] = finished_now;
                     done += finished_now;
                 }
@@ -292,9 +249,10 @@ static void case_persistent(int base_tag)
                 int outcount = 1, indices[2 * FLIGHTS + 3];
                 MPI_Status some[2 * FLIGHTS + 3];
                 if (round % 4 == 2)
-                    CHECK(MPI_Waitany(total, work, &indices[0], &some[0]));
+                    MPI_CHECK(MPI_Waitany(total, work, &indices[0], &some[0]));
                 else
-                    CHECK(MPI_Waitsome(total, work, &outcount, indices, some));
+                    MPI_CHECK(
+                        MPI_Waitsome(total, work, &outcount, indices, some));
                 if (outcount == MPI_UNDEFINED || indices[0] == MPI_UNDEFINED)
                     fail("MPI_Waitany/some: MPI_UNDEFINED with %d left",
                          total - done);
@@ -332,13 +290,13 @@ static void case_persistent(int base_tag)
                 fail("persistent request %d freed by its completion", f);
     }
     /* Completed and inactive now: an empty status again. */
-    CHECK(MPI_Wait(&req[FLIGHTS - 1], &st[0]));
+    MPI_CHECK(MPI_Wait(&req[FLIGHTS - 1], &st[0]));
     check_empty(&st[0], "completed Recv_init waited again");
     for (int f = 0; f < n; f++)
-        CHECK(MPI_Request_free(&req[f]));
+        MPI_CHECK(MPI_Request_free(&req[f]));
     void *detached;
     int detached_size;
-    CHECK(MPI_Buffer_detach(&detached, &detached_size));
+    MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
     free(bsend_buffer);
     for (int f = 0; f < FLIGHTS; f++) {
         free(sbuf[f]);
@@ -361,28 +319,29 @@ static void case_wildcard(int base_tag)
             if (round == 3 && world_rank != last_rank)
                 break;
             if (round == 3)
-                CHECK(MPI_Barrier(MPI_COMM_WORLD));
+                MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
             int tag = base_tag + world_rank % 100 * 10 + round;
             fill(out, size, world_rank, 0, tag, round);
-            CHECK(MPI_Send(out, (int)size, MPI_BYTE, 0, tag, MPI_COMM_WORLD));
+            MPI_CHECK(
+                MPI_Send(out, (int)size, MPI_BYTE, 0, tag, MPI_COMM_WORLD));
         }
         if (world_rank != last_rank)
-            CHECK(MPI_Barrier(MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         free(out);
         return;
     }
     unsigned char *in = area(size);
     MPI_Request any, any_tag;
     MPI_Status st;
-    CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                        MPI_COMM_WORLD, &any));
-    CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, last_rank, MPI_ANY_TAG,
-                        MPI_COMM_WORLD, &any_tag));
+    MPI_CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, MPI_ANY_SOURCE,
+                            MPI_ANY_TAG, MPI_COMM_WORLD, &any));
+    MPI_CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, last_rank, MPI_ANY_TAG,
+                            MPI_COMM_WORLD, &any_tag));
     int *next_round = calloc((size_t)world_size, sizeof *next_round);
     for (int got = 0; got < 3 * (world_size - 1); got++) {
         memset(in, FILL, size + GUARD);
-        CHECK(MPI_Start(&any));
-        CHECK(MPI_Wait(&any, &st));
+        MPI_CHECK(MPI_Start(&any));
+        MPI_CHECK(MPI_Wait(&any, &st));
         int src = st.MPI_SOURCE;
         if (src < 1 || src > last_rank)
             fail("ANY_SOURCE: status source %d", src);
@@ -391,18 +350,18 @@ static void case_wildcard(int base_tag)
         check_status(&st, src, tag, size, "ANY_SOURCE/ANY_TAG Recv_init");
         expect(in, size, src, 0, tag, round, "ANY_SOURCE/ANY_TAG Recv_init");
     }
-    CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     for (int round = 3; round < 6; round++) {
         memset(in, FILL, size + GUARD);
-        CHECK(MPI_Start(&any_tag));
-        CHECK(MPI_Wait(&any_tag, &st));
+        MPI_CHECK(MPI_Start(&any_tag));
+        MPI_CHECK(MPI_Wait(&any_tag, &st));
         int tag = base_tag + last_rank % 100 * 10 + round;
         check_status(&st, last_rank, tag, size, "named source, ANY_TAG");
         expect(in, size, last_rank, 0, tag, round, "named source, ANY_TAG");
     }
     free(next_round);
-    CHECK(MPI_Request_free(&any));
-    CHECK(MPI_Request_free(&any_tag));
+    MPI_CHECK(MPI_Request_free(&any));
+    MPI_CHECK(MPI_Request_free(&any_tag));
     free(in);
 }
 
@@ -410,21 +369,21 @@ static void case_proc_null(int base_tag)
 {
     MPI_Request req[2];
     int data = 7;
-    CHECK(MPI_Send_init(&data, 1, MPI_INT, MPI_PROC_NULL, base_tag,
-                        MPI_COMM_WORLD, &req[0]));
-    CHECK(MPI_Recv_init(&data, 1, MPI_INT, MPI_PROC_NULL, base_tag,
-                        MPI_COMM_WORLD, &req[1]));
+    MPI_CHECK(MPI_Send_init(&data, 1, MPI_INT, MPI_PROC_NULL, base_tag,
+                            MPI_COMM_WORLD, &req[0]));
+    MPI_CHECK(MPI_Recv_init(&data, 1, MPI_INT, MPI_PROC_NULL, base_tag,
+                            MPI_COMM_WORLD, &req[1]));
     for (int round = 0; round < 3; round++) {
         MPI_Status st[2];
-        CHECK(MPI_Startall(2, req));
-        CHECK(MPI_Waitall(2, req, st));
+        MPI_CHECK(MPI_Startall(2, req));
+        MPI_CHECK(MPI_Waitall(2, req, st));
         check_status(&st[1], MPI_PROC_NULL, MPI_ANY_TAG, 0,
                      "Recv_init from MPI_PROC_NULL");
         if (data != 7)
             fail("a receive from MPI_PROC_NULL wrote its buffer");
     }
-    CHECK(MPI_Request_free(&req[0]));
-    CHECK(MPI_Request_free(&req[1]));
+    MPI_CHECK(MPI_Request_free(&req[0]));
+    MPI_CHECK(MPI_Request_free(&req[1]));
 }
 
 static void case_large_count(int base_tag)
@@ -434,27 +393,27 @@ static void case_large_count(int base_tag)
     unsigned char *out = xmalloc((size_t)size), *in = area((size_t)size);
     MPI_Request req[2];
     MPI_Status st[2];
-    CHECK(MPI_Recv_init_c(in, size, MPI_BYTE, left, base_tag, MPI_COMM_WORLD,
-                          &req[0]));
-    CHECK(MPI_Send_init_c(out, size, MPI_BYTE, right, base_tag, MPI_COMM_WORLD,
-                          &req[1]));
+    MPI_CHECK(MPI_Recv_init_c(in, size, MPI_BYTE, left, base_tag,
+                              MPI_COMM_WORLD, &req[0]));
+    MPI_CHECK(MPI_Send_init_c(out, size, MPI_BYTE, right, base_tag,
+                              MPI_COMM_WORLD, &req[1]));
     for (int round = 0; round < 2; round++) {
         fill(out, (size_t)size, world_rank, right, base_tag, round);
         memset(in, FILL, (size_t)size + GUARD);
-        CHECK(MPI_Startall(2, req));
-        CHECK(MPI_Waitall(2, req, st));
+        MPI_CHECK(MPI_Startall(2, req));
+        MPI_CHECK(MPI_Waitall(2, req, st));
         expect(in, (size_t)size, left, world_rank, base_tag, round,
                "Send_init_c/Recv_init_c");
         check_status(&st[0], left, base_tag, size, "Recv_init_c");
     }
-    CHECK(MPI_Request_free(&req[0]));
-    CHECK(MPI_Request_free(&req[1]));
+    MPI_CHECK(MPI_Request_free(&req[0]));
+    MPI_CHECK(MPI_Request_free(&req[1]));
     fill(out, (size_t)size, world_rank, right, base_tag + 1, 0);
     memset(in, FILL, (size_t)size + GUARD);
-    CHECK(MPI_Isendrecv_c(out, size, MPI_BYTE, right, base_tag + 1, in, size,
-                          MPI_BYTE, left, base_tag + 1, MPI_COMM_WORLD,
-                          &req[0]));
-    CHECK(MPI_Wait(&req[0], &st[0]));
+    MPI_CHECK(MPI_Isendrecv_c(out, size, MPI_BYTE, right, base_tag + 1, in,
+                              size, MPI_BYTE, left, base_tag + 1,
+                              MPI_COMM_WORLD, &req[0]));
+    MPI_CHECK(MPI_Wait(&req[0], &st[0]));
     expect(in, (size_t)size, left, world_rank, base_tag + 1, 0,
            "MPI_Isendrecv_c");
     check_status(&st[0], left, base_tag + 1, size, "MPI_Isendrecv_c");
@@ -478,26 +437,26 @@ static void case_free_active(int base_tag)
         for (int k = 0; k < 3; k++) {
             in[k] = area(size);
             if (k < 2) {
-                CHECK(MPI_Irecv(in[k], (int)size, MPI_BYTE, 0, base_tag,
-                                MPI_COMM_WORLD, &req));
-                CHECK(MPI_Request_free(&req));
-            } else {
-                CHECK(MPI_Recv_init(in[k], (int)size, MPI_BYTE, 0, base_tag,
+                MPI_CHECK(MPI_Irecv(in[k], (int)size, MPI_BYTE, 0, base_tag,
                                     MPI_COMM_WORLD, &req));
-                CHECK(MPI_Start(&req));
-                CHECK(MPI_Request_free(&req));
+                MPI_CHECK(MPI_Request_free(&req));
+            } else {
+                MPI_CHECK(MPI_Recv_init(in[k], (int)size, MPI_BYTE, 0, base_tag,
+                                        MPI_COMM_WORLD, &req));
+                MPI_CHECK(MPI_Start(&req));
+                MPI_CHECK(MPI_Request_free(&req));
             }
             if (req != MPI_REQUEST_NULL)
                 fail("MPI_Request_free left the handle set");
         }
-        CHECK(MPI_Send(NULL, 0, MPI_BYTE, 0, base_tag + 1, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, 0, base_tag + 1, MPI_COMM_WORLD));
         unsigned char *last = area(size);
-        CHECK(MPI_Recv(last, (int)size, MPI_BYTE, 0, base_tag, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(last, (int)size, MPI_BYTE, 0, base_tag,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         expect(last, size, 0, last_rank, base_tag, 3, "after the freed ones");
         /* Matched before `last`, so delivered before it (one relay
          * path); a last poll lets the engine finish the copies. */
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         for (int k = 0; k < 3; k++) {
             expect(in[k], size, 0, last_rank, base_tag, k,
                    "receive freed while active");
@@ -506,28 +465,28 @@ static void case_free_active(int base_tag)
         free(last);
     } else if (world_rank == 0) {
         unsigned char *out[4];
-        CHECK(MPI_Recv(NULL, 0, MPI_BYTE, last_rank, base_tag + 1,
-                       MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, last_rank, base_tag + 1,
+                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
         for (int k = 0; k < 4; k++) {
             out[k] = xmalloc(size);
             fill(out[k], size, 0, last_rank, base_tag, k);
             MPI_Request req;
             if (k < 3) {
-                CHECK(MPI_Isend(out[k], (int)size, MPI_BYTE, last_rank,
-                                base_tag, MPI_COMM_WORLD, &req));
-                CHECK(MPI_Request_free(&req));
-            } else {
-                CHECK(MPI_Send_init(out[k], (int)size, MPI_BYTE, last_rank,
+                MPI_CHECK(MPI_Isend(out[k], (int)size, MPI_BYTE, last_rank,
                                     base_tag, MPI_COMM_WORLD, &req));
-                CHECK(MPI_Start(&req));
-                CHECK(MPI_Request_free(&req));
+                MPI_CHECK(MPI_Request_free(&req));
+            } else {
+                MPI_CHECK(MPI_Send_init(out[k], (int)size, MPI_BYTE, last_rank,
+                                        base_tag, MPI_COMM_WORLD, &req));
+                MPI_CHECK(MPI_Start(&req));
+                MPI_CHECK(MPI_Request_free(&req));
             }
         }
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         for (int k = 0; k < 4; k++)
             free(out[k]);
     } else {
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     }
 }
 
@@ -540,8 +499,8 @@ static void case_get_status(int base_tag)
         unsigned char *out = xmalloc(size);
         for (int round = 0; round < 2; round++) {
             fill(out, size, 0, last_rank, base_tag, round);
-            CHECK(MPI_Send(out, (int)size, MPI_BYTE, last_rank, base_tag,
-                           MPI_COMM_WORLD));
+            MPI_CHECK(MPI_Send(out, (int)size, MPI_BYTE, last_rank, base_tag,
+                               MPI_COMM_WORLD));
         }
         free(out);
     } else if (world_rank == last_rank) {
@@ -550,17 +509,17 @@ static void case_get_status(int base_tag)
             MPI_Request req;
             memset(in, FILL, size + GUARD);
             if (round == 0)
-                CHECK(MPI_Irecv(in, (int)size, MPI_BYTE, 0, base_tag,
-                                MPI_COMM_WORLD, &req));
-            else {
-                CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, 0, base_tag,
+                MPI_CHECK(MPI_Irecv(in, (int)size, MPI_BYTE, 0, base_tag,
                                     MPI_COMM_WORLD, &req));
-                CHECK(MPI_Start(&req));
+            else {
+                MPI_CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, 0, base_tag,
+                                        MPI_COMM_WORLD, &req));
+                MPI_CHECK(MPI_Start(&req));
             }
             int flag = 0;
             MPI_Status st;
             while (!flag) {
-                CHECK(MPI_Request_get_status(req, &flag, &st));
+                MPI_CHECK(MPI_Request_get_status(req, &flag, &st));
                 if (!flag)
                     nap(100);
             }
@@ -569,10 +528,10 @@ static void case_get_status(int base_tag)
             check_status(&st, 0, base_tag, size, "MPI_Request_get_status");
             expect(in, size, 0, last_rank, base_tag, round,
                    "completed by MPI_Request_get_status");
-            CHECK(MPI_Wait(&req, &st));
+            MPI_CHECK(MPI_Wait(&req, &st));
             check_status(&st, 0, base_tag, size, "MPI_Wait after get_status");
             if (round == 1)
-                CHECK(MPI_Request_free(&req));
+                MPI_CHECK(MPI_Request_free(&req));
         }
         free(in);
     }
@@ -582,7 +541,7 @@ static void check_cancelled(const MPI_Status *st, int expected,
                             const char *what)
 {
     int cancelled;
-    CHECK(MPI_Test_cancelled(st, &cancelled));
+    MPI_CHECK(MPI_Test_cancelled(st, &cancelled));
     if (cancelled != expected)
         fail("%s: MPI_Test_cancelled %d, expected %d", what, cancelled,
              expected);
@@ -601,40 +560,40 @@ static void case_cancel(int base_tag)
         unsigned char *in = area(size);
         MPI_Request req;
         MPI_Status st;
-        CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* rank 0's sends withdrawn */
-        CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, 0, base_tag,
-                            MPI_COMM_WORLD, &req));
-        CHECK(MPI_Start(&req));
-        CHECK(MPI_Cancel(&req));
-        CHECK(MPI_Wait(&req, &st));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* rank 0's sends withdrawn */
+        MPI_CHECK(MPI_Recv_init(in, (int)size, MPI_BYTE, 0, base_tag,
+                                MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Start(&req));
+        MPI_CHECK(MPI_Cancel(&req));
+        MPI_CHECK(MPI_Wait(&req, &st));
         check_cancelled(&st, 1, "unmatched Recv_init");
-        CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* rank 0 may send now */
-        CHECK(MPI_Start(&req));
-        CHECK(MPI_Wait(&req, &st));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* rank 0 may send now */
+        MPI_CHECK(MPI_Start(&req));
+        MPI_CHECK(MPI_Wait(&req, &st));
         check_cancelled(&st, 0, "restarted Recv_init");
         check_status(&st, 0, base_tag, size, "restarted Recv_init");
         expect(in, size, 0, last_rank, base_tag, 0,
                "receive after a cancelled run");
-        CHECK(MPI_Request_free(&req));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Request_free(&req));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
         free(in);
         /* The sends rank 0 could not cancel any more arrive, in order;
          * no other. */
         int kept;
-        CHECK(MPI_Recv(&kept, 1, MPI_INT, 0, base_tag + 2, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(&kept, 1, MPI_INT, 0, base_tag + 2, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         for (int k = 0; k < 3; k++) {
             if (!(kept & 1 << k))
                 continue;
             in = area(size);
-            CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + 1,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + 1,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             expect(in, size, 0, last_rank, base_tag, 0, "send not cancelled");
             free(in);
         }
         int flag;
-        CHECK(MPI_Iprobe(0, base_tag + 1, MPI_COMM_WORLD, &flag,
-                         MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Iprobe(0, base_tag + 1, MPI_COMM_WORLD, &flag,
+                             MPI_STATUS_IGNORE));
         if (flag)
             fail("a cancelled send was delivered");
     } else if (world_rank == 0) {
@@ -649,41 +608,41 @@ static void case_cancel(int base_tag)
         int kept = 0;
         for (int k = 0; k < 3; k++) {
             if (k == 0)
-                CHECK(MPI_Isend(out, (int)size, MPI_BYTE, last_rank,
-                                base_tag + 1, MPI_COMM_WORLD, &req));
-            else if (k == 1)
-                CHECK(MPI_Issend(out, (int)size, MPI_BYTE, last_rank,
-                                 base_tag + 1, MPI_COMM_WORLD, &req));
-            else {
-                CHECK(MPI_Send_init(out, (int)size, MPI_BYTE, last_rank,
+                MPI_CHECK(MPI_Isend(out, (int)size, MPI_BYTE, last_rank,
                                     base_tag + 1, MPI_COMM_WORLD, &req));
-                CHECK(MPI_Start(&req));
+            else if (k == 1)
+                MPI_CHECK(MPI_Issend(out, (int)size, MPI_BYTE, last_rank,
+                                     base_tag + 1, MPI_COMM_WORLD, &req));
+            else {
+                MPI_CHECK(MPI_Send_init(out, (int)size, MPI_BYTE, last_rank,
+                                        base_tag + 1, MPI_COMM_WORLD, &req));
+                MPI_CHECK(MPI_Start(&req));
             }
-            CHECK(MPI_Cancel(&req));
-            CHECK(MPI_Wait(&req, &st));
+            MPI_CHECK(MPI_Cancel(&req));
+            MPI_CHECK(MPI_Wait(&req, &st));
             int cancelled;
-            CHECK(MPI_Test_cancelled(&st, &cancelled));
+            MPI_CHECK(MPI_Test_cancelled(&st, &cancelled));
             if (k == 1)
                 check_cancelled(&st, 1, "unmatched Issend");
             kept |= !cancelled << k;
             if (k == 2)
-                CHECK(MPI_Request_free(&req));
+                MPI_CHECK(MPI_Request_free(&req));
         }
-        CHECK(MPI_Send(&kept, 1, MPI_INT, last_rank, base_tag + 2,
-                       MPI_COMM_WORLD));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* withdrawn */
-        CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* the receive was cancelled */
-        CHECK(MPI_Isend(out, (int)size, MPI_BYTE, last_rank, base_tag,
-                        MPI_COMM_WORLD, &req));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* received by now */
-        CHECK(MPI_Cancel(&req));
-        CHECK(MPI_Wait(&req, &st));
+        MPI_CHECK(MPI_Send(&kept, 1, MPI_INT, last_rank, base_tag + 2,
+                           MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* withdrawn */
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* the receive was cancelled */
+        MPI_CHECK(MPI_Isend(out, (int)size, MPI_BYTE, last_rank, base_tag,
+                            MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); /* received by now */
+        MPI_CHECK(MPI_Cancel(&req));
+        MPI_CHECK(MPI_Wait(&req, &st));
         check_cancelled(&st, 0, "send already received");
         free(out);
     } else {
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
     }
 }
 
@@ -696,16 +655,16 @@ static void case_isendrecv(int base_tag)
     MPI_Request req[2];
     MPI_Status st[2];
     fill(out, size, world_rank, right, base_tag, 0);
-    CHECK(MPI_Isendrecv(out, (int)size, MPI_BYTE, right, base_tag, in,
-                        (int)size, MPI_BYTE, left, base_tag, MPI_COMM_WORLD,
-                        &req[0]));
+    MPI_CHECK(MPI_Isendrecv(out, (int)size, MPI_BYTE, right, base_tag, in,
+                            (int)size, MPI_BYTE, left, base_tag, MPI_COMM_WORLD,
+                            &req[0]));
     /* Source MPI_PROC_NULL: the status says so, the buffer is untouched. */
     unsigned char untouched[GUARD];
     memset(untouched, FILL, sizeof untouched);
-    CHECK(MPI_Isendrecv(out, 0, MPI_BYTE, MPI_PROC_NULL, base_tag + 1,
-                        untouched, 0, MPI_BYTE, MPI_PROC_NULL, base_tag + 1,
-                        MPI_COMM_WORLD, &req[1]));
-    CHECK(MPI_Waitall(2, req, st));
+    MPI_CHECK(MPI_Isendrecv(out, 0, MPI_BYTE, MPI_PROC_NULL, base_tag + 1,
+                            untouched, 0, MPI_BYTE, MPI_PROC_NULL, base_tag + 1,
+                            MPI_COMM_WORLD, &req[1]));
+    MPI_CHECK(MPI_Waitall(2, req, st));
     expect(in, size, left, world_rank, base_tag, 0, "MPI_Isendrecv");
     check_status(&st[0], left, base_tag, size, "MPI_Isendrecv");
     check_status(&st[1], MPI_PROC_NULL, MPI_ANY_TAG, 0,
@@ -713,16 +672,17 @@ static void case_isendrecv(int base_tag)
 
     enum { INTS = 4001 };
     MPI_Datatype every_other;
-    CHECK(MPI_Type_vector(INTS / 2 + 1, 1, 2, MPI_INT, &every_other));
-    CHECK(MPI_Type_commit(&every_other));
+    MPI_CHECK(MPI_Type_vector(INTS / 2 + 1, 1, 2, MPI_INT, &every_other));
+    MPI_CHECK(MPI_Type_commit(&every_other));
     int *ints = xmalloc(INTS * sizeof *ints);
     for (int i = 0; i < INTS; i++)
         ints[i] = i % 2 ? -i : world_rank * 100000 + i;
-    CHECK(MPI_Isendrecv_replace(ints, 1, every_other, right, base_tag + 2, left,
-                                base_tag + 2, MPI_COMM_WORLD, &req[0]));
+    MPI_CHECK(MPI_Isendrecv_replace(ints, 1, every_other, right, base_tag + 2,
+                                    left, base_tag + 2, MPI_COMM_WORLD,
+                                    &req[0]));
     /* MPI 4.1 lets the type go while the request is active. */
-    CHECK(MPI_Type_free(&every_other));
-    CHECK(MPI_Wait(&req[0], &st[0]));
+    MPI_CHECK(MPI_Type_free(&every_other));
+    MPI_CHECK(MPI_Wait(&req[0], &st[0]));
     for (int i = 0; i < INTS; i++) {
         int want = i % 2 ? -i : left * 100000 + i;
         if (ints[i] != want)
@@ -764,12 +724,12 @@ static void case_bsend_buffer(int base_tag)
                  cls, MPI_ERR_BUFFER);
         int room = 2 * ((int)size + MPI_BSEND_OVERHEAD);
         char *buffer = xmalloc((size_t)room);
-        CHECK(MPI_Buffer_attach(buffer, room));
-        CHECK(bsend_quietly(out, (int)size, last_rank, base_tag));
+        MPI_CHECK(MPI_Buffer_attach(buffer, room));
+        MPI_CHECK(bsend_quietly(out, (int)size, last_rank, base_tag));
         MPI_Request ibsend;
-        CHECK(MPI_Ibsend(out, (int)size, MPI_BYTE, last_rank, base_tag + 1,
-                         MPI_COMM_WORLD, &ibsend));
-        CHECK(MPI_Wait(&ibsend, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Ibsend(out, (int)size, MPI_BYTE, last_rank, base_tag + 1,
+                             MPI_COMM_WORLD, &ibsend));
+        MPI_CHECK(MPI_Wait(&ibsend, MPI_STATUS_IGNORE));
         /* More than the whole buffer holds (whether or not the two have
          * left: MPI does not say when their space comes back). */
         char *big = xmalloc((size_t)room + 1);
@@ -784,51 +744,51 @@ static void case_bsend_buffer(int base_tag)
                  cls);
         /* The sends may change the source buffer now (they are copied). */
         memset(out, 0, size);
-        CHECK(MPI_Send(NULL, 0, MPI_BYTE, last_rank, base_tag + 2,
-                       MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, last_rank, base_tag + 2,
+                           MPI_COMM_WORLD));
         void *detached;
         int detached_size;
-        CHECK(MPI_Buffer_detach(&detached, &detached_size));
+        MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
         if (detached != buffer || detached_size != room)
             fail("MPI_Buffer_detach: %p/%d, attached %p/%d", detached,
                  detached_size, (void *)buffer, room);
         /* Persistent buffered sends through a buffer attached again. */
-        CHECK(MPI_Buffer_attach(buffer, room));
+        MPI_CHECK(MPI_Buffer_attach(buffer, room));
         MPI_Request req;
-        CHECK(MPI_Bsend_init(out, (int)size, MPI_BYTE, last_rank, base_tag + 3,
-                             MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Bsend_init(out, (int)size, MPI_BYTE, last_rank,
+                                 base_tag + 3, MPI_COMM_WORLD, &req));
         for (int round = 0; round < 3; round++) {
             fill(out, size, 0, last_rank, base_tag + 3, round);
-            CHECK(MPI_Start(&req));
-            CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Start(&req));
+            MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
         }
-        CHECK(MPI_Request_free(&req));
-        CHECK(MPI_Buffer_detach(&detached, &detached_size));
+        MPI_CHECK(MPI_Request_free(&req));
+        MPI_CHECK(MPI_Buffer_detach(&detached, &detached_size));
         free(buffer);
         free(out);
     } else if (world_rank == last_rank) {
         unsigned char *in = area(size);
         /* Rank 0 finished its Bsends before any receive here. */
-        CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 0, base_tag + 2, MPI_COMM_WORLD,
-                       MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 0, base_tag + 2, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
         for (int k = 0; k < 2; k++) {
             MPI_Status st;
             memset(in, FILL, size + GUARD);
-            CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + k,
-                           MPI_COMM_WORLD, &st));
+            MPI_CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + k,
+                               MPI_COMM_WORLD, &st));
             expect(in, size, 0, last_rank, base_tag, 0, "buffered message");
             check_status(&st, 0, base_tag + k, size, "buffered message");
         }
         for (int round = 0; round < 3; round++) {
             memset(in, FILL, size + GUARD);
-            CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + 3,
-                           MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            MPI_CHECK(MPI_Recv(in, (int)size, MPI_BYTE, 0, base_tag + 3,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             expect(in, size, 0, last_rank, base_tag + 3, round,
                    "Bsend_init message");
         }
         int flag;
-        CHECK(MPI_Iprobe(0, base_tag + 5, MPI_COMM_WORLD, &flag,
-                         MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Iprobe(0, base_tag + 5, MPI_COMM_WORLD, &flag,
+                             MPI_STATUS_IGNORE));
         if (flag)
             fail("a Bsend that failed with MPI_ERR_BUFFER was delivered");
         free(in);
@@ -846,29 +806,29 @@ static void case_partitioned(int base_tag)
     int right = right_of(world_rank), left = left_of(world_rank);
     unsigned char *out = xmalloc(PARTS * PART), *in = area(PARTS * PART);
     MPI_Request send, recv;
-    CHECK(MPI_Precv_init(in, PARTS, PART, MPI_BYTE, left, base_tag,
-                         MPI_COMM_WORLD, MPI_INFO_NULL, &recv));
-    CHECK(MPI_Psend_init(out, PARTS, PART, MPI_BYTE, right, base_tag,
-                         MPI_COMM_WORLD, MPI_INFO_NULL, &send));
+    MPI_CHECK(MPI_Precv_init(in, PARTS, PART, MPI_BYTE, left, base_tag,
+                             MPI_COMM_WORLD, MPI_INFO_NULL, &recv));
+    MPI_CHECK(MPI_Psend_init(out, PARTS, PART, MPI_BYTE, right, base_tag,
+                             MPI_COMM_WORLD, MPI_INFO_NULL, &send));
     for (int round = 0; round < 3; round++) {
         memset(in, FILL, PARTS * PART + GUARD);
         memset(out, 0, PARTS * PART);
-        CHECK(MPI_Start(&recv));
-        CHECK(MPI_Start(&send));
+        MPI_CHECK(MPI_Start(&recv));
+        MPI_CHECK(MPI_Start(&send));
         for (int p = 0; p < PARTS; p++) {
             fill(out + p * PART, PART, world_rank, right, base_tag,
                  round * PARTS + p);
             if (round == 0)
-                CHECK(MPI_Pready(p, send));
+                MPI_CHECK(MPI_Pready(p, send));
         }
         if (round == 1) {
-            CHECK(MPI_Pready_range(0, PARTS / 2 - 1, send));
-            CHECK(MPI_Pready_range(PARTS / 2, PARTS - 1, send));
+            MPI_CHECK(MPI_Pready_range(0, PARTS / 2 - 1, send));
+            MPI_CHECK(MPI_Pready_range(PARTS / 2, PARTS - 1, send));
         } else if (round == 2) {
             int list[PARTS];
             for (int p = 0; p < PARTS; p++)
                 list[p] = PARTS - 1 - p;
-            CHECK(MPI_Pready_list(PARTS, list, send));
+            MPI_CHECK(MPI_Pready_list(PARTS, list, send));
         }
         int checked[PARTS] = {0}, left_to_check = PARTS;
         while (left_to_check > 0) {
@@ -876,7 +836,7 @@ static void case_partitioned(int base_tag)
                 int flag = 0;
                 if (checked[p])
                     continue;
-                CHECK(MPI_Parrived(recv, p, &flag));
+                MPI_CHECK(MPI_Parrived(recv, p, &flag));
                 if (!flag)
                     continue;
                 for (int i = 0; i < PART; i++)
@@ -892,26 +852,21 @@ static void case_partitioned(int base_tag)
             nap(50);
         }
         MPI_Status st;
-        CHECK(MPI_Wait(&send, MPI_STATUS_IGNORE));
-        CHECK(MPI_Wait(&recv, &st));
+        MPI_CHECK(MPI_Wait(&send, MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Wait(&recv, &st));
         for (int i = PARTS * PART; i < PARTS * PART + GUARD; i++)
             if (in[i] != FILL)
                 fail("partitioned receive wrote past its buffer");
     }
-    CHECK(MPI_Request_free(&send));
-    CHECK(MPI_Request_free(&recv));
+    MPI_CHECK(MPI_Request_free(&send));
+    MPI_CHECK(MPI_Request_free(&recv));
     free(out);
     free(in);
 }
 
 /* ---- driver ----------------------------------------------------------- */
 
-struct test_case {
-    const char *name;
-    void (*run)(int base_tag);
-};
-
-static const struct test_case cases[] = {
+static const struct check_case cases[] = {
     {"persistent", case_persistent},
     {"wildcard", case_wildcard},
     {"proc_null", case_proc_null},
@@ -925,46 +880,15 @@ static const struct test_case cases[] = {
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
+/* The program's globals, once MPI is up. */
+static void setup(void)
+{
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    last_rank = world_size - 1;
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    last_rank = world_size - 1;
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
-    int selected[CASE_COUNT];
-    for (int c = 0; c < CASE_COUNT; c++)
-        selected[c] = argc < 2;
-    for (int i = 1; i < argc; i++) {
-        int found = 0;
-        for (int c = 0; c < CASE_COUNT; c++)
-            if (strcmp(argv[i], cases[c].name) == 0)
-                selected[c] = found = 1;
-        if (!found) {
-            if (world_rank == 0)
-                printf("FAIL args: unknown case '%s'\n", argv[i]);
-            MPI_Finalize();
-            return 2;
-        }
-    }
-    if (world_size < 2) {
-        printf("SKIP p2p_persistent: needs 2 ranks\n");
-        MPI_Finalize();
-        return 0;
-    }
-    for (int c = 0; c < CASE_COUNT; c++) {
-        if (!selected[c])
-            continue;
-        current_case = cases[c].name;
-        /* Tags base..base+999 belong to this case alone. */
-        cases[c].run(1000 * (c + 1));
-        CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        if (world_rank == 0) {
-            printf("OK %s\n", cases[c].name);
-            fflush(stdout);
-        }
-    }
-    MPI_Finalize();
-    return 0;
+    return check_main("p2p_persistent", argc, argv, setup, cases, CASE_COUNT);
 }

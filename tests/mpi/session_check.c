@@ -38,48 +38,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_util.h"
+
 static int grid_rank = -1, grid_size, site_offset, site_size;
-static const char *current_case = "setup";
-/* Where a failure aborts: a communicator every rank is in. */
-static MPI_Comm abort_comm = MPI_COMM_NULL;
 static MPI_Group world_group = MPI_GROUP_NULL; /* of mpi://WORLD */
-
-__attribute__((format(printf, 1, 2), noreturn)) static void
-fail(const char *format, ...)
-{
-    char message[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    printf("FAIL %s: rank %d: %s\n", current_case, grid_rank, message);
-    fflush(stdout);
-    if (abort_comm != MPI_COMM_NULL)
-        MPI_Abort(abort_comm, 2);
-    exit(2);
-}
-
-#define CHECK(condition, ...)                                                  \
-    do {                                                                       \
-        if (!(condition))                                                      \
-            fail(__VA_ARGS__);                                                 \
-    } while (0)
-
-#define MPI_CHECK(call)                                                        \
-    do {                                                                       \
-        int mpi_rc_ = (call);                                                  \
-        if (mpi_rc_ != MPI_SUCCESS) {                                          \
-            char text_[MPI_MAX_ERROR_STRING];                                  \
-            int len_ = 0;                                                      \
-            MPI_Error_string(mpi_rc_, text_, &len_);                           \
-            fail("%s returned %d: %s", #call, mpi_rc_, text_);                 \
-        }                                                                      \
-    } while (0)
 
 static int env_int(const char *name)
 {
@@ -90,15 +56,6 @@ static int env_int(const char *name)
         exit(1);
     }
     return atoi(value);
-}
-
-static void passed(void)
-{
-    MPI_CHECK(MPI_Barrier(abort_comm));
-    if (grid_rank == 0) {
-        printf("OK %s\n", current_case);
-        fflush(stdout);
-    }
 }
 
 static int position_of(int rank, const int *members, int count)
@@ -387,6 +344,9 @@ int main(void)
     site_size = env_int("GRIDCOLL_SITE_SIZE");
     grid_size = env_int("GRIDCOLL_WORLD_SIZE");
     grid_rank = site_offset + env_int("PMI_RANK");
+    check_setup(grid_rank, 0, NULL);
+    /* No communicator spans the job until the session's world exists. */
+    check_comm(MPI_COMM_NULL);
 
     MPI_Group group;
     int rc = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session);
@@ -399,7 +359,7 @@ int main(void)
                                          MPI_INFO_NULL, MPI_ERRORS_RETURN,
                                          &session_world));
     world_group = group;
-    abort_comm = session_world;
+    check_comm(session_world);
 
     static const struct {
         const char *name;
@@ -413,11 +373,11 @@ int main(void)
         {"hw_guided", case_hw_guided},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        current_case = cases[i].name;
+        begin("%s", cases[i].name);
         cases[i].run();
         passed();
     }
-    current_case = "finalize";
+    begin("finalize");
     MPI_CHECK(MPI_Comm_free(&session_world));
     MPI_CHECK(MPI_Group_free(&world_group));
     MPI_CHECK(MPI_Session_finalize(&session2));

@@ -80,7 +80,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check_util.h"
 
@@ -90,13 +89,6 @@
 #define MIB         ((size_t)1 << 20)
 
 static int world_rank, world_size, last_rank;
-static void nap(long microseconds)
-{
-    struct timespec pause = {microseconds / 1000000,
-                             (microseconds % 1000000) * 1000};
-    nanosleep(&pause, NULL);
-}
-
 static long env_long(const char *name, long fallback)
 {
     const char *text = getenv(name);
@@ -1128,12 +1120,7 @@ static void case_errors_return(int base_tag)
 
 /* ---- driver ----------------------------------------------------------- */
 
-struct test_case {
-    const char *name;
-    void (*run)(int base_tag);
-};
-
-static const struct test_case cases[] = {
+static const struct check_case cases[] = {
     {"flood_many_to_one", case_flood_many_to_one},
     {"flood_all_to_all", case_flood_all_to_all},
     {"comm_churn", case_comm_churn},
@@ -1141,49 +1128,15 @@ static const struct test_case cases[] = {
 };
 #define CASE_COUNT ((int)(sizeof cases / sizeof cases[0]))
 
+/* The program's globals, once MPI is up. */
+static void setup(void)
+{
+    MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+    last_rank = world_size - 1;
+}
+
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    last_rank = world_size - 1;
-    check_setup(world_rank, 0, NULL);
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-    MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
-
-    int selected[CASE_COUNT];
-    for (int c = 0; c < CASE_COUNT; c++)
-        selected[c] = argc < 2;
-    for (int i = 1; i < argc; i++) {
-        int found = 0;
-        for (int c = 0; c < CASE_COUNT; c++)
-            if (strcmp(argv[i], cases[c].name) == 0)
-                selected[c] = found = 1;
-        if (!found) {
-            if (world_rank == 0) {
-                printf("FAIL args: unknown case '%s'; cases:", argv[i]);
-                for (int c = 0; c < CASE_COUNT; c++)
-                    printf(" %s", cases[c].name);
-                printf("\n");
-                fflush(stdout);
-            }
-            MPI_Finalize();
-            return 2;
-        }
-    }
-    if (world_size < 2) {
-        printf("SKIP stress: needs 2 ranks\n");
-        MPI_Finalize();
-        return 0;
-    }
-    for (int c = 0; c < CASE_COUNT; c++) {
-        if (!selected[c])
-            continue;
-        begin("%s", cases[c].name); /* no prefixes: always 1 */
-        /* Tags base..base+999 belong to this case alone. */
-        cases[c].run(1000 * (c + 1));
-        passed();
-    }
-    MPI_Finalize();
-    return 0;
+    return check_main("stress", argc, argv, setup, cases, CASE_COUNT);
 }
