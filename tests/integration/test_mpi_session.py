@@ -9,7 +9,7 @@ A run passes when it exits 0 with exactly the expected OK lines."""
 
 from harness import SANITIZED, Skip, main, run_cases
 
-CASES = ["psets", "session_world", "from_group", "with_init", "hw_unguided",
+CASES = ["psets", "session_world", "threads", "from_group", "with_init", "hw_unguided",
          "hw_guided"]
 # One rank against three, three sites with a one-rank site in the middle
 # (both with one-process sites, which MPICH cannot run sessions on alone:

@@ -19,6 +19,9 @@
  *   session_world  MPI_Comm_create_from_group of mpi://WORLD: the grid
  *                  world (size, rank = grid rank, members), a ring and an
  *                  allreduce; of gridcoll://site: this site's ranks
+ *   threads        the session asked for MPI_THREAD_MULTIPLE and has it;
+ *                  four threads run rings of sendrecvs on their own
+ *                  duplicates of the world communicator at once
  *   from_group     MPI_Comm_create_from_group of a group spanning sites
  *                  (every other grid rank, reversed) from a second session,
  *                  two creations with distinct stringtags back to back
@@ -38,6 +41,8 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +191,70 @@ static void case_session_world(void)
     MPI_CHECK(MPI_Comm_free(&site));
     MPI_CHECK(MPI_Group_free(&site_group));
     free(members);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+enum { THREADS = 4, THREAD_ITERS = 40, THREAD_BIG = 16384 };
+static MPI_Comm thread_comm[THREADS];
+
+static unsigned char thread_byte(int from, int thread, int iter, size_t i)
+{
+    return (unsigned char)(from * 131 + thread * 29 + iter * 7 + i * 3 + 1);
+}
+
+/* A ring of sendrecvs on the thread's own communicator, checked byte for
+ * byte: the threads are in the layer at once. */
+static void *thread_ring(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    int next = (grid_rank + 1) % grid_size;
+    int prev = (grid_rank + grid_size - 1) % grid_size;
+    unsigned char *out = xmalloc(THREAD_BIG), *in = xmalloc(THREAD_BIG);
+    for (int iter = 0; iter < THREAD_ITERS; iter++) {
+        int len = iter % 4 == 0 ? THREAD_BIG : 8 + iter;
+        for (int i = 0; i < len; i++)
+            out[i] = thread_byte(grid_rank, t, iter, (size_t)i);
+        MPI_Status st;
+        int count;
+        MPI_CHECK(MPI_Sendrecv(out, len, MPI_BYTE, next, iter, in, THREAD_BIG,
+                               MPI_BYTE, prev, iter, thread_comm[t], &st));
+        MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
+        CHECK(st.MPI_SOURCE == prev && count == len,
+              "thread %d iteration %d: source %d count %d, want %d %d", t, iter,
+              st.MPI_SOURCE, count, prev, len);
+        for (int i = 0; i < len; i++)
+            CHECK(in[i] == thread_byte(prev, t, iter, (size_t)i),
+                  "thread %d iteration %d: byte %d is %u", t, iter, i, in[i]);
+    }
+    free(out);
+    free(in);
+    return NULL;
+}
+
+/* The session asked for MPI_THREAD_MULTIPLE (main): it has it, and
+ * threads use the grid at once. */
+static void case_threads(void)
+{
+    MPI_Info info;
+    char level[32];
+    int len = (int)sizeof level, flag = 0;
+    MPI_CHECK(MPI_Session_get_info(session, &info));
+    MPI_CHECK(MPI_Info_get_string(info, "thread_level", &len, level, &flag));
+    MPI_CHECK(MPI_Info_free(&info));
+    CHECK(flag && strcmp(level, "MPI_THREAD_MULTIPLE") == 0,
+          "session thread_level %s, want MPI_THREAD_MULTIPLE",
+          flag ? level : "(none)");
+    pthread_t id[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        MPI_CHECK(MPI_Comm_dup(session_world, &thread_comm[t]));
+    for (intptr_t t = 0; t < THREADS; t++)
+        CHECK(pthread_create(&id[t], NULL, thread_ring, (void *)t) == 0,
+              "pthread_create");
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(id[t], NULL);
+    for (int t = 0; t < THREADS; t++)
+        MPI_CHECK(MPI_Comm_free(&thread_comm[t]));
 }
 
 static void case_from_group(void)
@@ -349,7 +418,11 @@ int main(void)
     check_comm(MPI_COMM_NULL);
 
     MPI_Group group;
-    int rc = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &session);
+    MPI_Info asked;
+    MPI_CHECK(MPI_Info_create(&asked));
+    MPI_CHECK(MPI_Info_set(asked, "thread_level", "MPI_THREAD_MULTIPLE"));
+    int rc = MPI_Session_init(asked, MPI_ERRORS_RETURN, &session);
+    MPI_CHECK(MPI_Info_free(&asked));
     if (rc != MPI_SUCCESS) {
         printf("FAIL setup: MPI_Session_init returned %d\n", rc);
         return 2;
@@ -365,11 +438,9 @@ int main(void)
         const char *name;
         void (*run)(void);
     } cases[] = {
-        {"psets", case_psets},
-        {"session_world", case_session_world},
-        {"from_group", case_from_group},
-        {"with_init", case_with_init},
-        {"hw_unguided", case_hw_unguided},
+        {"psets", case_psets},         {"session_world", case_session_world},
+        {"threads", case_threads},     {"from_group", case_from_group},
+        {"with_init", case_with_init}, {"hw_unguided", case_hw_unguided},
         {"hw_guided", case_hw_guided},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
