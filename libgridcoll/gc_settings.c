@@ -846,7 +846,7 @@ static void print_cell(FILE *out, const char *text)
 
 static void print_markdown(FILE *out)
 {
-    char shape[64], def[64];
+    char shape[80], def[64]; /* "size " + two format_size results */
     fputs("| variable | value | default | set by | meaning |\n"
           "|---|---|---|---|---|\n",
           out);
@@ -879,7 +879,7 @@ void gc_settings_print(FILE *out, int markdown)
     fputc('\n', out);
     for (int i = 0; i < SETTING_COUNT; i++) {
         const struct setting *s = &settings[i];
-        char shape[64], def[64];
+        char shape[80], def[64];
         fprintf(out, "%s (%s, default %s, set by %s)\n", s->name,
                 shape_of(s, shape, sizeof shape),
                 default_of(s, def, sizeof def), origin_of(s));

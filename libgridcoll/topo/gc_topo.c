@@ -903,8 +903,8 @@ int MPI_Graph_neighbors_count(MPI_Comm comm, int rank, int *nneighbors)
     GC_ENTER();
     static const char function[] = "MPI_Graph_neighbors_count";
     struct gc_comm *c = gc_comm_find(comm);
-    const int *list;
-    int count;
+    const int *list = NULL;
+    int count = 0;
     if (c == NULL)
         return PMPI_Graph_neighbors_count(comm, rank, nneighbors);
     int status = graph_slice(c, rank, function, &list, &count);
@@ -919,8 +919,8 @@ int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors,
     GC_ENTER();
     static const char function[] = "MPI_Graph_neighbors";
     struct gc_comm *c = gc_comm_find(comm);
-    const int *list;
-    int count;
+    const int *list = NULL;
+    int count = 0;
     if (c == NULL)
         return PMPI_Graph_neighbors(comm, rank, maxneighbors, neighbors);
     int status = graph_slice(c, rank, function, &list, &count);
