@@ -45,9 +45,11 @@ static void search(struct search *s, int v, int64_t cut, const int *size)
         if (blocked)
             continue;
         int64_t add = 0;
-        for (int j = s->g->xadj[v]; j < s->g->xadj[v + 1]; j++)
-            if (s->g->adj[j] < v && s->part[s->g->adj[j]] != p)
+        for (int j = s->g->xadj[v]; j < s->g->xadj[v + 1]; j++) {
+            int u = s->g->adj[j]; /* >= 0: gcc -O3 cannot tell */
+            if (u >= 0 && u < v && s->part[u] != p)
                 add += s->g->w[j];
+        }
         s->part[v] = p;
         s->left[p]--;
         search(s, v + 1, cut + add, size);
