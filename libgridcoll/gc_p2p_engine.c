@@ -434,6 +434,27 @@ static int post_local(struct op *op)
 }
 
 /*
+ * The receive a message from this site (`st`: its site source and tag),
+ * found by wildcard `op`'s probe, belongs to: the earliest unmatched
+ * receive of op's communicator that takes it.  That may be an earlier
+ * wildcard, which probed in this pass before the message arrived, or a
+ * receive naming the source that an earlier wildcard held back
+ * (held_by_wildcard).
+ */
+static struct op *first_taker(struct op *op, const MPI_Status *st)
+{
+    const struct gc_comm *c = op->comm;
+    for (struct op *w = engine.recvs; w != op; w = w->next)
+        if (!w->matched && !w->coll && w->comm == c &&
+            (w->tag == MPI_ANY_TAG || w->tag == st->MPI_TAG) &&
+            (w->peer == MPI_ANY_SOURCE ||
+             (w->peer >= 0 && is_local_member(c, w->peer) &&
+              c->site_rank[w->peer] == st->MPI_SOURCE)))
+            return w;
+    return op;
+}
+
+/*
  * Local half of matching, in posting order.  Wildcard receives look for a
  * message from this site with PMPI_Improbe; receives for a named source
  * use PMPI_Irecv, which keeps MPICH's ordering (MPICH 4.0 over UCX lets a
@@ -454,8 +475,12 @@ static void progress_local_receives(void)
                          &st);
             if (!found)
                 continue;
-            op->matched = 1;
-            PMPI_Imrecv_c(op->buf, op->count, op->type, &message, &op->local);
+            struct op *taker = first_taker(op, &st);
+            taker->matched = 1;
+            PMPI_Imrecv_c(taker->buf, taker->count, taker->type, &message,
+                          &taker->local);
+            if (taker != op)
+                continue; /* op probes again in the next pass */
         } else if (!op->matched && !op->coll && is_local_member(c, op->peer)) {
             if (held_by_wildcard(op) || post_local(op) != MPI_SUCCESS)
                 continue;

@@ -1148,6 +1148,54 @@ static void case_non_overtaking_any_source(int base_tag)
     free(area);
 }
 
+/*
+ * The same with every receive posted before any message is sent: the
+ * messages of one source must fill the receives in posting order however
+ * they interleave with the passes that match them (same-site messages
+ * arriving between two receives' probes once went to the later one).
+ */
+static void case_any_source_preposted(int base_tag)
+{
+    enum { COUNT = 30 };
+    int tag = base_tag;
+    if (world_rank != 0) {
+        MPI_Request requests[COUNT];
+        MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+        unsigned char **messages = send_sequence(0, tag, COUNT, requests);
+        MPI_CHECK(waitall_ignoring_statuses(COUNT, requests));
+        for (int seq = 0; seq < COUNT; seq++)
+            free(messages[seq]);
+        free(messages);
+        return;
+    }
+    int n = COUNT * (world_size - 1);
+    MPI_Request *requests = xmalloc(sizeof *requests * (size_t)n);
+    MPI_Status *statuses = xmalloc(sizeof *statuses * (size_t)n);
+    unsigned char **areas = xmalloc(sizeof *areas * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        areas[i] = new_recv_area(ORDER_MAX_SIZE);
+        MPI_CHECK(MPI_Irecv(areas[i], (int)ORDER_MAX_SIZE, MPI_BYTE,
+                            MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &requests[i]));
+    }
+    MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_CHECK(MPI_Waitall(n, requests, statuses));
+    int *next_seq = xcalloc((size_t)world_size, sizeof *next_seq);
+    for (int i = 0; i < n; i++) {
+        int src = statuses[i].MPI_SOURCE;
+        if (src < 1 || src >= world_size || next_seq[src] >= COUNT)
+            fail("preposted ANY_SOURCE receive %d: unexpected "
+                 "status.MPI_SOURCE %d",
+                 i, src);
+        check_sequence_message(areas[i], &statuses[i], src, tag,
+                               next_seq[src]++);
+        free(areas[i]);
+    }
+    free(next_seq);
+    free(areas);
+    free(statuses);
+    free(requests);
+}
+
 static void case_tag_out_of_order(int base_tag)
 {
     /* Both messages are started before either receive: with blocking sends
@@ -2778,6 +2826,7 @@ static const struct check_case cases[] = {
     {"proc_null", case_proc_null},
     {"non_overtaking", case_non_overtaking},
     {"non_overtaking_any_source", case_non_overtaking_any_source},
+    {"any_source_preposted", case_any_source_preposted},
     {"tag_out_of_order", case_tag_out_of_order},
     {"sendrecv", case_sendrecv},
     {"probe", case_probe},
