@@ -393,15 +393,16 @@ static void bind_remote(struct op *op, struct rx *rx)
 
 /*
  * A receive naming a source on this site is posted to MPICH at once,
- * unless an earlier wildcard receive of its communicator could still take
- * the same message: MPI gives the message to the earlier receive, so the
- * later one waits here until the wildcard is matched.
+ * unless an earlier unmatched receive of its communicator could take the
+ * same message (a wildcard, or one of the same source held back itself):
+ * MPI gives the message to the earlier receive, so the later one looks
+ * for its messages with a probe until then (take_probed).
  */
-static int held_by_wildcard(const struct op *op)
+static int held_by_earlier(const struct op *op)
 {
     for (const struct op *w = engine.recvs; w != NULL && w != op; w = w->next)
-        if (!w->matched && !w->coll && w->peer == MPI_ANY_SOURCE &&
-            w->comm == op->comm &&
+        if (!w->matched && !w->coll && w->comm == op->comm &&
+            (w->peer == MPI_ANY_SOURCE || w->peer == op->peer) &&
             (w->tag == MPI_ANY_TAG || op->tag == MPI_ANY_TAG ||
              w->tag == op->tag))
             return 1;
@@ -435,11 +436,9 @@ static int post_local(struct op *op)
 
 /*
  * The receive a message from this site (`st`: its site source and tag),
- * found by wildcard `op`'s probe, belongs to: the earliest unmatched
- * receive of op's communicator that takes it.  That may be an earlier
- * wildcard, which probed in this pass before the message arrived, or a
- * receive naming the source that an earlier wildcard held back
- * (held_by_wildcard).
+ * found by `op`'s probe, belongs to: the earliest unmatched receive of
+ * op's communicator that takes it.  An earlier one probed in this pass
+ * too, but the message may have arrived since.
  */
 static struct op *first_taker(struct op *op, const MPI_Status *st)
 {
@@ -455,11 +454,35 @@ static struct op *first_taker(struct op *op, const MPI_Status *st)
 }
 
 /*
- * Local half of matching, in posting order.  Wildcard receives look for a
- * message from this site with PMPI_Improbe; receives for a named source
- * use PMPI_Irecv, which keeps MPICH's ordering (MPICH 4.0 over UCX lets a
- * small message overtake a large one of the same source in Improbe, so a
- * wildcard can in rare cases take them in that order).
+ * A wildcard or held receive: probe for a message from this site it
+ * takes, and hand what is found to the receive it belongs to.  1 when
+ * that is op.
+ */
+static int take_probed(struct op *op)
+{
+    struct gc_comm *c = op->comm;
+    int found = 0;
+    MPI_Message message;
+    MPI_Status st;
+    PMPI_Improbe(op->peer == MPI_ANY_SOURCE ? MPI_ANY_SOURCE
+                                            : c->site_rank[op->peer],
+                 op->tag, c->local, &found, &message, &st);
+    if (!found)
+        return 0;
+    struct op *taker = first_taker(op, &st);
+    taker->matched = 1;
+    PMPI_Imrecv_c(taker->buf, taker->count, taker->type, &message,
+                  &taker->local);
+    return taker == op;
+}
+
+/*
+ * Local half of matching, in posting order.  Wildcard and held receives
+ * look for a message from this site with PMPI_Improbe; receives for a
+ * named source use PMPI_Irecv as soon as nothing earlier holds them,
+ * which keeps MPICH's ordering (MPICH 4.0 over UCX lets a small message
+ * overtake a large one of the same source in Improbe, so a probing
+ * receive can in rare cases take them in that order).
  */
 static void progress_local_receives(void)
 {
@@ -467,23 +490,13 @@ static void progress_local_receives(void)
     for (struct op *op = engine.recvs; op != NULL; op = next) {
         next = op->next;
         struct gc_comm *c = op->comm;
-        if (!op->matched && !op->coll && op->peer == MPI_ANY_SOURCE) {
-            int found = 0;
-            MPI_Message message;
-            MPI_Status st;
-            PMPI_Improbe(MPI_ANY_SOURCE, op->tag, c->local, &found, &message,
-                         &st);
-            if (!found)
-                continue;
-            struct op *taker = first_taker(op, &st);
-            taker->matched = 1;
-            PMPI_Imrecv_c(taker->buf, taker->count, taker->type, &message,
-                          &taker->local);
-            if (taker != op)
-                continue; /* op probes again in the next pass */
-        } else if (!op->matched && !op->coll && is_local_member(c, op->peer)) {
-            if (held_by_wildcard(op) || post_local(op) != MPI_SUCCESS)
-                continue;
+        if (!op->matched && !op->coll &&
+            (op->peer == MPI_ANY_SOURCE || is_local_member(c, op->peer))) {
+            int mine = op->peer != MPI_ANY_SOURCE && !held_by_earlier(op)
+                           ? post_local(op) == MPI_SUCCESS
+                           : take_probed(op);
+            if (!mine)
+                continue; /* a probing receive tries again next pass */
         }
         if (op->local == MPI_REQUEST_NULL)
             continue;
@@ -799,7 +812,7 @@ void gc_op_post_recv(struct op *op)
     }
     append_recv(op);
     if (!op->coll && op->peer != MPI_ANY_SOURCE &&
-        is_local_member(op->comm, op->peer) && !held_by_wildcard(op)) {
+        is_local_member(op->comm, op->peer) && !held_by_earlier(op)) {
         int status = post_local(op);
         if (status != MPI_SUCCESS) {
             op->matched = 1; /* never matched again: complete it failed */

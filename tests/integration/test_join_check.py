@@ -27,8 +27,8 @@ import time
 import uuid
 
 from harness import (BIN, BUILD_DIR, SANITIZED, SOURCE_DIR, Grid, Skip,
-                     check, finish, main, spawn)
-from test_gridrun import FAKE_RSH, machine_file
+                     check, finish, machine_file, main, spawn)
+from test_gridrun import FAKE_RSH
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 HELLO = os.path.join(BIN, "grid_hello")

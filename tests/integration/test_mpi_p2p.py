@@ -28,7 +28,7 @@ MPIEXEC_NOISE = re.compile(r"\s*=|YOUR APPLICATION TERMINATED|This typically "
 CASES = [
     "send_recv", "ssend", "rsend", "bsend", "nonblocking", "wildcards",
     "get_count", "proc_null", "non_overtaking", "non_overtaking_any_source",
-    "any_source_preposted",
+    "any_source_preposted", "behind_wildcard",
     "tag_out_of_order", "sendrecv", "probe", "wait_test", "cancel",
     "datatypes", "truncate", "many_outstanding", "large", "comm_isolation",
     "count_c",

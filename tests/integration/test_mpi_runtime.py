@@ -12,8 +12,8 @@ import signal
 import subprocess
 import time
 
-from harness import BIN, SANITIZED, Skip, check, main
-from test_gridrun import FAKE_RSH, Job, machine_file
+from harness import BIN, SANITIZED, Skip, check, machine_file, main
+from test_gridrun import FAKE_RSH, Job
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 HELLO = os.path.join(BIN, "grid_hello")

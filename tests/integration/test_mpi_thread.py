@@ -17,14 +17,10 @@ then defers to the engine) run whole and byte-exact.  Run in the
 ThreadSanitizer build too (scripts/test.sh), where a race between the
 thread and the program fails the rank."""
 
-from harness import SANITIZED, Skip, main
-from test_mpi_nbc import COLL_CASES, LAYOUTS, NBC_LAYOUTS, THREAD, nbc_test, run
+from harness import SANITIZED, Skip, main, run_cases
+from test_mpi_nbc import COLL_CASES, LAYOUTS, NBC_LAYOUTS, THREAD, nbc_test
+from test_mpi_p2p import CASES as P2P_CASES
 
-P2P_CASES = ["send_recv", "ssend", "rsend", "bsend", "nonblocking",
-             "wildcards", "get_count", "proc_null", "non_overtaking",
-             "non_overtaking_any_source", "tag_out_of_order", "sendrecv",
-             "probe", "wait_test", "cancel", "datatypes", "truncate",
-             "many_outstanding", "large", "comm_isolation", "count_c"]
 SIZES_2_1_2 = LAYOUTS[2][1]
 THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
                 "comm_create", "collectives", "persistent", "local_blocking"]
@@ -34,19 +30,19 @@ MULTIPLE_LAYOUTS = [("sizes_2_1_2", SIZES_2_1_2),
 
 
 def multiple_test(layout, env=None):
-    return lambda: run("thread_check", layout, THREAD_CASES, env)
+    return lambda: run_cases("thread_check", layout, THREAD_CASES, env)
 
 
 def multiple_preloaded():
     if SANITIZED:
         raise Skip("instrumented libgridcoll.so cannot be preloaded into "
                    "uninstrumented programs; covered by the release build")
-    run("thread_check_plain", ["--preload"] + SIZES_2_1_2, THREAD_CASES)
+    run_cases("thread_check_plain", ["--preload"] + SIZES_2_1_2, THREAD_CASES)
 
 
 def coll_test(form):
-    return lambda: run("coll_check", SIZES_2_1_2, COLL_CASES,
-                       dict(THREAD, COLL_CHECK_FORM=form))
+    return lambda: run_cases("coll_check", SIZES_2_1_2, COLL_CASES,
+                             dict(THREAD, COLL_CHECK_FORM=form))
 
 
 if __name__ == "__main__":
@@ -59,6 +55,6 @@ if __name__ == "__main__":
               for name, args in NBC_LAYOUTS]
     tests += [("coll_check_%s" % form, coll_test(form))
               for form in ("blocking", "nonblocking", "persistent")]
-    tests += [("p2p_check", lambda: run("p2p_check", SIZES_2_1_2, P2P_CASES,
-                                        THREAD))]
+    tests += [("p2p_check", lambda: run_cases("p2p_check", SIZES_2_1_2,
+                                              P2P_CASES, THREAD))]
     main(tests)

@@ -1196,6 +1196,41 @@ static void case_any_source_preposted(int base_tag)
     free(requests);
 }
 
+/*
+ * Rank 1 posts (ANY_SOURCE, tag A) then (rank 0, ANY_TAG); rank 0 sends
+ * tag B, which only the second receive takes, and sends tag A only once
+ * rank 1 has it: the first receive, unmatched, must not hold the second
+ * back (MPI 4.1, 3.5: a message goes to the first receive that matches).
+ */
+static void case_behind_wildcard(int base_tag)
+{
+    int tag_a = base_tag, tag_b = base_tag + 1, ack = base_tag + 2;
+    int in[2] = {-1, -1}, value;
+    if (world_rank == 1) {
+        MPI_Request requests[2];
+        MPI_Status status;
+        MPI_CHECK(MPI_Irecv(&in[0], 1, MPI_INT, MPI_ANY_SOURCE, tag_a,
+                            MPI_COMM_WORLD, &requests[0]));
+        MPI_CHECK(MPI_Irecv(&in[1], 1, MPI_INT, 0, MPI_ANY_TAG, MPI_COMM_WORLD,
+                            &requests[1]));
+        MPI_CHECK(MPI_Wait(&requests[1], &status));
+        if (in[1] != tag_b || status.MPI_TAG != tag_b)
+            fail("(0, ANY_TAG) behind (ANY_SOURCE, %d): got %d tag %d, want "
+                 "%d",
+                 tag_a, in[1], status.MPI_TAG, tag_b);
+        MPI_CHECK(MPI_Send(&in[1], 1, MPI_INT, 0, ack, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Wait(&requests[0], &status));
+        if (in[0] != tag_a || status.MPI_SOURCE != 0)
+            fail("(ANY_SOURCE, %d): got %d from %d", tag_a, in[0],
+                 status.MPI_SOURCE);
+    } else if (world_rank == 0) {
+        MPI_CHECK(MPI_Send(&tag_b, 1, MPI_INT, 1, tag_b, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Recv(&value, 1, MPI_INT, 1, ack, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Send(&tag_a, 1, MPI_INT, 1, tag_a, MPI_COMM_WORLD));
+    }
+}
+
 static void case_tag_out_of_order(int base_tag)
 {
     /* Both messages are started before either receive: with blocking sends
@@ -2827,6 +2862,7 @@ static const struct check_case cases[] = {
     {"non_overtaking", case_non_overtaking},
     {"non_overtaking_any_source", case_non_overtaking_any_source},
     {"any_source_preposted", case_any_source_preposted},
+    {"behind_wildcard", case_behind_wildcard},
     {"tag_out_of_order", case_tag_out_of_order},
     {"sendrecv", case_sendrecv},
     {"probe", case_probe},
