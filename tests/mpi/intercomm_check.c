@@ -7,7 +7,8 @@
  * membership (sizes, ranks, remote group, MPI_Comm_test_inter,
  * attributes), point-to-point byte for byte with statuses naming remote
  * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
- * probes, Sendrecv, MPI_PROC_NULL), every MPI-2 intercommunicator collective in
+ * probes, Sendrecv, MPI_PROC_NULL, persistent and partitioned
+ * requests, ranks out of range), every MPI-2 intercommunicator collective in
  * both directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
  * non-commutative reduction), MPI_Intercomm_merge's order, and
  * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
@@ -283,6 +284,69 @@ static void check_p2p(const struct ic *x, MPI_Comm comm)
     free(out);
     free(reqs);
     free(st);
+}
+
+/*
+ * Persistent and partitioned requests: local rank i < min(l, r) and
+ * remote rank i exchange twice through one pair of requests; statuses
+ * name the remote rank.  Ranks of the local group's size are refused.
+ */
+static void check_p2p_persistent(const struct ic *x, MPI_Comm comm)
+{
+    enum { PARTS = 4 };
+    int i = x->lrank, peer_world = i < x->rsize ? x->rw[i] : -1;
+    int *in = xmalloc(PARTS * N * sizeof *in);
+    int *out = xmalloc(PARTS * N * sizeof *out);
+    MPI_Request reqs[2];
+    MPI_Status st[2];
+    if (peer_world >= 0) {
+        MPI_CHECK(MPI_Send_init(out, N, MPI_INT, i, 21, comm, &reqs[0]));
+        MPI_CHECK(MPI_Recv_init(in, N, MPI_INT, i, 21, comm, &reqs[1]));
+        for (int run = 0; run < 2; run++) {
+            for (int k = 0; k < N; k++)
+                out[k] = value(world_rank, peer_world, k + run);
+            MPI_CHECK(MPI_Startall(2, reqs));
+            MPI_CHECK(MPI_Waitall(2, reqs, st));
+            expect_int(st[1].MPI_SOURCE, i, "persistent receive source");
+            for (int k = 0; k < N; k++)
+                expect_int(in[k], value(peer_world, world_rank, k + run),
+                           "persistent receive data");
+        }
+        MPI_CHECK(MPI_Request_free(&reqs[0]));
+        MPI_CHECK(MPI_Request_free(&reqs[1]));
+
+        MPI_CHECK(MPI_Psend_init(out, PARTS, N, MPI_INT, i, 22, comm,
+                                 MPI_INFO_NULL, &reqs[0]));
+        MPI_CHECK(MPI_Precv_init(in, PARTS, N, MPI_INT, i, 22, comm,
+                                 MPI_INFO_NULL, &reqs[1]));
+        for (int k = 0; k < PARTS * N; k++)
+            out[k] = value(world_rank, peer_world, k);
+        MPI_CHECK(MPI_Startall(2, reqs));
+        MPI_CHECK(MPI_Pready_range(0, PARTS - 1, reqs[0]));
+        MPI_CHECK(MPI_Waitall(2, reqs, st));
+        expect_int(st[1].MPI_SOURCE, i, "partitioned receive source");
+        expect_ints(in, PARTS * N, peer_world, world_rank,
+                    "partitioned receive data");
+        MPI_CHECK(MPI_Request_free(&reqs[0]));
+        MPI_CHECK(MPI_Request_free(&reqs[1]));
+    }
+
+    /* Ranks name the remote group: its size is out of range even when the
+     * local group is larger. */
+    int class;
+    MPI_Request bad;
+    MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    MPI_Error_class(MPI_Psend_init(out, 1, 1, MPI_INT, x->rsize, 0, comm,
+                                   MPI_INFO_NULL, &bad),
+                    &class);
+    expect_int(class, MPI_ERR_RANK, "MPI_Psend_init to the remote size");
+    MPI_Error_class(MPI_Precv_init(in, 1, 1, MPI_INT, x->rsize, 0, comm,
+                                   MPI_INFO_NULL, &bad),
+                    &class);
+    expect_int(class, MPI_ERR_RANK, "MPI_Precv_init from the remote size");
+    MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL));
+    free(in);
+    free(out);
 }
 
 /* ---- collectives -------------------------------------------------------- */
@@ -669,8 +733,10 @@ static void run_cases(const char *name, struct ic *x)
         passed();
     }
     if (begin("%s_p2p", name)) {
-        if (in)
+        if (in) {
             check_p2p(x, x->comm);
+            check_p2p_persistent(x, x->comm);
+        }
         passed();
     }
     if (begin("%s_collectives", name)) {
