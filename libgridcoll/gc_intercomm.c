@@ -12,21 +12,80 @@
 #include "gc_group.h"
 #include "gc_intercomm.h"
 
-/* The MPICH intercommunicator of a union all on this site (`whole`, an
- * MPICH intracommunicator in union order). */
+/* What an MPICH intercommunicator made here keeps (gc_inter_site_union). */
+struct site_union {
+    MPI_Comm whole;
+    int remote_offset;
+};
+
+static int union_keyval = MPI_KEYVAL_INVALID;
+
+/* The intercommunicator's MPI_Comm_free: the union goes with it. */
+static int union_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    struct site_union *u = value;
+    PMPI_Comm_free(&u->whole);
+    free(u);
+    return MPI_SUCCESS;
+}
+
+int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole, int *remote_offset)
+{
+    struct site_union *u;
+    int found = 0;
+    if (union_keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(intercomm, union_keyval, &u, &found) !=
+            MPI_SUCCESS ||
+        !found)
+        return 0;
+    *whole = u->whole;
+    *remote_offset = u->remote_offset;
+    return 1;
+}
+
+/*
+ * The MPICH intercommunicator of a union all on this site (`whole`, an
+ * MPICH intracommunicator in union order, taken over: the new
+ * intercommunicator keeps it, its errors returned to the layer; MPICH's
+ * MPI_Comm_dup does not copy it, so no two intercommunicators share it).
+ */
 static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
                           MPI_Comm *newcomm)
 {
     MPI_Comm group = MPI_COMM_NULL;
-    int rank;
+    struct site_union *u = malloc(sizeof *u);
+    int rank, status = u != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     PMPI_Comm_rank(whole, &rank);
     int remote_leader = local_first ? first_size : 0;
-    int status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
+    *newcomm = MPI_COMM_NULL;
+    if (status == MPI_SUCCESS)
+        status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
     if (status == MPI_SUCCESS)
         status =
             PMPI_Intercomm_create(group, 0, whole, remote_leader, 0, newcomm);
+    if (status == MPI_SUCCESS && union_keyval == MPI_KEYVAL_INVALID)
+        status = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, union_delete,
+                                         &union_keyval, NULL);
+    if (status == MPI_SUCCESS) {
+        u->whole = whole;
+        u->remote_offset = local_first ? first_size : 0;
+        status = PMPI_Comm_set_attr(*newcomm, union_keyval, u);
+    }
+    if (status == MPI_SUCCESS) {
+        PMPI_Comm_set_errhandler(whole, MPI_ERRORS_RETURN);
+        u = NULL;
+        whole = MPI_COMM_NULL;
+    } else if (*newcomm != MPI_COMM_NULL) {
+        PMPI_Comm_free(newcomm);
+    }
+    if (whole != MPI_COMM_NULL)
+        PMPI_Comm_free(&whole);
     if (group != MPI_COMM_NULL)
         PMPI_Comm_free(&group);
+    free(u);
     return status;
 }
 
@@ -40,10 +99,7 @@ static int finish(MPI_Comm *newcomm, int first_size, int local_first,
     struct gc_comm *u = gc_comm_find(*newcomm);
     if (u != NULL)
         return gc_inter_attach(u, first_size, local_first, function);
-    MPI_Comm whole = *newcomm;
-    int status = site_intercomm(whole, first_size, local_first, newcomm);
-    PMPI_Comm_free(&whole);
-    return status;
+    return site_intercomm(*newcomm, first_size, local_first, newcomm);
 }
 
 int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
@@ -108,10 +164,16 @@ static int make_union(const int *members, int size, int first_size,
             on_site[here.size++] = members[r];
     here.rank = on_site;
     status = gc_group_to_site(&here, &group);
-    /* Unique per creation among the processes that meet here: contexts
-     * only grow on each process. */
+    /* Over the communicator the group was taken from: MPICH 4.0.2's
+     * PMPI_Comm_create_group dereferences NULL when the group comes from
+     * another communicator and nobody asked the parent for its group yet
+     * (plain MPICH: a group of MPI_Comm_dup(MPI_COMM_WORLD) in
+     * MPI_Comm_create_group(MPI_COMM_WORLD) before any
+     * MPI_Comm_group(MPI_COMM_WORLD)).  The tag is unique per creation
+     * among the processes that meet here: contexts only grow on each
+     * process. */
     if (status == MPI_SUCCESS)
-        status = PMPI_Comm_create_group(MPI_COMM_WORLD, group,
+        status = PMPI_Comm_create_group(gc_world.site_world, group,
                                         (int)(context / GC_CTX_STRIDE % 32768),
                                         &local);
     if (status != MPI_SUCCESS)

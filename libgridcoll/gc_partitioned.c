@@ -7,11 +7,14 @@
  * Every request is a persistent request of layer_request.c.  Between two
  * members of one site it drives MPICH's own, on the communicator's local
  * part (`inner`), and reports the source as the program names it: MPICH
- * knows only its site rank.  Between sites the partitions travel together, as
- * one message, once the last is ready (MPI 4.1, 4.2 lets the library choose
- * when data moves); MPI_Parrived reports a partition when the whole message is
- * in the receive buffer, which is never before its own bytes are.  The
- * message's relay tag is -2 - tag: never a point-to-point tag (those are
+ * knows only its site rank.  On an intercommunicator MPICH made for the
+ * layer (all on this site) it drives MPICH's on the intercommunicator's
+ * union (gc_inter_site_union says why).  Between sites the partitions travel
+ * together, as one message, once the last is ready (MPI 4.1, 4.2 lets the
+ * library choose when data moves); MPI_Parrived reports a partition when the
+ * whole message is in the receive buffer, which is never before its own bytes
+ * are.  The message's relay tag is -2 - tag: never a point-to-point tag (those
+ * are
  * >= 0) nor MPI_ANY_TAG, so a partitioned message matches only the
  * partitioned receive of its (communicator, source, tag), in order.
  */
@@ -26,7 +29,8 @@
 
 struct partitioned {
     enum op_kind kind;
-    struct gc_comm *comm;
+    struct gc_comm *comm; /* NULL: an MPICH intercommunicator's union */
+    int remote_offset;    /* then: the union rank of remote rank 0 */
     void *buf;
     int partitions;
     MPI_Count count; /* elements of the whole message */
@@ -36,7 +40,7 @@ struct partitioned {
     char *ready; /* send: per partition, since MPI_Start */
     int unready;
     struct layer_request *request;
-    MPI_Request inner; /* same site: MPICH's, on comm->local */
+    MPI_Request inner; /* same site: MPICH's, on comm->local or the union */
     struct op *op;     /* of the active run */
     int arrived;       /* receive: the run's message is in the buffer */
 };
@@ -73,8 +77,9 @@ static void poll_inner(struct layer_request *r, struct partitioned *p)
     struct layer_result result = {MPI_UNDEFINED, MPI_UNDEFINED, 0, 0};
     if (error == MPI_SUCCESS && p->kind == OP_RECV) {
         result.source =
-            st.MPI_SOURCE == MPI_PROC_NULL
-                ? MPI_PROC_NULL
+            st.MPI_SOURCE == MPI_PROC_NULL ? MPI_PROC_NULL
+            : p->comm == NULL
+                ? st.MPI_SOURCE - p->remote_offset
                 : gc_comm_member_peer(p->comm,
                                       p->comm->local_to_comm[st.MPI_SOURCE]);
         result.tag = st.MPI_TAG;
@@ -111,7 +116,8 @@ static void partitioned_destroy(void *run)
     if (p->inner != MPI_REQUEST_NULL)
         PMPI_Request_free(&p->inner);
     gc_type_release(&p->type);
-    gc_comm_unref(p->comm);
+    if (p->comm != NULL)
+        gc_comm_unref(p->comm);
     free(p->ready);
     free(p);
 }
@@ -181,6 +187,50 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     return status;
 }
 
+/*
+ * On an MPICH intercommunicator: MPICH's request on its union, if the
+ * layer made it, after the peer is checked against the remote group
+ * (MPICH would take any union rank); MPICH checks the rest.
+ */
+static int site_inter_init(MPI_Comm comm, enum op_kind kind, const void *buf,
+                           int partitions, MPI_Count count, MPI_Datatype type,
+                           int peer, int tag, MPI_Info info,
+                           MPI_Request *request, const char *function)
+{
+    MPI_Comm whole;
+    int remote_offset, remote_size, status;
+    char detail[128];
+    if (!gc_inter_site_union(comm, &whole, &remote_offset))
+        return gc_unsupported(comm, function);
+    PMPI_Comm_remote_size(comm, &remote_size);
+    if (peer != MPI_PROC_NULL && (peer < 0 || peer >= remote_size)) {
+        snprintf(detail, sizeof detail, "%s: rank %d is not in 0..%d", function,
+                 peer, remote_size - 1);
+        return gc_error(comm, MPI_ERR_RANK, detail);
+    }
+    struct partitioned *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return gc_error(comm, MPI_ERR_NO_MEM, function);
+    p->kind = kind;
+    p->remote_offset = remote_offset;
+    p->type = MPI_DATATYPE_NULL;
+    p->inner = MPI_REQUEST_NULL;
+    int to = peer == MPI_PROC_NULL ? MPI_PROC_NULL : peer + remote_offset;
+    status = kind == OP_SEND
+                 ? PMPI_Psend_init(buf, partitions, count, type, to, tag, whole,
+                                   info, &p->inner)
+                 : PMPI_Precv_init((void *)buf, partitions, count, type, to,
+                                   tag, whole, info, &p->inner);
+    if (status != MPI_SUCCESS) {
+        free(p);
+        return gc_error(comm, status, function);
+    }
+    status = layer_request_create(&partitioned_class, p, comm, 1, request);
+    if (status != MPI_SUCCESS)
+        partitioned_destroy(p);
+    return status;
+}
+
 /* The run's message leaves when its last partition is ready. */
 static int ready(struct partitioned *p, int partition, const char *function)
 {
@@ -220,6 +270,12 @@ int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
 {
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    int inter = 0;
+    if (c == NULL && gc_world.active)
+        PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return site_inter_init(comm, OP_SEND, buf, partitions, count, type, dst,
+                               tag, info, request, "MPI_Psend_init");
     if (c == NULL)
         return PMPI_Psend_init(buf, partitions, count, type, dst, tag, comm,
                                info, request);
@@ -233,6 +289,12 @@ int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
 {
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    int inter = 0;
+    if (c == NULL && gc_world.active)
+        PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return site_inter_init(comm, OP_RECV, buf, partitions, count, type, src,
+                               tag, info, request, "MPI_Precv_init");
     if (c == NULL)
         return PMPI_Precv_init(buf, partitions, count, type, src, tag, comm,
                                info, request);

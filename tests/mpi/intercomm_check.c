@@ -3,7 +3,8 @@
  * MPI_Intercomm_create from groups that interleave sites (world ranks by
  * parity), from uneven groups (the first third against the rest, over a
  * duplicate of MPI_COMM_WORLD as peer), and between two groups of one
- * site over a site-local peer (MPICH's own intercommunicator).  On each:
+ * site over a site-local peer (MPICH's own intercommunicator), made by
+ * all processes or by that site's alone.  On each:
  * membership (sizes, ranks, remote group, MPI_Comm_test_inter,
  * attributes), point-to-point byte for byte with statuses naming remote
  * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
@@ -766,6 +767,57 @@ int main(int argc, char **argv)
         fail("needs at least 3 processes");
     struct ic x;
 
+    /* Two groups of the first site with two processes or more, over that
+     * site's communicator: MPICH's own intercommunicator.  First made by
+     * that site's processes alone, before anything else (MPICH 4.0.2 has
+     * made no group of its world yet), while the others reduce on their
+     * sites' communicators: nothing spans the sites around the creation,
+     * and the union is not in site order. */
+    MPI_Comm site;
+    int site_size, site_rank, first = INT_MAX, mine;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                                  MPI_INFO_NULL, &site));
+    MPI_CHECK(MPI_Comm_size(site, &site_size));
+    MPI_CHECK(MPI_Comm_rank(site, &site_rank));
+    mine = site_size >= 2 ? world_rank - site_rank : INT_MAX;
+    MPI_CHECK(
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first == INT_MAX)
+        fail("no site has two processes");
+    memset(&x, 0, sizeof x);
+    x.comm = MPI_COMM_NULL;
+    x.lw = xmalloc((size_t)site_size * sizeof(int));
+    x.rw = xmalloc((size_t)site_size * sizeof(int));
+    if (mine == first) {
+        MPI_Comm local;
+        x.group = site_rank % 2;
+        for (int r = 0; r < site_size; r++) {
+            if (r == site_rank)
+                x.lrank = x.lsize;
+            if (r % 2 == x.group)
+                x.lw[x.lsize++] = first + r;
+            else
+                x.rw[x.rsize++] = first + r;
+        }
+        MPI_CHECK(MPI_Comm_split(site, x.group, site_rank, &local));
+        MPI_CHECK(
+            MPI_Intercomm_create(local, 0, site, !x.group, 54321, &x.comm));
+        MPI_CHECK(MPI_Comm_free(&local));
+    } else {
+        int one = 1, sum = 0;
+        MPI_CHECK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, site));
+        expect_int(sum, site_size, "reduction over another site");
+    }
+    run_cases("alone", &x);
+    free_ic(&x);
+
+    /* Then by all processes. */
+    make_ic(&x, mine == first ? site_rank % 2 : -1, site, (const int[2]){0, 1});
+    run_cases("site", &x);
+    free_ic(&x);
+
+    MPI_CHECK(MPI_Comm_free(&site));
+
     /* Groups by parity: both interleave the sites. */
     make_ic(&x, world_rank % 2, MPI_COMM_WORLD, (const int[2]){0, 1});
     run_cases("parity", &x);
@@ -779,24 +831,6 @@ int main(int argc, char **argv)
     run_cases("uneven", &x);
     free_ic(&x);
     MPI_CHECK(MPI_Comm_free(&peer));
-
-    /* Two groups of the first site with two processes or more, over that
-     * site's communicator: MPICH's own intercommunicator. */
-    MPI_Comm site;
-    int site_size, site_rank, first = INT_MAX, mine;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                                  MPI_INFO_NULL, &site));
-    MPI_CHECK(MPI_Comm_size(site, &site_size));
-    MPI_CHECK(MPI_Comm_rank(site, &site_rank));
-    mine = site_size >= 2 ? world_rank - site_rank : INT_MAX;
-    MPI_CHECK(
-        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (first == INT_MAX)
-        fail("no site has two processes");
-    make_ic(&x, mine == first ? site_rank % 2 : -1, site, (const int[2]){0, 1});
-    run_cases("site", &x);
-    free_ic(&x);
-    MPI_CHECK(MPI_Comm_free(&site));
 
     MPI_Finalize();
     return 0;
