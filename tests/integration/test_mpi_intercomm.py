@@ -22,7 +22,7 @@ GRIDRUN = os.path.join(BIN, "gridrun")
 TIMEOUT = 120
 
 CASES = ["%s_%s" % (ic, part)
-         for ic in ("alone", "site", "parity", "uneven")
+         for ic in ("alone", "site", "parity", "groups", "uneven")
          for part in ("members", "p2p", "collectives", "merge", "dup_split")]
 
 LAYOUTS = [

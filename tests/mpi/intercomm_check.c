@@ -4,7 +4,8 @@
  * parity), from uneven groups (the first third against the rest, over a
  * duplicate of MPI_COMM_WORLD as peer), and between two groups of one
  * site over a site-local peer (MPICH's own intercommunicator), made by
- * all processes or by that site's alone.  On each:
+ * all processes or by that site's alone, and by
+ * MPI_Intercomm_create_from_groups from the parity groups.  On each:
  * membership (sizes, ranks, remote group, MPI_Comm_test_inter,
  * attributes), point-to-point byte for byte with statuses naming remote
  * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
@@ -822,6 +823,28 @@ int main(int argc, char **argv)
     make_ic(&x, world_rank % 2, MPI_COMM_WORLD, (const int[2]){0, 1});
     run_cases("parity", &x);
     free_ic(&x);
+
+    /* The same groups from MPI_Intercomm_create_from_groups: no peer
+     * communicator, the stringtag names the creation. */
+    MPI_Group world_group, groups[2];
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    for (int g = 0; g < 2; g++) {
+        int *ranks = xmalloc((size_t)world_size * sizeof *ranks), n = 0;
+        for (int r = g; r < world_size; r += 2)
+            ranks[n++] = r;
+        MPI_CHECK(MPI_Group_incl(world_group, n, ranks, &groups[g]));
+        free(ranks);
+    }
+    make_ic(&x, world_rank % 2, MPI_COMM_WORLD, (const int[2]){0, 1});
+    MPI_CHECK(MPI_Comm_free(&x.comm));
+    MPI_CHECK(MPI_Intercomm_create_from_groups(
+        groups[x.group], 0, groups[!x.group], 0, "intercomm_check groups",
+        MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &x.comm));
+    run_cases("groups", &x);
+    free_ic(&x);
+    MPI_CHECK(MPI_Group_free(&groups[0]));
+    MPI_CHECK(MPI_Group_free(&groups[1]));
+    MPI_CHECK(MPI_Group_free(&world_group));
 
     /* The first third against the rest, over a grid peer of its own. */
     MPI_Comm peer;
