@@ -768,37 +768,35 @@ int main(int argc, char **argv)
         fail("needs at least 3 processes");
     struct ic x;
 
-    /* Two groups of the first site with two processes or more, over that
-     * site's communicator: MPICH's own intercommunicator.  First made by
-     * that site's processes alone, before anything else (MPICH 4.0.2 has
-     * made no group of its world yet), while the others reduce on their
-     * sites' communicators: nothing spans the sites around the creation,
-     * and the union is not in site order. */
+    /* Two groups of one site over that site's communicator: MPICH's own
+     * intercommunicator.  First made by the last site's processes alone,
+     * which know it without asking the others, before any collective over
+     * MPI_COMM_WORLD (MPICH 4.0.2 has made no group of its world yet),
+     * while the others reduce on their sites' communicators: nothing spans
+     * the sites around the creation. */
     MPI_Comm site;
     int site_size, site_rank, first = INT_MAX, mine;
     MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
                                   MPI_INFO_NULL, &site));
     MPI_CHECK(MPI_Comm_size(site, &site_size));
     MPI_CHECK(MPI_Comm_rank(site, &site_rank));
-    mine = site_size >= 2 ? world_rank - site_rank : INT_MAX;
-    MPI_CHECK(
-        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (first == INT_MAX)
-        fail("no site has two processes");
+    int base = world_rank - site_rank;
     memset(&x, 0, sizeof x);
     x.comm = MPI_COMM_NULL;
     x.lw = xmalloc((size_t)site_size * sizeof(int));
     x.rw = xmalloc((size_t)site_size * sizeof(int));
-    if (mine == first) {
+    if (base + site_size == world_size) {
         MPI_Comm local;
+        if (site_size < 2)
+            fail("the last site has one process");
         x.group = site_rank % 2;
         for (int r = 0; r < site_size; r++) {
             if (r == site_rank)
                 x.lrank = x.lsize;
             if (r % 2 == x.group)
-                x.lw[x.lsize++] = first + r;
+                x.lw[x.lsize++] = base + r;
             else
-                x.rw[x.rsize++] = first + r;
+                x.rw[x.rsize++] = base + r;
         }
         MPI_CHECK(MPI_Comm_split(site, x.group, site_rank, &local));
         MPI_CHECK(
@@ -812,7 +810,13 @@ int main(int argc, char **argv)
     run_cases("alone", &x);
     free_ic(&x);
 
-    /* Then by all processes. */
+    /* Then by all processes, on the first site with two processes or
+     * more. */
+    mine = site_size >= 2 ? base : INT_MAX;
+    MPI_CHECK(
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first == INT_MAX)
+        fail("no site has two processes");
     make_ic(&x, mine == first ? site_rank % 2 : -1, site, (const int[2]){0, 1});
     run_cases("site", &x);
     free_ic(&x);
