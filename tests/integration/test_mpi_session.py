@@ -14,8 +14,8 @@ import subprocess
 from harness import BIN, SANITIZED, Skip, check, main, tail
 
 GRIDRUN = os.path.join(BIN, "gridrun")
-CASES = ["psets", "session_world", "from_group", "with_init", "hw_unguided",
-         "hw_guided"]
+CASES = ["psets", "session_world", "from_group", "intercomm_from_groups",
+         "with_init", "hw_unguided", "hw_guided"]
 # One rank against three, three sites with a one-rank site in the middle
 # (both with one-process sites, which MPICH cannot run sessions on alone:
 # the layer starts its world), a contiguous 3+2.
