@@ -612,7 +612,8 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
  * 7.6.2): the local group's communicator, made as MPI_Comm_create_from_group
  * makes it, then MPI_Intercomm_create over the layer's own grid
  * communicator, which no program message can match, with a tag of the
- * stringtag (FNV-1a): both groups pass the same stringtag.
+ * stringtag, which both groups pass, below 32768 (MPI_TAG_UB is at least
+ * 32767).
  */
 static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
                                       MPI_Group remote_group, int remote_leader,
@@ -623,7 +624,6 @@ static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
     static const char function[] = "MPI_Intercomm_create_from_groups";
     struct gc_ranks remote = {0};
     MPI_Comm local = MPI_COMM_NULL;
-    uint32_t hash = 2166136261u;
     int status = MPI_Comm_create_from_group(local_group, stringtag, info,
                                             errhandler, &local);
     if (status != MPI_SUCCESS)
@@ -636,11 +636,10 @@ static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
                            "remote_leader is not in remote_group");
         goto cleanup;
     }
-    for (const char *p = stringtag; *p != '\0'; p++)
-        hash = (hash ^ (unsigned char)*p) * 16777619u;
     status = MPI_Intercomm_create(
         local, local_leader, gc_runtime_grid()->handle,
-        remote.rank[remote_leader], (int)(hash % 32768), newintercomm);
+        remote.rank[remote_leader], (int)(gc_stringtag_hash(stringtag) % 32768),
+        newintercomm);
     if (status == MPI_SUCCESS)
         status = MPI_Comm_set_errhandler(*newintercomm, errhandler);
 cleanup:

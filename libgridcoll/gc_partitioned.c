@@ -9,14 +9,14 @@
  * part (`inner`), and reports the source as the program names it: MPICH
  * knows only its site rank.  On an intercommunicator MPICH made for the
  * layer (all on this site) it drives MPICH's on the intercommunicator's
- * union (gc_inter_site_union says why).  Between sites the partitions travel
- * together, as one message, once the last is ready (MPI 4.1, 4.2 lets the
- * library choose when data moves); MPI_Parrived reports a partition when the
- * whole message is in the receive buffer, which is never before its own bytes
- * are.  The message's relay tag is -2 - tag: never a point-to-point tag (those
- * are
- * >= 0) nor MPI_ANY_TAG, so a partitioned message matches only the
- * partitioned receive of its (communicator, source, tag), in order.
+ * union (gc_inter_site_union says why).  Between sites the partitions
+ * travel together, as one message, once the last is ready (MPI 4.1, 4.2
+ * lets the library choose when data moves); MPI_Parrived reports a
+ * partition when the whole message is in the receive buffer, which is never
+ * before its own bytes are.  The message's relay tag is -2 - tag: never a
+ * point-to-point tag (those are >= 0) nor MPI_ANY_TAG, so a partitioned
+ * message matches only the partitioned receive of its (communicator,
+ * source, tag), in order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,7 +271,7 @@ int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
     int inter = 0;
-    if (c == NULL && gc_world.active)
+    if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
         PMPI_Comm_test_inter(comm, &inter);
     if (inter)
         return site_inter_init(comm, OP_SEND, buf, partitions, count, type, dst,
@@ -290,7 +290,7 @@ int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
     int inter = 0;
-    if (c == NULL && gc_world.active)
+    if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
         PMPI_Comm_test_inter(comm, &inter);
     if (inter)
         return site_inter_init(comm, OP_RECV, buf, partitions, count, type, src,
