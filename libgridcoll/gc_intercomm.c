@@ -6,6 +6,7 @@
  * all of whose members are on this site is MPICH's own: its union is made here,
  * then turned into an MPICH intercommunicator, so MPICH's semantics hold.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,9 @@ struct site_union {
     int remote_offset;
 };
 
-static int union_keyval = MPI_KEYVAL_INVALID;
+/* Made under the library lock with the first union; read without it by
+ * MPI_Comm_dup of an MPICH communicator (GC_FIND leaves the lock). */
+static atomic_int union_keyval = MPI_KEYVAL_INVALID;
 
 /* The intercommunicator's MPI_Comm_free: the union goes with it. */
 static int union_delete(MPI_Comm comm, int keyval, void *value, void *extra)
@@ -35,10 +38,9 @@ static int union_delete(MPI_Comm comm, int keyval, void *value, void *extra)
 int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole, int *remote_offset)
 {
     struct site_union *u;
-    int found = 0;
-    if (union_keyval == MPI_KEYVAL_INVALID ||
-        PMPI_Comm_get_attr(intercomm, union_keyval, &u, &found) !=
-            MPI_SUCCESS ||
+    int found = 0, keyval = atomic_load(&union_keyval);
+    if (keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(intercomm, keyval, &u, &found) != MPI_SUCCESS ||
         !found)
         return 0;
     *whole = u->whole;
@@ -47,45 +49,75 @@ int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole, int *remote_offset)
 }
 
 /*
+ * Give intercomm its union `whole`, an MPICH intracommunicator in union
+ * order, its errors returned to the layer; MPICH's own MPI_Comm_dup does
+ * not copy it, so no two intercommunicators share one.  On failure the
+ * caller still owns whole.
+ */
+static int attach_union(MPI_Comm intercomm, MPI_Comm whole, int remote_offset)
+{
+    struct site_union *u = malloc(sizeof *u);
+    int keyval = atomic_load(&union_keyval);
+    int status = u != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (status == MPI_SUCCESS && keyval == MPI_KEYVAL_INVALID) {
+        status = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, union_delete,
+                                         &keyval, NULL);
+        if (status == MPI_SUCCESS)
+            atomic_store(&union_keyval, keyval);
+    }
+    if (status == MPI_SUCCESS) {
+        u->whole = whole;
+        u->remote_offset = remote_offset;
+        status = PMPI_Comm_set_attr(intercomm, keyval, u);
+    }
+    if (status != MPI_SUCCESS) {
+        free(u);
+        return status;
+    }
+    PMPI_Comm_set_errhandler(whole, MPI_ERRORS_RETURN);
+    return MPI_SUCCESS;
+}
+
+int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm)
+{
+    MPI_Comm whole, copy = MPI_COMM_NULL;
+    int remote_offset;
+    if (!gc_inter_site_union(intercomm, &whole, &remote_offset))
+        return MPI_SUCCESS;
+    int status = PMPI_Comm_dup(whole, &copy);
+    if (status == MPI_SUCCESS)
+        status = attach_union(newcomm, copy, remote_offset);
+    if (status != MPI_SUCCESS && copy != MPI_COMM_NULL)
+        PMPI_Comm_free(&copy);
+    return status;
+}
+
+/*
  * The MPICH intercommunicator of a union all on this site (`whole`, an
  * MPICH intracommunicator in union order, taken over: the new
- * intercommunicator keeps it, its errors returned to the layer; MPICH's
- * MPI_Comm_dup does not copy it, so no two intercommunicators share it).
+ * intercommunicator keeps it, or it is freed).
  */
 static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
                           MPI_Comm *newcomm)
 {
     MPI_Comm group = MPI_COMM_NULL;
-    struct site_union *u = malloc(sizeof *u);
-    int rank, status = u != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    int rank;
     PMPI_Comm_rank(whole, &rank);
     int remote_leader = local_first ? first_size : 0;
     *newcomm = MPI_COMM_NULL;
-    if (status == MPI_SUCCESS)
-        status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
+    int status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
     if (status == MPI_SUCCESS)
         status =
             PMPI_Intercomm_create(group, 0, whole, remote_leader, 0, newcomm);
-    if (status == MPI_SUCCESS && union_keyval == MPI_KEYVAL_INVALID)
-        status = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, union_delete,
-                                         &union_keyval, NULL);
-    if (status == MPI_SUCCESS) {
-        u->whole = whole;
-        u->remote_offset = local_first ? first_size : 0;
-        status = PMPI_Comm_set_attr(*newcomm, union_keyval, u);
-    }
-    if (status == MPI_SUCCESS) {
-        PMPI_Comm_set_errhandler(whole, MPI_ERRORS_RETURN);
-        u = NULL;
-        whole = MPI_COMM_NULL;
-    } else if (*newcomm != MPI_COMM_NULL) {
-        PMPI_Comm_free(newcomm);
-    }
-    if (whole != MPI_COMM_NULL)
+    if (status == MPI_SUCCESS)
+        status = attach_union(*newcomm, whole, local_first ? first_size : 0);
+    if (status != MPI_SUCCESS) {
+        if (*newcomm != MPI_COMM_NULL)
+            PMPI_Comm_free(newcomm);
         PMPI_Comm_free(&whole);
+    }
     if (group != MPI_COMM_NULL)
         PMPI_Comm_free(&group);
-    free(u);
     return status;
 }
 

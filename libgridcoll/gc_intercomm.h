@@ -85,10 +85,16 @@ void gc_inter_release(struct gc_comm *c);
  * MPI_Comm_dup made.  MPICH 4.0.2's partitioned requests match the
  * sender's context id against the receiver's, never its receive context,
  * so on an intercommunicator whose groups' context ids differ they never
- * match; gc_partitioned.c runs them on the union instead.
+ * match; gc_partitioned.c runs them on the union instead.  MPICH's
+ * MPI_Comm_idup, split and create of it make intercommunicators without
+ * one.
  */
 int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole,
                         int *remote_offset);
+/* MPI_Comm_dup (and _with_info) of such an intercommunicator: newcomm,
+ * MPICH's duplicate, gets a duplicate of the union (collective over it,
+ * as the dup is).  MPI_SUCCESS at once for any other communicator. */
+int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm);
 /* MPI_Comm_split and MPI_Comm_create of an intercommunicator (MPI 4.1
  * §7.4.2); `own_error`: what this member found wrong, already reported. */
 int gc_inter_split(struct gc_comm *c, int color, int key, int own_error,

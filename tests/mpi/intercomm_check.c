@@ -291,7 +291,8 @@ static void check_p2p(const struct ic *x, MPI_Comm comm)
 /*
  * Persistent and partitioned requests: local rank i < min(l, r) and
  * remote rank i exchange twice through one pair of requests; statuses
- * name the remote rank.  Ranks of the local group's size are refused.
+ * name the remote rank.  Partitioned ones also on a duplicate.  Ranks of
+ * the local group's size are refused.
  */
 static void check_p2p_persistent(const struct ic *x, MPI_Comm comm)
 {
@@ -301,6 +302,8 @@ static void check_p2p_persistent(const struct ic *x, MPI_Comm comm)
     int *out = xmalloc(PARTS * N * sizeof *out);
     MPI_Request reqs[2];
     MPI_Status st[2];
+    MPI_Comm comms[2] = {comm, MPI_COMM_NULL};
+    MPI_CHECK(MPI_Comm_dup(comm, &comms[1]));
     if (peer_world >= 0) {
         MPI_CHECK(MPI_Send_init(out, N, MPI_INT, i, 21, comm, &reqs[0]));
         MPI_CHECK(MPI_Recv_init(in, N, MPI_INT, i, 21, comm, &reqs[1]));
@@ -317,21 +320,26 @@ static void check_p2p_persistent(const struct ic *x, MPI_Comm comm)
         MPI_CHECK(MPI_Request_free(&reqs[0]));
         MPI_CHECK(MPI_Request_free(&reqs[1]));
 
-        MPI_CHECK(MPI_Psend_init(out, PARTS, N, MPI_INT, i, 22, comm,
-                                 MPI_INFO_NULL, &reqs[0]));
-        MPI_CHECK(MPI_Precv_init(in, PARTS, N, MPI_INT, i, 22, comm,
-                                 MPI_INFO_NULL, &reqs[1]));
-        for (int k = 0; k < PARTS * N; k++)
-            out[k] = value(world_rank, peer_world, k);
-        MPI_CHECK(MPI_Startall(2, reqs));
-        MPI_CHECK(MPI_Pready_range(0, PARTS - 1, reqs[0]));
-        MPI_CHECK(MPI_Waitall(2, reqs, st));
-        expect_int(st[1].MPI_SOURCE, i, "partitioned receive source");
-        expect_ints(in, PARTS * N, peer_world, world_rank,
-                    "partitioned receive data");
-        MPI_CHECK(MPI_Request_free(&reqs[0]));
-        MPI_CHECK(MPI_Request_free(&reqs[1]));
+        for (int c = 0; c < 2; c++) {
+            MPI_CHECK(MPI_Psend_init(out, PARTS, N, MPI_INT, i, 22, comms[c],
+                                     MPI_INFO_NULL, &reqs[0]));
+            MPI_CHECK(MPI_Precv_init(in, PARTS, N, MPI_INT, i, 22, comms[c],
+                                     MPI_INFO_NULL, &reqs[1]));
+            for (int k = 0; k < PARTS * N; k++) {
+                out[k] = value(world_rank, peer_world, k);
+                in[k] = -1;
+            }
+            MPI_CHECK(MPI_Startall(2, reqs));
+            MPI_CHECK(MPI_Pready_range(0, PARTS - 1, reqs[0]));
+            MPI_CHECK(MPI_Waitall(2, reqs, st));
+            expect_int(st[1].MPI_SOURCE, i, "partitioned receive source");
+            expect_ints(in, PARTS * N, peer_world, world_rank,
+                        "partitioned receive data");
+            MPI_CHECK(MPI_Request_free(&reqs[0]));
+            MPI_CHECK(MPI_Request_free(&reqs[1]));
+        }
     }
+    MPI_CHECK(MPI_Comm_free(&comms[1]));
 
     /* Ranks name the remote group: its size is out of range even when the
      * local group is larger. */
