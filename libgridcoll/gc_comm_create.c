@@ -249,18 +249,20 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
     GC_ENTER();
     struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Comm_dup(comm, newcomm);
-    return dup_grid(c, 0, MPI_INFO_NULL, newcomm, "MPI_Comm_dup");
+    if (c != NULL)
+        return dup_grid(c, 0, MPI_INFO_NULL, newcomm, "MPI_Comm_dup");
+    int status = PMPI_Comm_dup(comm, newcomm);
+    return status == MPI_SUCCESS ? gc_inter_site_dup(comm, *newcomm) : status;
 }
 
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
     GC_ENTER();
     struct gc_comm *c = GC_FIND(comm);
-    if (c == NULL)
-        return PMPI_Comm_dup_with_info(comm, info, newcomm);
-    return dup_grid(c, 1, info, newcomm, "MPI_Comm_dup_with_info");
+    if (c != NULL)
+        return dup_grid(c, 1, info, newcomm, "MPI_Comm_dup_with_info");
+    int status = PMPI_Comm_dup_with_info(comm, info, newcomm);
+    return status == MPI_SUCCESS ? gc_inter_site_dup(comm, *newcomm) : status;
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)

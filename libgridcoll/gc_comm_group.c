@@ -253,15 +253,20 @@ static int report_with(MPI_Errhandler handler, int code, const char *problem)
     return code;
 }
 
-/* The stringtag as a tag of the constructor context: below -1
- * (MPI_ANY_TAG), apart from MPI_Comm_create_group's, which are the
- * program's and not negative (FNV-1a). */
-static int stringtag_tag(const char *stringtag)
+uint32_t gc_stringtag_hash(const char *stringtag)
 {
     uint32_t hash = 2166136261u;
     for (const char *p = stringtag; *p != '\0'; p++)
         hash = (hash ^ (unsigned char)*p) * 16777619u;
-    return -2 - (int)(hash & 0x3fffffffu);
+    return hash;
+}
+
+/* The stringtag as a tag of the constructor context: below -1
+ * (MPI_ANY_TAG), apart from MPI_Comm_create_group's, which are the
+ * program's and not negative. */
+static int stringtag_tag(const char *stringtag)
+{
+    return -2 - (int)(gc_stringtag_hash(stringtag) & 0x3fffffffu);
 }
 
 int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,

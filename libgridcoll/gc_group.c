@@ -607,6 +607,47 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
                                        newcomm);
 }
 
+/*
+ * MPI_Intercomm_create_from_groups whose groups span sites (MPI 4.1,
+ * 7.6.2): the local group's communicator, made as MPI_Comm_create_from_group
+ * makes it, then MPI_Intercomm_create over the layer's own grid
+ * communicator, which no program message can match, with a tag of the
+ * stringtag, which both groups pass, below 32768 (MPI_TAG_UB is at least
+ * 32767).
+ */
+static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
+                                      MPI_Group remote_group, int remote_leader,
+                                      const char *stringtag, MPI_Info info,
+                                      MPI_Errhandler errhandler,
+                                      MPI_Comm *newintercomm)
+{
+    static const char function[] = "MPI_Intercomm_create_from_groups";
+    struct gc_ranks remote = {0};
+    MPI_Comm local = MPI_COMM_NULL;
+    int status = MPI_Comm_create_from_group(local_group, stringtag, info,
+                                            errhandler, &local);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = gc_group_ranks(remote_group, local, function, &remote);
+    if (status != MPI_SUCCESS)
+        goto cleanup;
+    if (remote_leader < 0 || remote_leader >= remote.size) {
+        status = gc_report(local, MPI_ERR_RANK, function,
+                           "remote_leader is not in remote_group");
+        goto cleanup;
+    }
+    status = MPI_Intercomm_create(
+        local, local_leader, gc_runtime_grid()->handle,
+        remote.rank[remote_leader], (int)(gc_stringtag_hash(stringtag) % 32768),
+        newintercomm);
+    if (status == MPI_SUCCESS)
+        status = MPI_Comm_set_errhandler(*newintercomm, errhandler);
+cleanup:
+    gc_ranks_free(&remote);
+    MPI_Comm_free(&local);
+    return status;
+}
+
 int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
                                      MPI_Group remote_group, int remote_leader,
                                      const char *stringtag, MPI_Info info,
@@ -616,6 +657,7 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
     GC_ENTER();
     MPI_Group local = MPI_GROUP_NULL, remote = MPI_GROUP_NULL;
     int local_converted = 0, remote_converted = 0;
+    *newintercomm = MPI_COMM_NULL;
     int status = site_group(local_group, &local, &local_converted);
     if (status == MPI_SUCCESS)
         status = site_group(remote_group, &remote, &remote_converted);
@@ -623,11 +665,13 @@ int MPI_Intercomm_create_from_groups(MPI_Group local_group, int local_leader,
         status = PMPI_Intercomm_create_from_groups(
             local, local_leader, remote, remote_leader, stringtag, info,
             errhandler, newintercomm);
-    else {
-        *newintercomm = MPI_COMM_NULL;
+    else if (!gc_world.active || stringtag == NULL)
         status =
             unsupported_with(errhandler, "MPI_Intercomm_create_from_groups");
-    }
+    else
+        status = intercomm_from_grid_groups(
+            local_group, local_leader, remote_group, remote_leader, stringtag,
+            info, errhandler, newintercomm);
     site_group_free(&local, local_converted);
     site_group_free(&remote, remote_converted);
     return status;

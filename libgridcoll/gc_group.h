@@ -40,6 +40,9 @@ int gc_comm_create_group_grid(struct gc_comm *c, MPI_Group group, int tag,
 int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
                             MPI_Info info, MPI_Errhandler errhandler,
                             MPI_Comm *newcomm);
+/* The constructors' stringtag as a number (FNV-1a): equal strings, equal
+ * numbers, on every process. */
+uint32_t gc_stringtag_hash(const char *stringtag);
 
 /*
  * gc_error with the detail "function: problem" (for details that name the

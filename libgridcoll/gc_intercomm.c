@@ -6,14 +6,97 @@
  * all of whose members are on this site is MPICH's own: its union is made here,
  * then turned into an MPICH intercommunicator, so MPICH's semantics hold.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gc_group.h"
 #include "gc_intercomm.h"
 
-/* The MPICH intercommunicator of a union all on this site (`whole`, an
- * MPICH intracommunicator in union order). */
+/* What an MPICH intercommunicator made here keeps (gc_inter_site_union). */
+struct site_union {
+    MPI_Comm whole;
+    int remote_offset;
+};
+
+/* Made under the library lock with the first union; read without it by
+ * MPI_Comm_dup of an MPICH communicator (GC_FIND leaves the lock). */
+static atomic_int union_keyval = MPI_KEYVAL_INVALID;
+
+/* The intercommunicator's MPI_Comm_free: the union goes with it. */
+static int union_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    struct site_union *u = value;
+    PMPI_Comm_free(&u->whole);
+    free(u);
+    return MPI_SUCCESS;
+}
+
+int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole, int *remote_offset)
+{
+    struct site_union *u;
+    int found = 0, keyval = atomic_load(&union_keyval);
+    if (keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(intercomm, keyval, &u, &found) != MPI_SUCCESS ||
+        !found)
+        return 0;
+    *whole = u->whole;
+    *remote_offset = u->remote_offset;
+    return 1;
+}
+
+/*
+ * Give intercomm its union `whole`, an MPICH intracommunicator in union
+ * order, its errors returned to the layer; MPICH's own MPI_Comm_dup does
+ * not copy it, so no two intercommunicators share one.  On failure the
+ * caller still owns whole.
+ */
+static int attach_union(MPI_Comm intercomm, MPI_Comm whole, int remote_offset)
+{
+    struct site_union *u = malloc(sizeof *u);
+    int keyval = atomic_load(&union_keyval);
+    int status = u != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (status == MPI_SUCCESS && keyval == MPI_KEYVAL_INVALID) {
+        status = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, union_delete,
+                                         &keyval, NULL);
+        if (status == MPI_SUCCESS)
+            atomic_store(&union_keyval, keyval);
+    }
+    if (status == MPI_SUCCESS) {
+        u->whole = whole;
+        u->remote_offset = remote_offset;
+        status = PMPI_Comm_set_attr(intercomm, keyval, u);
+    }
+    if (status != MPI_SUCCESS) {
+        free(u);
+        return status;
+    }
+    PMPI_Comm_set_errhandler(whole, MPI_ERRORS_RETURN);
+    return MPI_SUCCESS;
+}
+
+int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm)
+{
+    MPI_Comm whole, copy = MPI_COMM_NULL;
+    int remote_offset;
+    if (!gc_inter_site_union(intercomm, &whole, &remote_offset))
+        return MPI_SUCCESS;
+    int status = PMPI_Comm_dup(whole, &copy);
+    if (status == MPI_SUCCESS)
+        status = attach_union(newcomm, copy, remote_offset);
+    if (status != MPI_SUCCESS && copy != MPI_COMM_NULL)
+        PMPI_Comm_free(&copy);
+    return status;
+}
+
+/*
+ * The MPICH intercommunicator of a union all on this site (`whole`, an
+ * MPICH intracommunicator in union order, taken over: the new
+ * intercommunicator keeps it, or it is freed).
+ */
 static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
                           MPI_Comm *newcomm)
 {
@@ -21,10 +104,18 @@ static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
     int rank;
     PMPI_Comm_rank(whole, &rank);
     int remote_leader = local_first ? first_size : 0;
+    *newcomm = MPI_COMM_NULL;
     int status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
     if (status == MPI_SUCCESS)
         status =
             PMPI_Intercomm_create(group, 0, whole, remote_leader, 0, newcomm);
+    if (status == MPI_SUCCESS)
+        status = attach_union(*newcomm, whole, local_first ? first_size : 0);
+    if (status != MPI_SUCCESS) {
+        if (*newcomm != MPI_COMM_NULL)
+            PMPI_Comm_free(newcomm);
+        PMPI_Comm_free(&whole);
+    }
     if (group != MPI_COMM_NULL)
         PMPI_Comm_free(&group);
     return status;
@@ -40,10 +131,7 @@ static int finish(MPI_Comm *newcomm, int first_size, int local_first,
     struct gc_comm *u = gc_comm_find(*newcomm);
     if (u != NULL)
         return gc_inter_attach(u, first_size, local_first, function);
-    MPI_Comm whole = *newcomm;
-    int status = site_intercomm(whole, first_size, local_first, newcomm);
-    PMPI_Comm_free(&whole);
-    return status;
+    return site_intercomm(*newcomm, first_size, local_first, newcomm);
 }
 
 int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
@@ -108,10 +196,16 @@ static int make_union(const int *members, int size, int first_size,
             on_site[here.size++] = members[r];
     here.rank = on_site;
     status = gc_group_to_site(&here, &group);
-    /* Unique per creation among the processes that meet here: contexts
-     * only grow on each process. */
+    /* Over the communicator the group was taken from: MPICH 4.0.2's
+     * PMPI_Comm_create_group dereferences NULL when the group comes from
+     * another communicator and nobody asked the parent for its group yet
+     * (plain MPICH: a group of MPI_Comm_dup(MPI_COMM_WORLD) in
+     * MPI_Comm_create_group(MPI_COMM_WORLD) before any
+     * MPI_Comm_group(MPI_COMM_WORLD)).  The tag is unique per creation
+     * among the processes that meet here: contexts only grow on each
+     * process. */
     if (status == MPI_SUCCESS)
-        status = PMPI_Comm_create_group(MPI_COMM_WORLD, group,
+        status = PMPI_Comm_create_group(gc_world.site_world, group,
                                         (int)(context / GC_CTX_STRIDE % 32768),
                                         &local);
     if (status != MPI_SUCCESS)

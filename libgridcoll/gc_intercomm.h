@@ -77,6 +77,24 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
 /* MPI_Comm_free of an intercommunicator: free its group communicators
  * (collective, like the free); the struct goes with the communicator. */
 void gc_inter_release(struct gc_comm *c);
+/*
+ * An MPICH intercommunicator the layer made (all its members on this
+ * site): its union as an MPICH intracommunicator (`whole`, the group
+ * whose first member has the lower grid rank first) and the union rank of
+ * remote rank 0.  0 for any other communicator, e.g. one MPICH's own
+ * MPI_Comm_dup made.  MPICH 4.0.2's partitioned requests match the
+ * sender's context id against the receiver's, never its receive context,
+ * so on an intercommunicator whose groups' context ids differ they never
+ * match; gc_partitioned.c runs them on the union instead.  MPICH's
+ * MPI_Comm_idup, split and create of it make intercommunicators without
+ * one.
+ */
+int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole,
+                        int *remote_offset);
+/* MPI_Comm_dup (and _with_info) of such an intercommunicator: newcomm,
+ * MPICH's duplicate, gets a duplicate of the union (collective over it,
+ * as the dup is).  MPI_SUCCESS at once for any other communicator. */
+int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm);
 /* MPI_Comm_split and MPI_Comm_create of an intercommunicator (MPI 4.1
  * §7.4.2); `own_error`: what this member found wrong, already reported. */
 int gc_inter_split(struct gc_comm *c, int color, int key, int own_error,

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "engine/layer_request.h"
+#include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gc_p2p.h"
 #include "gc_p2p_engine.h"
@@ -24,7 +25,9 @@
 /* The result of an engine operation for its request's status. */
 static void op_result(const struct op *op, struct layer_result *result)
 {
-    result->source = op->kind == OP_RECV ? op->source : MPI_UNDEFINED;
+    result->source = op->kind == OP_RECV
+                         ? gc_comm_member_peer(op->comm, op->source)
+                         : MPI_UNDEFINED;
     result->tag = op->kind == OP_RECV ? op->result_tag : MPI_UNDEFINED;
     result->bytes = (MPI_Count)op->bytes;
     result->cancelled = op->cancelled;

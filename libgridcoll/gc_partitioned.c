@@ -4,27 +4,33 @@
  * MPI_Parrived) on grid communicators (docs/design/mpi-layer.md,
  * "Point-to-point").
  *
- * Between two members of one site the request is MPICH's own, on the
- * communicator's local part.  Between sites it is a persistent request of
- * layer_request.c: the partitions travel together, as one message, once
- * the last is ready (MPI 4.1, 4.2 lets the library choose when data
- * moves); MPI_Parrived reports a partition when the whole message is in
- * the receive buffer, which is never before its own bytes are.  The
- * message's relay tag is -2 - tag: never a point-to-point tag (those are
- * >= 0) nor MPI_ANY_TAG, so a partitioned message matches only the
- * partitioned receive of its (communicator, source, tag), in order.
+ * Every request is a persistent request of layer_request.c.  Between two
+ * members of one site it drives MPICH's own, on the communicator's local
+ * part (`inner`), and reports the source as the program names it: MPICH
+ * knows only its site rank.  On an intercommunicator MPICH made for the
+ * layer (all on this site) it drives MPICH's on the intercommunicator's
+ * union (gc_inter_site_union says why).  Between sites the partitions
+ * travel together, as one message, once the last is ready (MPI 4.1, 4.2
+ * lets the library choose when data moves); MPI_Parrived reports a
+ * partition when the whole message is in the receive buffer, which is never
+ * before its own bytes are.  The message's relay tag is -2 - tag: never a
+ * point-to-point tag (those are >= 0) nor MPI_ANY_TAG, so a partitioned
+ * message matches only the partitioned receive of its (communicator,
+ * source, tag), in order.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "engine/layer_request.h"
+#include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gc_p2p.h"
 #include "gc_p2p_engine.h"
 
 struct partitioned {
     enum op_kind kind;
-    struct gc_comm *comm;
+    struct gc_comm *comm; /* NULL: an MPICH intercommunicator's union */
+    int remote_offset;    /* then: the union rank of remote rank 0 */
     void *buf;
     int partitions;
     MPI_Count count; /* elements of the whole message */
@@ -34,8 +40,9 @@ struct partitioned {
     char *ready; /* send: per partition, since MPI_Start */
     int unready;
     struct layer_request *request;
-    struct op *op; /* of the active run */
-    int arrived;   /* receive: the run's message is in the buffer */
+    MPI_Request inner; /* same site: MPICH's, on comm->local or the union */
+    struct op *op;     /* of the active run */
+    int arrived;       /* receive: the run's message is in the buffer */
 };
 
 static int partitioned_start(struct layer_request *r, void *run)
@@ -43,6 +50,8 @@ static int partitioned_start(struct layer_request *r, void *run)
     struct partitioned *p = run;
     p->request = r;
     p->arrived = 0;
+    if (p->inner != MPI_REQUEST_NULL)
+        return PMPI_Start(&p->inner);
     if (p->kind == OP_SEND) {
         for (int i = 0; i < p->partitions; i++)
             p->ready[i] = 0;
@@ -57,15 +66,41 @@ static int partitioned_start(struct layer_request *r, void *run)
     return MPI_SUCCESS;
 }
 
+/* A same-site run: MPICH's request completes it. */
+static void poll_inner(struct layer_request *r, struct partitioned *p)
+{
+    int flag = 0;
+    MPI_Status st;
+    int error = PMPI_Test(&p->inner, &flag, &st);
+    if (error == MPI_SUCCESS && !flag)
+        return;
+    struct layer_result result = {MPI_UNDEFINED, MPI_UNDEFINED, 0, 0};
+    if (error == MPI_SUCCESS && p->kind == OP_RECV) {
+        result.source =
+            st.MPI_SOURCE == MPI_PROC_NULL ? MPI_PROC_NULL
+            : p->comm == NULL
+                ? st.MPI_SOURCE - p->remote_offset
+                : gc_comm_member_peer(p->comm,
+                                      p->comm->local_to_comm[st.MPI_SOURCE]);
+        result.tag = st.MPI_TAG;
+        PMPI_Get_elements_x(&st, MPI_BYTE, &result.bytes);
+    }
+    layer_request_done(r, error, &result);
+}
+
 static void partitioned_poll(struct layer_request *r, void *run)
 {
     struct partitioned *p = run;
+    if (p->inner != MPI_REQUEST_NULL) {
+        poll_inner(r, p);
+        return;
+    }
     if (p->op == NULL || !p->op->done)
         return;
     struct layer_result result = {MPI_UNDEFINED, MPI_UNDEFINED,
                                   (MPI_Count)p->op->bytes, 0};
     if (p->kind == OP_RECV) {
-        result.source = p->peer;
+        result.source = gc_comm_member_peer(p->comm, p->peer);
         result.tag = -2 - p->tag;
         p->arrived = 1;
     }
@@ -78,8 +113,11 @@ static void partitioned_poll(struct layer_request *r, void *run)
 static void partitioned_destroy(void *run)
 {
     struct partitioned *p = run;
+    if (p->inner != MPI_REQUEST_NULL)
+        PMPI_Request_free(&p->inner);
     gc_type_release(&p->type);
-    gc_comm_unref(p->comm);
+    if (p->comm != NULL)
+        gc_comm_unref(p->comm);
     free(p->ready);
     free(p);
 }
@@ -89,31 +127,51 @@ static const struct layer_request_class partitioned_class = {
     .poll = partitioned_poll,
     .destroy = partitioned_destroy};
 
+/*
+ * The peer is checked (and, on an intercommunicator, translated to its
+ * union rank) before anything looks it up.  A same-site request is
+ * MPICH's, which checks the rest.
+ */
 static int partitioned_init(struct gc_comm *c, enum op_kind kind,
                             const void *buf, int partitions, MPI_Count count,
-                            MPI_Datatype type, int peer, int tag,
+                            MPI_Datatype type, int peer, int tag, MPI_Info info,
                             MPI_Request *request, const char *function)
 {
-    MPI_Count total = (MPI_Count)partitions * count;
     int status = check_rank(c, &peer, 0, function);
-    if (status == MPI_SUCCESS && (partitions < 1 || count < 0))
-        status = gc_error(
-            c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT, function);
-    if (status == MPI_SUCCESS)
-        status = check_args(c, buf, total, type, tag, 0, function);
     if (status != MPI_SUCCESS)
         return status;
+    int local = peer == MPI_PROC_NULL || is_local_member(c, peer);
+    MPI_Count total = (MPI_Count)partitions * count;
+    if (!local && (partitions < 1 || count < 0))
+        return gc_error(c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT,
+                        function);
+    if (!local && (status = check_args(c, buf, total, type, tag, 0,
+                                       function)) != MPI_SUCCESS)
+        return status;
     struct partitioned *p = calloc(1, sizeof *p);
-    if (p == NULL || (kind == OP_SEND &&
+    if (p == NULL || (kind == OP_SEND && !local &&
                       (p->ready = calloc((size_t)partitions, 1)) == NULL)) {
         free(p);
         return gc_error(c->handle, MPI_ERR_NO_MEM, function);
     }
-    status = gc_type_hold(type, &p->type);
+    p->inner = MPI_REQUEST_NULL;
+    p->type = MPI_DATATYPE_NULL;
+    if (local) {
+        int to = peer == MPI_PROC_NULL ? MPI_PROC_NULL : c->site_rank[peer];
+        status = kind == OP_SEND
+                     ? PMPI_Psend_init(buf, partitions, count, type, to, tag,
+                                       c->local, info, &p->inner)
+                     : PMPI_Precv_init((void *)buf, partitions, count, type, to,
+                                       tag, c->local, info, &p->inner);
+    } else {
+        status = gc_type_hold(type, &p->type);
+        if (status != MPI_SUCCESS)
+            gc_error(c->handle, status, function);
+    }
     if (status != MPI_SUCCESS) {
         free(p->ready);
         free(p);
-        return gc_error(c->handle, status, function);
+        return status;
     }
     p->kind = kind;
     p->comm = c;
@@ -129,9 +187,55 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     return status;
 }
 
+/*
+ * On an MPICH intercommunicator: MPICH's request on its union, if the
+ * layer made it, after the peer is checked against the remote group
+ * (MPICH would take any union rank); MPICH checks the rest.
+ */
+static int site_inter_init(MPI_Comm comm, enum op_kind kind, const void *buf,
+                           int partitions, MPI_Count count, MPI_Datatype type,
+                           int peer, int tag, MPI_Info info,
+                           MPI_Request *request, const char *function)
+{
+    MPI_Comm whole;
+    int remote_offset, remote_size, status;
+    char detail[128];
+    if (!gc_inter_site_union(comm, &whole, &remote_offset))
+        return gc_unsupported(comm, function);
+    PMPI_Comm_remote_size(comm, &remote_size);
+    if (peer != MPI_PROC_NULL && (peer < 0 || peer >= remote_size)) {
+        snprintf(detail, sizeof detail, "%s: rank %d is not in 0..%d", function,
+                 peer, remote_size - 1);
+        return gc_error(comm, MPI_ERR_RANK, detail);
+    }
+    struct partitioned *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return gc_error(comm, MPI_ERR_NO_MEM, function);
+    p->kind = kind;
+    p->remote_offset = remote_offset;
+    p->type = MPI_DATATYPE_NULL;
+    p->inner = MPI_REQUEST_NULL;
+    int to = peer == MPI_PROC_NULL ? MPI_PROC_NULL : peer + remote_offset;
+    status = kind == OP_SEND
+                 ? PMPI_Psend_init(buf, partitions, count, type, to, tag, whole,
+                                   info, &p->inner)
+                 : PMPI_Precv_init((void *)buf, partitions, count, type, to,
+                                   tag, whole, info, &p->inner);
+    if (status != MPI_SUCCESS) {
+        free(p);
+        return gc_error(comm, status, function);
+    }
+    status = layer_request_create(&partitioned_class, p, comm, 1, request);
+    if (status != MPI_SUCCESS)
+        partitioned_destroy(p);
+    return status;
+}
+
 /* The run's message leaves when its last partition is ready. */
 static int ready(struct partitioned *p, int partition, const char *function)
 {
+    if (p->inner != MPI_REQUEST_NULL)
+        return PMPI_Pready(partition, p->inner);
     char detail[128];
     if (p->kind != OP_SEND || partition < 0 || partition >= p->partitions ||
         p->ready[partition]) {
@@ -166,15 +270,17 @@ int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
 {
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    int inter = 0;
+    if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
+        PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return site_inter_init(comm, OP_SEND, buf, partitions, count, type, dst,
+                               tag, info, request, "MPI_Psend_init");
     if (c == NULL)
         return PMPI_Psend_init(buf, partitions, count, type, dst, tag, comm,
                                info, request);
-    if (dst == MPI_PROC_NULL || is_local_member(c, dst))
-        return PMPI_Psend_init(buf, partitions, count, type,
-                               dst == MPI_PROC_NULL ? dst : c->site_rank[dst],
-                               tag, c->local, info, request);
     return partitioned_init(c, OP_SEND, buf, partitions, count, type, dst, tag,
-                            request, "MPI_Psend_init");
+                            info, request, "MPI_Psend_init");
 }
 
 int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
@@ -183,15 +289,17 @@ int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
 {
     GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
+    int inter = 0;
+    if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
+        PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return site_inter_init(comm, OP_RECV, buf, partitions, count, type, src,
+                               tag, info, request, "MPI_Precv_init");
     if (c == NULL)
         return PMPI_Precv_init(buf, partitions, count, type, src, tag, comm,
                                info, request);
-    if (src == MPI_PROC_NULL || is_local_member(c, src))
-        return PMPI_Precv_init(buf, partitions, count, type,
-                               src == MPI_PROC_NULL ? src : c->site_rank[src],
-                               tag, c->local, info, request);
     return partitioned_init(c, OP_RECV, buf, partitions, count, type, src, tag,
-                            request, "MPI_Precv_init");
+                            info, request, "MPI_Precv_init");
 }
 
 static struct partitioned *find(MPI_Request request)
@@ -240,6 +348,8 @@ int MPI_Parrived(MPI_Request request, int partition, int *flag)
     struct partitioned *p = find(request);
     if (p == NULL)
         return PMPI_Parrived(request, partition, flag);
+    if (p->inner != MPI_REQUEST_NULL)
+        return PMPI_Parrived(p->inner, partition, flag);
     if (p->kind != OP_RECV || partition < 0 || partition >= p->partitions)
         return gc_error(p->comm->handle, MPI_ERR_ARG,
                         "MPI_Parrived: not a partition of a receive request");

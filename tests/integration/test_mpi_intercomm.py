@@ -3,11 +3,12 @@
 makes intercommunicators with MPI_Intercomm_create from groups that
 interleave the sites (world ranks by parity), from uneven groups (the
 first third against the rest, over a duplicate of MPI_COMM_WORLD as peer)
-and from two groups of one site over a site-local peer (MPICH's own), and
-checks on each, byte for byte: membership and remote groups, point-to-point
-with statuses naming remote ranks, every intercommunicator collective in
-both directions with MPI_ROOT and MPI_PROC_NULL, MPI_Intercomm_merge's
-order, and dup, split, compare and free.  One site is MPICH alone (the
+and from two groups of one site over a site-local peer (MPICH's own; made
+by all processes, and by that site's alone), and checks on each, byte for
+byte: membership and remote groups, point-to-point with statuses naming
+remote ranks, every intercommunicator collective in both directions with
+MPI_ROOT and MPI_PROC_NULL, MPI_Intercomm_merge's order, and dup, split,
+compare and free.  One site is MPICH alone (the
 same program's expectations hold there); the plain build runs once with
 --preload."""
 
@@ -16,7 +17,7 @@ from harness import SANITIZED, Skip, main, run_cases
 TIMEOUT = 120
 
 CASES = ["%s_%s" % (ic, part)
-         for ic in ("parity", "uneven", "site")
+         for ic in ("alone", "site", "parity", "groups", "uneven")
          for part in ("members", "p2p", "collectives", "merge", "dup_split")]
 
 LAYOUTS = [

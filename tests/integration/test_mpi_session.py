@@ -9,8 +9,8 @@ A run passes when it exits 0 with exactly the expected OK lines."""
 
 from harness import SANITIZED, Skip, main, run_cases
 
-CASES = ["psets", "session_world", "threads", "from_group", "with_init", "hw_unguided",
-         "hw_guided"]
+CASES = ["psets", "session_world", "threads", "from_group",
+         "intercomm_from_groups", "with_init", "hw_unguided", "hw_guided"]
 # One rank against three, three sites with a one-rank site in the middle
 # (both with one-process sites, which MPICH cannot run sessions on alone:
 # the layer starts its world), a contiguous 3+2.

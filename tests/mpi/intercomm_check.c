@@ -3,11 +3,14 @@
  * MPI_Intercomm_create from groups that interleave sites (world ranks by
  * parity), from uneven groups (the first third against the rest, over a
  * duplicate of MPI_COMM_WORLD as peer), and between two groups of one
- * site over a site-local peer (MPICH's own intercommunicator).  On each:
+ * site over a site-local peer (MPICH's own intercommunicator), made by
+ * all processes or by that site's alone, and by
+ * MPI_Intercomm_create_from_groups from the parity groups.  On each:
  * membership (sizes, ranks, remote group, MPI_Comm_test_inter,
  * attributes), point-to-point byte for byte with statuses naming remote
  * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
- * probes, Sendrecv, MPI_PROC_NULL), every MPI-2 intercommunicator collective in
+ * probes, Sendrecv, MPI_PROC_NULL, persistent and partitioned
+ * requests, ranks out of range), every MPI-2 intercommunicator collective in
  * both directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
  * non-commutative reduction), MPI_Intercomm_merge's order, and
  * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
@@ -283,6 +286,77 @@ static void check_p2p(const struct ic *x, MPI_Comm comm)
     free(out);
     free(reqs);
     free(st);
+}
+
+/*
+ * Persistent and partitioned requests: local rank i < min(l, r) and
+ * remote rank i exchange twice through one pair of requests; statuses
+ * name the remote rank.  Partitioned ones also on a duplicate.  Ranks of
+ * the local group's size are refused.
+ */
+static void check_p2p_persistent(const struct ic *x, MPI_Comm comm)
+{
+    enum { PARTS = 4 };
+    int i = x->lrank, peer_world = i < x->rsize ? x->rw[i] : -1;
+    int *in = xmalloc(PARTS * N * sizeof *in);
+    int *out = xmalloc(PARTS * N * sizeof *out);
+    MPI_Request reqs[2];
+    MPI_Status st[2];
+    MPI_Comm comms[2] = {comm, MPI_COMM_NULL};
+    MPI_CHECK(MPI_Comm_dup(comm, &comms[1]));
+    if (peer_world >= 0) {
+        MPI_CHECK(MPI_Send_init(out, N, MPI_INT, i, 21, comm, &reqs[0]));
+        MPI_CHECK(MPI_Recv_init(in, N, MPI_INT, i, 21, comm, &reqs[1]));
+        for (int run = 0; run < 2; run++) {
+            for (int k = 0; k < N; k++)
+                out[k] = value(world_rank, peer_world, k + run);
+            MPI_CHECK(MPI_Startall(2, reqs));
+            MPI_CHECK(MPI_Waitall(2, reqs, st));
+            expect_int(st[1].MPI_SOURCE, i, "persistent receive source");
+            for (int k = 0; k < N; k++)
+                expect_int(in[k], value(peer_world, world_rank, k + run),
+                           "persistent receive data");
+        }
+        MPI_CHECK(MPI_Request_free(&reqs[0]));
+        MPI_CHECK(MPI_Request_free(&reqs[1]));
+
+        for (int c = 0; c < 2; c++) {
+            MPI_CHECK(MPI_Psend_init(out, PARTS, N, MPI_INT, i, 22, comms[c],
+                                     MPI_INFO_NULL, &reqs[0]));
+            MPI_CHECK(MPI_Precv_init(in, PARTS, N, MPI_INT, i, 22, comms[c],
+                                     MPI_INFO_NULL, &reqs[1]));
+            for (int k = 0; k < PARTS * N; k++) {
+                out[k] = value(world_rank, peer_world, k);
+                in[k] = -1;
+            }
+            MPI_CHECK(MPI_Startall(2, reqs));
+            MPI_CHECK(MPI_Pready_range(0, PARTS - 1, reqs[0]));
+            MPI_CHECK(MPI_Waitall(2, reqs, st));
+            expect_int(st[1].MPI_SOURCE, i, "partitioned receive source");
+            expect_ints(in, PARTS * N, peer_world, world_rank,
+                        "partitioned receive data");
+            MPI_CHECK(MPI_Request_free(&reqs[0]));
+            MPI_CHECK(MPI_Request_free(&reqs[1]));
+        }
+    }
+    MPI_CHECK(MPI_Comm_free(&comms[1]));
+
+    /* Ranks name the remote group: its size is out of range even when the
+     * local group is larger. */
+    int class;
+    MPI_Request bad;
+    MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    MPI_Error_class(MPI_Psend_init(out, 1, 1, MPI_INT, x->rsize, 0, comm,
+                                   MPI_INFO_NULL, &bad),
+                    &class);
+    expect_int(class, MPI_ERR_RANK, "MPI_Psend_init to the remote size");
+    MPI_Error_class(MPI_Precv_init(in, 1, 1, MPI_INT, x->rsize, 0, comm,
+                                   MPI_INFO_NULL, &bad),
+                    &class);
+    expect_int(class, MPI_ERR_RANK, "MPI_Precv_init from the remote size");
+    MPI_CHECK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL));
+    free(in);
+    free(out);
 }
 
 /* ---- collectives -------------------------------------------------------- */
@@ -669,8 +743,10 @@ static void run_cases(const char *name, struct ic *x)
         passed();
     }
     if (begin("%s_p2p", name)) {
-        if (in)
+        if (in) {
             check_p2p(x, x->comm);
+            check_p2p_persistent(x, x->comm);
+        }
         passed();
     }
     if (begin("%s_collectives", name)) {
@@ -700,10 +776,87 @@ int main(int argc, char **argv)
         fail("needs at least 3 processes");
     struct ic x;
 
+    /* Two groups of one site over that site's communicator: MPICH's own
+     * intercommunicator.  First made by the last site's processes alone,
+     * which know it without asking the others, before any collective over
+     * MPI_COMM_WORLD (MPICH 4.0.2 has made no group of its world yet),
+     * while the others reduce on their sites' communicators: nothing spans
+     * the sites around the creation. */
+    MPI_Comm site;
+    int site_size, site_rank, first = INT_MAX, mine;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                                  MPI_INFO_NULL, &site));
+    MPI_CHECK(MPI_Comm_size(site, &site_size));
+    MPI_CHECK(MPI_Comm_rank(site, &site_rank));
+    int base = world_rank - site_rank;
+    memset(&x, 0, sizeof x);
+    x.comm = MPI_COMM_NULL;
+    x.lw = xmalloc((size_t)site_size * sizeof(int));
+    x.rw = xmalloc((size_t)site_size * sizeof(int));
+    if (base + site_size == world_size) {
+        MPI_Comm local;
+        if (site_size < 2)
+            fail("the last site has one process");
+        x.group = site_rank % 2;
+        for (int r = 0; r < site_size; r++) {
+            if (r == site_rank)
+                x.lrank = x.lsize;
+            if (r % 2 == x.group)
+                x.lw[x.lsize++] = base + r;
+            else
+                x.rw[x.rsize++] = base + r;
+        }
+        MPI_CHECK(MPI_Comm_split(site, x.group, site_rank, &local));
+        MPI_CHECK(
+            MPI_Intercomm_create(local, 0, site, !x.group, 54321, &x.comm));
+        MPI_CHECK(MPI_Comm_free(&local));
+    } else {
+        int one = 1, sum = 0;
+        MPI_CHECK(MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, site));
+        expect_int(sum, site_size, "reduction over another site");
+    }
+    run_cases("alone", &x);
+    free_ic(&x);
+
+    /* Then by all processes, on the first site with two processes or
+     * more. */
+    mine = site_size >= 2 ? base : INT_MAX;
+    MPI_CHECK(
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (first == INT_MAX)
+        fail("no site has two processes");
+    make_ic(&x, mine == first ? site_rank % 2 : -1, site, (const int[2]){0, 1});
+    run_cases("site", &x);
+    free_ic(&x);
+
+    MPI_CHECK(MPI_Comm_free(&site));
+
     /* Groups by parity: both interleave the sites. */
     make_ic(&x, world_rank % 2, MPI_COMM_WORLD, (const int[2]){0, 1});
     run_cases("parity", &x);
     free_ic(&x);
+
+    /* The same groups from MPI_Intercomm_create_from_groups: no peer
+     * communicator, the stringtag names the creation. */
+    MPI_Group world_group, groups[2];
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+    for (int g = 0; g < 2; g++) {
+        int *ranks = xmalloc((size_t)world_size * sizeof *ranks), n = 0;
+        for (int r = g; r < world_size; r += 2)
+            ranks[n++] = r;
+        MPI_CHECK(MPI_Group_incl(world_group, n, ranks, &groups[g]));
+        free(ranks);
+    }
+    make_ic(&x, world_rank % 2, MPI_COMM_WORLD, (const int[2]){0, 1});
+    MPI_CHECK(MPI_Comm_free(&x.comm));
+    MPI_CHECK(MPI_Intercomm_create_from_groups(
+        groups[x.group], 0, groups[!x.group], 0, "intercomm_check groups",
+        MPI_INFO_NULL, MPI_ERRORS_ARE_FATAL, &x.comm));
+    run_cases("groups", &x);
+    free_ic(&x);
+    MPI_CHECK(MPI_Group_free(&groups[0]));
+    MPI_CHECK(MPI_Group_free(&groups[1]));
+    MPI_CHECK(MPI_Group_free(&world_group));
 
     /* The first third against the rest, over a grid peer of its own. */
     MPI_Comm peer;
@@ -713,24 +866,6 @@ int main(int argc, char **argv)
     run_cases("uneven", &x);
     free_ic(&x);
     MPI_CHECK(MPI_Comm_free(&peer));
-
-    /* Two groups of the first site with two processes or more, over that
-     * site's communicator: MPICH's own intercommunicator. */
-    MPI_Comm site;
-    int site_size, site_rank, first = INT_MAX, mine;
-    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                                  MPI_INFO_NULL, &site));
-    MPI_CHECK(MPI_Comm_size(site, &site_size));
-    MPI_CHECK(MPI_Comm_rank(site, &site_rank));
-    mine = site_size >= 2 ? world_rank - site_rank : INT_MAX;
-    MPI_CHECK(
-        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (first == INT_MAX)
-        fail("no site has two processes");
-    make_ic(&x, mine == first ? site_rank % 2 : -1, site, (const int[2]){0, 1});
-    run_cases("site", &x);
-    free_ic(&x);
-    MPI_CHECK(MPI_Comm_free(&site));
 
     MPI_Finalize();
     return 0;

@@ -25,6 +25,9 @@
  *   from_group     MPI_Comm_create_from_group of a group spanning sites
  *                  (every other grid rank, reversed) from a second session,
  *                  two creations with distinct stringtags back to back
+ *   intercomm_from_groups  MPI_Intercomm_create_from_groups of the even
+ *                  against the odd grid ranks (both span sites): sizes,
+ *                  the remote group, an exchange with statuses
  *   with_init      MPI_Init after the sessions: MPI_COMM_WORLD is the same
  *                  grid (CONGRUENT with the session's world communicator)
  *   hw_unguided    MPI_COMM_TYPE_HW_UNGUIDED: grid -> site (members, and
@@ -296,6 +299,70 @@ static void case_from_group(void)
     free(ranks);
 }
 
+static void case_intercomm_from_groups(void)
+{
+    /* The even grid ranks against the odd ones, both spanning sites, from
+     * the second session's mpi://WORLD: no peer communicator. */
+    int n[2] = {(grid_size + 1) / 2, grid_size / 2}, mine = grid_rank % 2;
+    int *members[2];
+    MPI_Group world2, groups[2], remote;
+    MPI_CHECK(MPI_Group_from_session_pset(session2, "mpi://WORLD", &world2));
+    for (int g = 0; g < 2; g++) {
+        members[g] = malloc(sizeof(int) * (size_t)n[g]);
+        CHECK(members[g] != NULL, "out of memory");
+        for (int i = 0; i < n[g]; i++)
+            members[g][i] = 2 * i + g;
+        MPI_CHECK(MPI_Group_incl(world2, n[g], members[g], &groups[g]));
+    }
+    MPI_Comm ic;
+    MPI_CHECK(MPI_Intercomm_create_from_groups(
+        groups[mine], 0, groups[!mine], 0, "session_check/intercomm",
+        MPI_INFO_NULL, MPI_ERRORS_RETURN, &ic));
+    int inter = 0, size, rank, remote_size;
+    MPI_CHECK(MPI_Comm_test_inter(ic, &inter));
+    MPI_CHECK(MPI_Comm_size(ic, &size));
+    MPI_CHECK(MPI_Comm_rank(ic, &rank));
+    MPI_CHECK(MPI_Comm_remote_size(ic, &remote_size));
+    CHECK(inter && size == n[mine] && rank == grid_rank / 2 &&
+              remote_size == n[!mine],
+          "intercommunicator %d: rank %d of %d, remote %d; want 1: %d of "
+          "%d, remote %d",
+          inter, rank, size, remote_size, grid_rank / 2, n[mine], n[!mine]);
+
+    int *seq = malloc(sizeof(int) * (size_t)remote_size);
+    int *grid = malloc(sizeof(int) * (size_t)remote_size);
+    CHECK(seq != NULL && grid != NULL, "out of memory");
+    for (int i = 0; i < remote_size; i++)
+        seq[i] = i;
+    MPI_CHECK(MPI_Comm_remote_group(ic, &remote));
+    MPI_CHECK(
+        MPI_Group_translate_ranks(remote, remote_size, seq, world_group, grid));
+    for (int i = 0; i < remote_size; i++)
+        CHECK(grid[i] == members[!mine][i],
+              "remote member %d is grid rank %d, want %d", i, grid[i],
+              members[!mine][i]);
+
+    /* Rank i of each group with remote rank i: grid ranks both ways. */
+    if (rank < n[1]) {
+        int in = -1;
+        MPI_Status status;
+        MPI_CHECK(MPI_Sendrecv(&grid_rank, 1, MPI_INT, rank, 9, &in, 1, MPI_INT,
+                               MPI_ANY_SOURCE, 9, ic, &status));
+        CHECK(in == members[!mine][rank] && status.MPI_SOURCE == rank,
+              "intercommunicator exchange: %d from %d, want %d from %d", in,
+              status.MPI_SOURCE, members[!mine][rank], rank);
+    }
+    MPI_CHECK(MPI_Group_free(&remote));
+    MPI_CHECK(MPI_Comm_free(&ic));
+    for (int g = 0; g < 2; g++) {
+        MPI_CHECK(MPI_Group_free(&groups[g]));
+        free(members[g]);
+    }
+    MPI_CHECK(MPI_Group_free(&world2));
+    free(seq);
+    free(grid);
+}
+
 /* ---- with MPI_Init ---------------------------------------------------- */
 
 static void case_with_init(void)
@@ -438,9 +505,13 @@ int main(void)
         const char *name;
         void (*run)(void);
     } cases[] = {
-        {"psets", case_psets},         {"session_world", case_session_world},
-        {"threads", case_threads},     {"from_group", case_from_group},
-        {"with_init", case_with_init}, {"hw_unguided", case_hw_unguided},
+        {"psets", case_psets},
+        {"session_world", case_session_world},
+        {"threads", case_threads},
+        {"from_group", case_from_group},
+        {"intercomm_from_groups", case_intercomm_from_groups},
+        {"with_init", case_with_init},
+        {"hw_unguided", case_hw_unguided},
         {"hw_guided", case_hw_guided},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
