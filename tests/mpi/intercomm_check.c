@@ -9,7 +9,10 @@
  * ranks (wildcards, synchronous, ready and buffered sends, probes, matched
  * probes, Sendrecv, MPI_PROC_NULL), every MPI-2 intercommunicator collective in
  * both directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
- * non-commutative reduction), MPI_Intercomm_merge's order, and
+ * non-commutative reduction), the nonblocking and persistent forms of
+ * those that compose group collectives (all outstanding at once,
+ * completed in reverse order; persistent ones started twice, in
+ * different orders on different members), MPI_Intercomm_merge's order, and
  * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
  * MPI_Comm_free.
  *
