@@ -21,8 +21,8 @@ int ic_allreduce(struct gc_comm *c, const char *fn, const void *sbuf,
                  void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                  const struct coll_form *form)
 {
-    int leader = gc_comm_group_rank(c) == 0, reduced, got = -1;
-    void *result = NULL;
+    int reduced, got = -1, spread;
+    void *result;
     int status = coll_check_buf(c, fn, count, type);
     if (status == MPI_SUCCESS)
         status = coll_check_op(c, fn, op, type);
@@ -31,32 +31,17 @@ int ic_allreduce(struct gc_comm *c, const char *fn, const void *sbuf,
     struct coll_sched *s = ic_sched_new(c, fn);
     if (s == NULL)
         return MPI_ERR_NO_MEM;
-    if (coll_sched_hold_op(s, op) != MPI_SUCCESS)
-        status = coll_no_mem(c);
-    if (status == MPI_SUCCESS && leader)
-        status = coll_sched_temp(s, count, type, &result);
-    struct coll_args a = {.fn = fn};
-    gc_packed_size(count, type, &a.bytes);
-    a.u.reduce = (struct coll_reduce_args){
-        .sbuf = sbuf,
-        .rbuf = result,
-        .count = count,
-        .type = type,
-        .op = op,
-        .root = 0,
-    };
-    if (status == MPI_SUCCESS)
-        status = ic_group(s, GC_COLL_REDUCE, &a, -1, &reduced);
-    if (status == MPI_SUCCESS && leader) {
+    status = ic_group_reduce(s, fn, sbuf, count, type, op, &result, &reduced);
+    if (status == MPI_SUCCESS && gc_comm_group_rank(c) == 0) {
         int pair[2] = {
             ic_send(s, ic_remote(c, 0), TAG_ALLREDUCE, result, count, type,
                     reduced),
             ic_recv(s, ic_remote(c, 0), TAG_ALLREDUCE, rbuf, count, type, -1)};
         got = coll_sched_join(s, pair, 2);
     }
-    struct coll_args b = {.fn = fn, .bytes = a.bytes};
+    struct coll_args b = {.fn = fn};
+    gc_packed_size(count, type, &b.bytes);
     b.u.bcast = (struct coll_bcast_args){rbuf, count, type, 0};
-    int spread;
     if (status == MPI_SUCCESS)
         status = ic_group(s, GC_COLL_BCAST, &b, got, &spread);
     return ic_sched_finish(s, status, form);

@@ -114,6 +114,32 @@ int ic_group(struct coll_sched *s, enum gc_coll_kind kind, struct coll_args *a,
     return MPI_SUCCESS;
 }
 
+int ic_group_reduce(struct coll_sched *s, const char *fn, const void *sbuf,
+                    int count, MPI_Datatype type, MPI_Op op, void **result,
+                    int *step)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    int status = MPI_SUCCESS;
+    *result = NULL;
+    *step = -1;
+    if (coll_sched_hold_op(s, op) != MPI_SUCCESS)
+        return coll_no_mem(c);
+    if (gc_comm_group_rank(c) == 0)
+        status = coll_sched_temp(s, count, type, result);
+    struct coll_args a = {.fn = fn};
+    gc_packed_size(count, type, &a.bytes);
+    a.u.reduce = (struct coll_reduce_args){
+        .sbuf = sbuf,
+        .rbuf = *result,
+        .count = count,
+        .type = type,
+        .op = op,
+        .root = 0,
+    };
+    return status == MPI_SUCCESS ? ic_group(s, GC_COLL_REDUCE, &a, -1, step)
+                                 : status;
+}
+
 int ic_bundle_alloc(struct coll_sched *s, const char *fn, int leader,
                     size_t block, struct ic_bundle *b)
 {
@@ -148,6 +174,7 @@ int ic_bundle_make(struct coll_sched *s, const char *fn, int root,
 {
     struct gc_comm *c = coll_sched_comm(s);
     size_t block = 0;
+    *b = (struct ic_bundle){0};
     int status = ic_role_of(c, fn, root, &b->role, &b->root_member);
     if (status == MPI_SUCCESS && b->role == IC_LEAF)
         status = coll_check_buf(c, fn, leaf_count, leaf_type);
@@ -155,10 +182,8 @@ int ic_bundle_make(struct coll_sched *s, const char *fn, int root,
         status = coll_check_buf(c, fn, root_count, root_type);
     if (status == MPI_SUCCESS && b->role == IC_LEAF)
         status = coll_packed_size(c, leaf_count, leaf_type, &block);
-    if (status != MPI_SUCCESS || b->role != IC_LEAF) {
-        b->leader = 0;
+    if (status != MPI_SUCCESS || b->role != IC_LEAF)
         return status;
-    }
     return ic_bundle_alloc(s, fn, gc_comm_group_rank(c) == 0, block, b);
 }
 

@@ -37,25 +37,11 @@ int ic_reduce(struct gc_comm *c, const char *fn, const void *sbuf, void *rbuf,
     if (role == IC_ROOT) {
         ic_recv(s, ic_remote(c, 0), TAG_REDUCE, rbuf, count, type, -1);
     } else if (role == IC_LEAF) {
-        int leader = gc_comm_group_rank(c) == 0, reduced;
-        void *result = NULL;
-        struct coll_args a = {.fn = fn};
-        if (coll_sched_hold_op(s, op) != MPI_SUCCESS)
-            status = coll_no_mem(c);
-        if (status == MPI_SUCCESS && leader)
-            status = coll_sched_temp(s, count, type, &result);
-        gc_packed_size(count, type, &a.bytes);
-        a.u.reduce = (struct coll_reduce_args){
-            .sbuf = sbuf,
-            .rbuf = result,
-            .count = count,
-            .type = type,
-            .op = op,
-            .root = 0,
-        };
-        if (status == MPI_SUCCESS)
-            status = ic_group(s, GC_COLL_REDUCE, &a, -1, &reduced);
-        if (status == MPI_SUCCESS && leader)
+        void *result;
+        int reduced;
+        status =
+            ic_group_reduce(s, fn, sbuf, count, type, op, &result, &reduced);
+        if (status == MPI_SUCCESS && gc_comm_group_rank(c) == 0)
             ic_send(s, root_member, TAG_REDUCE, result, count, type, reduced);
     }
     return ic_sched_finish(s, status, form);

@@ -49,26 +49,12 @@ int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
         status = coll_check_buf(c, fn, total, type);
     if (status == MPI_SUCCESS)
         status = coll_check_op(c, fn, op, type);
-    if (status == MPI_SUCCESS && coll_sched_hold_op(s, op) != MPI_SUCCESS)
-        status = coll_no_mem(c);
     void *mine = NULL, *theirs = NULL;
-    if (status == MPI_SUCCESS && leader)
-        status = coll_sched_temp(s, total, type, &mine);
-    if (status == MPI_SUCCESS && leader)
-        status = coll_sched_temp(s, total, type, &theirs);
-    struct coll_args a = {.fn = fn};
-    gc_packed_size(total, type, &a.bytes);
-    a.u.reduce = (struct coll_reduce_args){
-        .sbuf = sbuf,
-        .rbuf = mine,
-        .count = total,
-        .type = type,
-        .op = op,
-        .root = 0,
-    };
     int reduced, got = -1, spread;
     if (status == MPI_SUCCESS)
-        status = ic_group(s, GC_COLL_REDUCE, &a, -1, &reduced);
+        status = ic_group_reduce(s, fn, sbuf, total, type, op, &mine, &reduced);
+    if (status == MPI_SUCCESS && leader)
+        status = coll_sched_temp(s, total, type, &theirs);
     if (status == MPI_SUCCESS && leader) {
         int pair[2] = {ic_send(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, mine,
                                total, type, reduced),

@@ -65,6 +65,16 @@ int ic_group(struct coll_sched *s, enum gc_coll_kind kind, struct coll_args *a,
              int after, int *step);
 
 /*
+ * The reductions' first phase: the group's reduction of count x type at
+ * sbuf by op to its rank 0, into schedule memory there (*result, NULL on
+ * the others), as ic_group; s holds op (the program may free it while
+ * the call runs).
+ */
+int ic_group_reduce(struct coll_sched *s, const char *fn, const void *sbuf,
+                    int count, MPI_Datatype type, MPI_Op op, void **result,
+                    int *step);
+
+/*
  * Blocks of one group packed to bytes, all of them at its rank 0 (what
  * Gather, Scatter and Allgather move inside a group): this member's
  * block, and at the leader the bundle of all of them in group-rank order
