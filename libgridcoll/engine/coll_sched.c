@@ -240,13 +240,13 @@ void coll_sched_free(struct coll_sched *s)
         PMPI_Wait(&s->local_idup, MPI_STATUS_IGNORE);
     if (s->local != MPI_COMM_NULL)
         PMPI_Comm_free(&s->local);
-    op_release(s->op);
-    /* Children first: they may use the parent's memory. */
+    /* Children first: they may use the parent's memory and op. */
     for (int i = 0; i < s->count; i++) {
         coll_sched_free(s->steps[i].child);
         if (s->steps[i].request != MPI_REQUEST_NULL)
             PMPI_Request_free(&s->steps[i].request);
     }
+    op_release(s->op);
     free_run(s);
     for (struct chunk *k = s->mem, *next; k != NULL; k = next) {
         next = k->next;
