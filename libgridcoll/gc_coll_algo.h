@@ -277,6 +277,13 @@ struct coll_table {
 /* Pick, account and run the algorithm for a call of kind `kind`. */
 int coll_run(enum gc_coll_kind kind, struct coll_args *a);
 /*
+ * Pick and account the algorithm as coll_run does, and build its
+ * schedule for the form a->request and a->persistent say, without
+ * starting it: *s, NULL after an error (reported).
+ */
+int coll_build(enum gc_coll_kind kind, struct coll_args *a,
+               struct coll_sched **s);
+/*
  * Count the WAN traffic that follows for `slot` (a schedule's, from
  * coll_run; NULL: the layer's own) until the next call, which is given
  * the slot this one returned.

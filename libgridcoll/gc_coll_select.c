@@ -973,15 +973,13 @@ void gc_coll_account_wan(size_t bytes)
     current->wan_messages++;
 }
 
-/*
- * A schedule algorithm: built for this call, then run to its end
- * (blocking), started behind a request (nonblocking) or kept for
- * MPI_Start (persistent).
- */
-static int run_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
-                        struct coll_args *a, struct coll_stats *slot)
+/* The schedule of algorithm `algo` for the call, not started. */
+static int build_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
+                          struct coll_args *a, struct coll_stats *slot,
+                          struct coll_sched **built)
 {
     struct coll_sched *s = coll_sched_new(a->comm, a->fn, slot);
+    *built = NULL;
     if (s == NULL)
         return coll_no_mem(a->comm);
     int status = algo->build(s, a);
@@ -999,16 +997,13 @@ static int run_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
         coll_sched_free(s);
         return status;
     }
-    if (a->request == NULL) {
-        status = coll_sched_run(s);
-        coll_sched_free(s);
-        return status;
-    }
-    return a->persistent ? coll_request_persistent(s, a->request)
-                         : coll_request_start(s, a->request);
+    *built = s;
+    return MPI_SUCCESS;
 }
 
-int coll_run(enum gc_coll_kind kind, struct coll_args *a)
+/* Pick the algorithm and account the call to it. */
+static int pick(enum gc_coll_kind kind, struct coll_args *a,
+                const struct coll_algo **algo, struct coll_stats **slot)
 {
     const struct coll_table *t = &tables[kind];
     int index;
@@ -1017,11 +1012,41 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a)
         status = select_algo(t, a, &index);
     if (status != MPI_SUCCESS)
         return status;
-    struct coll_stats *slot =
-        index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
-    slot->calls++;
-    last_run[kind] = &t->algos[index];
-    return run_schedule(kind, &t->algos[index], a, slot);
+    *slot = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
+    (*slot)->calls++;
+    last_run[kind] = *algo = &t->algos[index];
+    return MPI_SUCCESS;
+}
+
+int coll_build(enum gc_coll_kind kind, struct coll_args *a,
+               struct coll_sched **s)
+{
+    const struct coll_algo *algo;
+    struct coll_stats *slot;
+    *s = NULL;
+    int status = pick(kind, a, &algo, &slot);
+    return status == MPI_SUCCESS ? build_schedule(kind, algo, a, slot, s)
+                                 : status;
+}
+
+/*
+ * A schedule algorithm: built for this call, then run to its end
+ * (blocking), started behind a request (nonblocking) or kept for
+ * MPI_Start (persistent).
+ */
+int coll_run(enum gc_coll_kind kind, struct coll_args *a)
+{
+    struct coll_sched *s;
+    int status = coll_build(kind, a, &s);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (a->request == NULL) {
+        status = coll_sched_run(s);
+        coll_sched_free(s);
+        return status;
+    }
+    return a->persistent ? coll_request_persistent(s, a->request)
+                         : coll_request_start(s, a->request);
 }
 
 /*

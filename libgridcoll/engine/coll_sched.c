@@ -25,7 +25,7 @@
  * the tags of the collectives not yet written as schedules. */
 #define SCHED_TAG_KINDS 32
 
-enum step_kind { SEND, RECV, LOCAL, NODE_BCAST, CALL, JOIN };
+enum step_kind { SEND, RECV, LOCAL, NODE_BCAST, NESTED, CALL, JOIN };
 
 struct step {
     enum step_kind kind;
@@ -36,6 +36,8 @@ struct step {
     int after;
     struct sched_local *local;
     struct coll_node *node;
+    struct coll_sched *child; /* NESTED: a grid communicator's, or */
+    MPI_Request request;      /* an MPICH persistent collective */
     sched_call_fn *fn;
     void *arg;
     int dep_first, dep_count; /* JOIN: into deps */
@@ -80,6 +82,9 @@ struct coll_sched {
     int persistent;
     MPI_Comm local;
     MPI_Request local_idup;
+    /* A NESTED step's child: the parent and the step it finishes. */
+    struct coll_sched *parent;
+    int parent_step;
 
     /* Fixed once the first run starts. */
     int prepared;
@@ -87,8 +92,8 @@ struct coll_sched {
     int nstreams;
     int *stream_of; /* [count] */
     int *order;     /* [count] step indices grouped by stream */
-    int *ordered;   /* LOCAL then NODE_BCAST steps, each in added order */
-    int nlocal, nnode;
+    int *ordered;   /* LOCAL, NODE_BCAST, NESTED steps, each in added order */
+    int nlocal, nnode, nnested;
     int *free_steps; /* CALL and JOIN */
     int nfree;
     char *done; /* [count] */
@@ -104,8 +109,8 @@ struct coll_sched {
     /* The run. */
     int running;
     unsigned seq;
-    int left, nl, nx, nn;
-    int local_next, node_next, free_left;
+    int left, nl, nx, nn, nchild;
+    int local_next, node_next, nested_next, free_left;
     int status;
     int truncated;
     int remote_failed;
@@ -118,6 +123,8 @@ struct coll_sched {
 static struct coll_sched *running_head;
 static int in_progress;
 static unsigned seq_wrap;
+/* A child finished during a progress pass: its parent may move on. */
+static int child_finished;
 
 /* ---- user-defined ops held by schedules ---------------------------------- */
 
@@ -233,6 +240,12 @@ void coll_sched_free(struct coll_sched *s)
         PMPI_Wait(&s->local_idup, MPI_STATUS_IGNORE);
     if (s->local != MPI_COMM_NULL)
         PMPI_Comm_free(&s->local);
+    /* Children first: they may use the parent's memory and op. */
+    for (int i = 0; i < s->count; i++) {
+        coll_sched_free(s->steps[i].child);
+        if (s->steps[i].request != MPI_REQUEST_NULL)
+            PMPI_Request_free(&s->steps[i].request);
+    }
     op_release(s->op);
     free_run(s);
     for (struct chunk *k = s->mem, *next; k != NULL; k = next) {
@@ -292,8 +305,12 @@ MPI_Datatype coll_sched_type(struct coll_sched *s, MPI_Datatype type)
     return type;
 }
 
-static int add(struct coll_sched *s, const struct step *st)
+static int add(struct coll_sched *s, const struct step *given)
 {
+    struct step st = *given;
+    /* Steps that hold no request, so coll_sched_free passes them by. */
+    if (st.kind != NESTED)
+        st.request = MPI_REQUEST_NULL;
     if (s->no_mem)
         return -1;
     if (s->count == s->cap) {
@@ -306,7 +323,7 @@ static int add(struct coll_sched *s, const struct step *st)
         s->steps = grown;
         s->cap = cap;
     }
-    s->steps[s->count] = *st;
+    s->steps[s->count] = st;
     return s->count++;
 }
 
@@ -359,6 +376,32 @@ int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
                       .type = type,
                       .after = after};
     return add(s, &st);
+}
+
+int coll_sched_nested(struct coll_sched *s, struct coll_sched *child, int after)
+{
+    struct step st = {.kind = NESTED,
+                      .child = child,
+                      .request = MPI_REQUEST_NULL,
+                      .after = after};
+    int i = add(s, &st);
+    if (i < 0) {
+        coll_sched_free(child);
+        return -1;
+    }
+    child->parent = s;
+    child->parent_step = i;
+    return i;
+}
+
+int coll_sched_nested_mpich(struct coll_sched *s, MPI_Request request,
+                            int after)
+{
+    struct step st = {.kind = NESTED, .request = request, .after = after};
+    int i = add(s, &st);
+    if (i < 0)
+        PMPI_Request_free(&request);
+    return i;
 }
 
 int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
@@ -584,6 +627,9 @@ static int prepare(struct coll_sched *s)
     for (int i = 0; i < s->count; i++)
         if (s->steps[i].kind == NODE_BCAST)
             s->ordered[s->nlocal + s->nnode++] = i;
+    for (int i = 0; i < s->count; i++)
+        if (s->steps[i].kind == NESTED)
+            s->ordered[s->nlocal + s->nnode + s->nnested++] = i;
     for (int k = 1; k < s->nstreams; k++)
         s->streams[k].first = s->streams[k - 1].first + s->streams[k - 1].count;
     for (int i = 0; i < s->count; i++)
@@ -725,6 +771,38 @@ static int post_local(struct coll_sched *s, int i)
     return status;
 }
 
+/* A child's run ended: its step in the parent is done. */
+static void child_done(struct coll_sched *child, int status, void *arg)
+{
+    (void)arg;
+    struct coll_sched *s = child->parent;
+    if (status != MPI_SUCCESS && s->status == MPI_SUCCESS)
+        s->status = status;
+    s->nchild--;
+    finished(s, child->parent_step);
+    child_finished = 1;
+}
+
+static int post_nested(struct coll_sched *s, int i)
+{
+    struct step *st = &s->steps[i];
+    if (st->child == NULL) {
+        int status = PMPI_Start(&st->request);
+        if (status == MPI_SUCCESS) {
+            /* A copy: MPICH leaves a persistent request's handle as it
+             * is when it completes, reap() drops it by index. */
+            s->lreq[s->nl] = st->request;
+            s->lstep[s->nl++] = i;
+        }
+        return status;
+    }
+    s->nchild++;
+    int status = coll_sched_start(st->child, child_done, NULL);
+    if (status != MPI_SUCCESS)
+        s->nchild--;
+    return status;
+}
+
 /*
  * Whether s may post its local collectives: every schedule started
  * earlier on the same communicator has posted all of its own.
@@ -787,6 +865,14 @@ static int post_ready(struct coll_sched *s)
         s->node_next++;
         moved++;
     }
+    while (status == MPI_SUCCESS && s->nested_next < s->nnested) {
+        int i = s->ordered[s->nlocal + s->nnode + s->nested_next];
+        if (!step_ready(s, &s->steps[i]))
+            break;
+        s->nested_next++;
+        status = post_nested(s, i);
+        moved++;
+    }
     /* Local work, in the order it was added among what is ready; one
      * finished step can make the next ready. */
     for (int j = 0; j < s->nfree && status == MPI_SUCCESS; j++) {
@@ -830,8 +916,10 @@ static int reap(struct coll_sched *s)
             out = 0;
         }
         if (out != MPI_UNDEFINED && out > 0) {
-            for (int j = 0; j < out; j++)
+            for (int j = 0; j < out; j++) {
                 finished(s, s->lstep[s->indices[j]]);
+                s->lreq[s->indices[j]] = MPI_REQUEST_NULL;
+            }
             int kept = 0;
             for (int j = 0; j < s->nl; j++)
                 if (s->lreq[j] != MPI_REQUEST_NULL) {
@@ -902,7 +990,7 @@ static int advance(struct coll_sched *s)
         more += reap(s);
         moved += more;
     } while (more > 0 && s->left > 0);
-    int idle = s->nl == 0 && s->nx == 0 && s->nn == 0;
+    int idle = s->nl == 0 && s->nx == 0 && s->nn == 0 && s->nchild == 0;
     if (s->left > 0 && !(idle && s->status != MPI_SUCCESS))
         return moved;
     if (s->status == MPI_SUCCESS && s->truncated)
@@ -939,8 +1027,8 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
     for (int k = 0; k < s->nstreams; k++)
         s->streams[k].next = s->streams[k].busy = 0;
     s->left = s->count;
-    s->nl = s->nx = s->nn = 0;
-    s->local_next = s->node_next = 0;
+    s->nl = s->nx = s->nn = s->nchild = 0;
+    s->local_next = s->node_next = s->nested_next = 0;
     s->status = MPI_SUCCESS;
     s->truncated = s->remote_failed = 0;
     s->done_fn = done;
@@ -977,11 +1065,17 @@ static int progress_all(void)
         return 0;
     in_progress++;
     int moved = 0;
-    for (struct coll_sched *s = running_head, *next; s != NULL; s = next) {
-        /* advance() may unlink s, and its done_fn must not touch others. */
-        next = s->next_running;
-        moved += advance(s);
-    }
+    do {
+        /* Children run after their parents: one that finished lets its
+         * parent go on in another pass. */
+        child_finished = 0;
+        for (struct coll_sched *s = running_head, *next; s != NULL; s = next) {
+            /* advance() may unlink s (and start children, which go
+             * last); its done_fn must not touch others. */
+            next = s->next_running;
+            moved += advance(s);
+        }
+    } while (child_finished);
     in_progress--;
     return moved;
 }

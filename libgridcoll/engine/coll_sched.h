@@ -20,6 +20,11 @@
  *                members (PMPI_Ibcast, PMPI_Ireduce, ... on c->local);
  *   NODE_BCAST   a chunk through the node layer's shared memory
  *                (node_shm.h): blocking runs only, see below;
+ *   NESTED       a collective on another communicator (an
+ *                intercommunicator's local group, gc_intercomm.h), built
+ *                before the run: a grid communicator's schedule, which the
+ *                engine starts, or an MPICH persistent collective
+ *                (PMPI_Bcast_init, ...), which it starts and polls;
  *   CALL         local work (reduction, copy, pack, unpack) run inline
  *                when its turn comes; it must not block;
  *   JOIN         nothing: finishes when all the steps it lists have.
@@ -35,6 +40,10 @@
  *     to start the collectives of one communicator in the same order, and
  *     with several schedules outstanding their local collectives could
  *     otherwise reach MPICH in a different order on different members;
+ *   - NESTED steps are posted in the order they were added, and need no
+ *     more: they are persistent collectives, numbered (grid) or given
+ *     their tags (MPICH) when they were built, in the order of the calls
+ *     that built them, so members may start them in any order;
  *   - tags carry the schedule's sequence number on its communicator
  *     (every member starts the communicator's collectives in the same
  *     order, so every member numbers them alike), so the messages of two
@@ -165,6 +174,17 @@ int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
  */
 int coll_sched_call_blocking(struct coll_sched *s, sched_call_fn *fn, void *arg,
                              int after);
+/*
+ * A NESTED step: `child`, a schedule on another grid communicator made
+ * persistent (coll_sched_persist) before s runs, which s starts at its
+ * turn and owns from this call on, also when it fails; or `request`, an
+ * inactive MPICH persistent collective request that s starts at its turn
+ * and frees with itself.
+ */
+int coll_sched_nested(struct coll_sched *s, struct coll_sched *child,
+                      int after);
+int coll_sched_nested_mpich(struct coll_sched *s, MPI_Request request,
+                            int after);
 /* A step that finishes when every listed step has (-1 entries skipped). */
 int coll_sched_join(struct coll_sched *s, const int *steps, int n);
 /* A JOIN of every step added so far: "after all of the above". */

@@ -7,8 +7,10 @@ and from two groups of one site over a site-local peer (MPICH's own; made
 by all processes, and by that site's alone), and checks on each, byte for
 byte: membership and remote groups, point-to-point with statuses naming
 remote ranks, every intercommunicator collective in both directions with
-MPI_ROOT and MPI_PROC_NULL, MPI_Intercomm_merge's order, and dup, split,
-compare and free.  One site is MPICH alone (the
+MPI_ROOT and MPI_PROC_NULL (nonblocking ones all outstanding and completed
+in reverse order, persistent ones started twice in different orders on
+different members), MPI_Intercomm_merge's order, and dup, split, compare
+and free.  One site is MPICH alone (the
 same program's expectations hold there); the plain build runs once with
 --preload."""
 

@@ -12,7 +12,10 @@
  * probes, Sendrecv, MPI_PROC_NULL, persistent and partitioned
  * requests, ranks out of range), every MPI-2 intercommunicator collective in
  * both directions with MPI_ROOT and MPI_PROC_NULL (derived types, a
- * non-commutative reduction), MPI_Intercomm_merge's order, and
+ * non-commutative reduction), the nonblocking and persistent forms of
+ * those that compose group collectives (all outstanding at once,
+ * completed in reverse order; persistent ones started twice, in
+ * different orders on different members), MPI_Intercomm_merge's order, and
  * MPI_Comm_dup, MPI_Comm_split, MPI_Comm_create, MPI_Comm_compare and
  * MPI_Comm_free.
  *
@@ -36,6 +39,22 @@ struct ic {
 };
 
 static int world_rank, world_size;
+/* Each world rank's site, as its site's first world rank. */
+static int *site_of;
+
+/* Whether both groups live on one site: MPICH's own intercommunicator
+ * (the "alone" case, made on one site before site_of is gathered). */
+static int one_site(const struct ic *x)
+{
+    if (site_of == NULL)
+        return 1;
+    int same = 1;
+    for (int i = 0; i < x->lsize; i++)
+        same &= site_of[x->lw[i]] == site_of[world_rank];
+    for (int j = 0; j < x->rsize; j++)
+        same &= site_of[x->rw[j]] == site_of[world_rank];
+    return same;
+}
 
 static int value(int sender, int receiver, int i)
 {
@@ -609,6 +628,249 @@ static void check_all(const struct ic *x, MPI_Comm comm)
     free(types);
 }
 
+/*
+ * The collectives that compose group collectives with steps between the
+ * groups, in their nonblocking and persistent forms, rooted at rank `rr`
+ * of group `rg`: all outstanding at once on the intercommunicator and
+ * completed in reverse order; the persistent ones started twice, in
+ * opposite orders on the members of odd and even world rank (MPI 4.1
+ * §6.13 lets them), their inputs changed between the runs.
+ */
+enum { CALLS = 9, IGATHER = 2, ISCATTER = 3, IALLGATHER = 5, IRSB = 8 };
+
+struct pending {
+    int r, l, key; /* key: tells the runs' data apart */
+    /* Persistent calls left out (bit per call): on an intercommunicator,
+     * MPICH 4.0.2's own MPI_Gather_init, MPI_Scatter_init and
+     * MPI_Allgather_init deliver the data of an earlier call, its
+     * MPI_Reduce_scatter_block_init none. */
+    unsigned skip;
+    int *red, *red_out, *gat, *gat_out, *sca, *sca_out;
+    int *all, *all_out, *ag_out, *agv_out, *rc, *rd;
+    int *rs, *rs_counts, *rs_out, *rsb_out;
+    struct matrix mm[N], mr[N];
+    MPI_Datatype strided, mtype;
+    MPI_Op product;
+};
+
+static void pending_make(const struct ic *x, struct pending *p)
+{
+    int r = x->rsize, l = x->lsize, at = 0;
+    memset(p, 0, sizeof *p);
+    p->r = r;
+    p->l = l;
+    p->red = xmalloc(N * sizeof(int));
+    p->red_out = xmalloc(N * sizeof(int));
+    p->gat = xmalloc(2 * N * sizeof(int));
+    p->gat_out = xmalloc((size_t)r * N * sizeof(int));
+    p->sca = xmalloc((size_t)r * N * sizeof(int));
+    p->sca_out = xmalloc(2 * N * sizeof(int));
+    p->all = xmalloc(N * sizeof(int));
+    p->all_out = xmalloc(N * sizeof(int));
+    p->ag_out = xmalloc((size_t)r * N * sizeof(int));
+    p->rc = xmalloc((size_t)r * sizeof(int));
+    p->rd = xmalloc((size_t)r * sizeof(int));
+    for (int j = 0; j < r; j++) {
+        p->rc[j] = j + 1;
+        p->rd[j] = at;
+        at += j + 2; /* a hole between blocks */
+    }
+    p->agv_out = xmalloc((size_t)(at + 1) * sizeof(int));
+    p->rs = xmalloc((size_t)l * r * sizeof(int));
+    p->rs_counts = xmalloc((size_t)l * sizeof(int));
+    for (int i = 0; i < l; i++)
+        p->rs_counts[i] = r + (l > 1 && i == 0) - (l > 1 && i == l - 1);
+    p->rs_out = xmalloc((size_t)(r + 1) * sizeof(int));
+    p->rsb_out = xmalloc((size_t)r * sizeof(int));
+    MPI_CHECK(MPI_Type_vector(N, 1, 2, MPI_INT, &p->strided));
+    MPI_CHECK(MPI_Type_commit(&p->strided));
+    MPI_CHECK(MPI_Type_contiguous(4, MPI_UNSIGNED, &p->mtype));
+    MPI_CHECK(MPI_Type_commit(&p->mtype));
+    MPI_CHECK(MPI_Op_create(matrix_product, 0, &p->product));
+}
+
+static void pending_free(struct pending *p)
+{
+    int *bufs[] = {p->red,    p->red_out,   p->gat,    p->gat_out,
+                   p->sca,    p->sca_out,   p->all,    p->all_out,
+                   p->ag_out, p->agv_out,   p->rc,     p->rd,
+                   p->rs,     p->rs_counts, p->rs_out, p->rsb_out};
+    for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++)
+        free(bufs[k]);
+    MPI_CHECK(MPI_Type_free(&p->strided));
+    MPI_CHECK(MPI_Type_free(&p->mtype));
+    MPI_CHECK(MPI_Op_free(&p->product));
+}
+
+/* Inputs of run `key`, outputs poisoned. */
+static void pending_fill(const struct ic *x, struct pending *p, int key,
+                         int root)
+{
+    int me = world_rank;
+    p->key = key;
+    for (int i = 0; i < N; i++) {
+        p->red[i] = p->all[i] = value(me, key, i);
+        p->red_out[i] = p->all_out[i] = -1;
+        p->mm[i] = matrix_of(x->lrank, (size_t)(i + key));
+        memset(&p->mr[i], 0, sizeof p->mr[i]);
+    }
+    for (int i = 0; i < 2 * N; i++) {
+        p->gat[i] = i % 2 ? -7 : value(me, key, i / 2);
+        p->sca_out[i] = -9;
+    }
+    for (int j = 0; j < p->r; j++)
+        for (int i = 0; i < N; i++) {
+            p->gat_out[j * N + i] = p->ag_out[j * N + i] = -1;
+            p->sca[j * N + i] =
+                root == MPI_ROOT ? value(me, x->rw[j], i + key) : -1;
+        }
+    for (int i = 0; i <= p->rd[p->r - 1] + p->r; i++)
+        p->agv_out[i] = -11;
+    for (int e = 0; e < p->l * p->r; e++)
+        p->rs[e] = value(me, key, e);
+    for (int k = 0; k < p->r + 1; k++)
+        p->rs_out[k] = -1;
+    for (int k = 0; k < p->r; k++)
+        p->rsb_out[k] = -1;
+}
+
+/* Post every call, nonblocking or (persistent) initialised. */
+static void pending_post(const struct ic *x, MPI_Comm comm, struct pending *p,
+                         int root, int persistent, MPI_Request *req)
+{
+    int l = x->lrank + 1;
+    if (!persistent) {
+        MPI_CHECK(MPI_Ireduce(p->red, p->red_out, N, MPI_INT, MPI_SUM, root,
+                              comm, &req[0]));
+        MPI_CHECK(MPI_Ireduce(p->mm, p->mr, N, p->mtype, p->product, root, comm,
+                              &req[1]));
+        MPI_CHECK(MPI_Igather(p->gat, 1, p->strided, p->gat_out, N, MPI_INT,
+                              root, comm, &req[2]));
+        MPI_CHECK(MPI_Iscatter(p->sca, N, MPI_INT, p->sca_out, 1, p->strided,
+                               root, comm, &req[3]));
+        MPI_CHECK(MPI_Iallreduce(p->all, p->all_out, N, MPI_INT, MPI_SUM, comm,
+                                 &req[4]));
+        MPI_CHECK(MPI_Iallgather(p->all, N, MPI_INT, p->ag_out, N, MPI_INT,
+                                 comm, &req[5]));
+        MPI_CHECK(MPI_Iallgatherv(p->all, l, MPI_INT, p->agv_out, p->rc, p->rd,
+                                  MPI_INT, comm, &req[6]));
+        MPI_CHECK(MPI_Ireduce_scatter(p->rs, p->rs_out, p->rs_counts, MPI_INT,
+                                      MPI_SUM, comm, &req[7]));
+        MPI_CHECK(MPI_Ireduce_scatter_block(p->rs, p->rsb_out, p->r, MPI_INT,
+                                            MPI_SUM, comm, &req[8]));
+        return;
+    }
+    MPI_Info no = MPI_INFO_NULL;
+    for (int k = 0; k < CALLS; k++)
+        req[k] = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Reduce_init(p->red, p->red_out, N, MPI_INT, MPI_SUM, root,
+                              comm, no, &req[0]));
+    MPI_CHECK(MPI_Reduce_init(p->mm, p->mr, N, p->mtype, p->product, root, comm,
+                              no, &req[1]));
+    if (!(p->skip >> IGATHER & 1))
+        MPI_CHECK(MPI_Gather_init(p->gat, 1, p->strided, p->gat_out, N, MPI_INT,
+                                  root, comm, no, &req[IGATHER]));
+    if (!(p->skip >> ISCATTER & 1))
+        MPI_CHECK(MPI_Scatter_init(p->sca, N, MPI_INT, p->sca_out, 1,
+                                   p->strided, root, comm, no, &req[ISCATTER]));
+    MPI_CHECK(MPI_Allreduce_init(p->all, p->all_out, N, MPI_INT, MPI_SUM, comm,
+                                 no, &req[4]));
+    if (!(p->skip >> IALLGATHER & 1))
+        MPI_CHECK(MPI_Allgather_init(p->all, N, MPI_INT, p->ag_out, N, MPI_INT,
+                                     comm, no, &req[IALLGATHER]));
+    MPI_CHECK(MPI_Allgatherv_init(p->all, l, MPI_INT, p->agv_out, p->rc, p->rd,
+                                  MPI_INT, comm, no, &req[6]));
+    MPI_CHECK(MPI_Reduce_scatter_init(p->rs, p->rs_out, p->rs_counts, MPI_INT,
+                                      MPI_SUM, comm, no, &req[7]));
+    if (!(p->skip >> IRSB & 1))
+        MPI_CHECK(MPI_Reduce_scatter_block_init(
+            p->rs, p->rsb_out, p->r, MPI_INT, MPI_SUM, comm, no, &req[IRSB]));
+}
+
+static void pending_check(const struct ic *x, const struct pending *p, int rg,
+                          int rr, int root)
+{
+    int r = p->r, me = world_rank, key = p->key, is_root = root == MPI_ROOT;
+    int leaf = x->group != rg, root_world = leaf ? x->rw[rr] : x->lw[rr];
+    for (int i = 0; i < N; i++) {
+        int want = 0;
+        for (int j = 0; j < r; j++)
+            want += value(x->rw[j], key, i);
+        expect_int(p->red_out[i], is_root ? want : -1, "ireduce sum");
+        expect_int(p->all_out[i], want, "iallreduce");
+        struct matrix product = matrix_product_of(0, r - 1, (size_t)(i + key));
+        struct matrix none = {0};
+        if (memcmp(is_root ? &product : &none, &p->mr[i], sizeof none))
+            fail("non-commutative ireduce element %d", i);
+    }
+    for (int j = 0; j < r; j++) {
+        for (int i = 0; i < N && !(p->skip >> IGATHER & 1); i++)
+            expect_int(p->gat_out[j * N + i],
+                       is_root ? value(x->rw[j], key, i) : -1, "igather");
+        if (!(p->skip >> IALLGATHER & 1))
+            expect_ints(p->ag_out + j * N, N, x->rw[j], key, "iallgather");
+        for (int i = 0; i < j + 1; i++)
+            expect_int(p->agv_out[p->rd[j] + i], value(x->rw[j], key, i),
+                       "iallgatherv");
+        expect_int(p->agv_out[p->rd[j] + j + 1], -11, "iallgatherv hole");
+    }
+    for (int i = 0; i < 2 * N && !(p->skip >> ISCATTER & 1); i++)
+        expect_int(p->sca_out[i],
+                   leaf && i % 2 == 0 ? value(root_world, me, i / 2 + key) : -9,
+                   "iscatter");
+    int offset = 0, mine = p->rs_counts[x->lrank];
+    for (int i = 0; i < x->lrank; i++)
+        offset += p->rs_counts[i];
+    for (int k = 0; k < mine; k++) {
+        int want = 0;
+        for (int j = 0; j < r; j++)
+            want += value(x->rw[j], key, offset + k);
+        expect_int(p->rs_out[k], want, "ireduce_scatter");
+    }
+    for (int k = 0; k < r && !(p->skip >> IRSB & 1); k++) {
+        int want = 0;
+        for (int j = 0; j < r; j++)
+            want += value(x->rw[j], key, x->lrank * r + k);
+        expect_int(p->rsb_out[k], want, "ireduce_scatter_block");
+    }
+}
+
+static void wait_reversed(MPI_Request *req)
+{
+    for (int k = CALLS - 1; k >= 0; k--)
+        MPI_CHECK(MPI_Wait(&req[k], MPI_STATUS_IGNORE));
+}
+
+static void check_pending(const struct ic *x, MPI_Comm comm, int rg, int rr)
+{
+    int root = root_arg(x, rg, rr);
+    MPI_Request req[CALLS];
+    struct pending p;
+    pending_make(x, &p);
+    pending_fill(x, &p, 2, root);
+    pending_post(x, comm, &p, root, 0, req);
+    wait_reversed(req);
+    pending_check(x, &p, rg, rr, root);
+
+    if (one_site(x))
+        p.skip = 1u << IGATHER | 1u << ISCATTER | 1u << IALLGATHER | 1u << IRSB;
+    pending_post(x, comm, &p, root, 1, req);
+    for (int run = 0; run < 2; run++) {
+        pending_fill(x, &p, 5 + run, root);
+        for (int k = 0; k < CALLS; k++) {
+            MPI_Request *started = &req[world_rank % 2 ? CALLS - 1 - k : k];
+            if (*started != MPI_REQUEST_NULL)
+                MPI_CHECK(MPI_Start(started));
+        }
+        wait_reversed(req);
+        pending_check(x, &p, rg, rr, root);
+    }
+    for (int k = 0; k < CALLS; k++)
+        if (req[k] != MPI_REQUEST_NULL)
+            MPI_CHECK(MPI_Request_free(&req[k]));
+    pending_free(&p);
+}
+
 static void check_collectives(const struct ic *x, MPI_Comm comm)
 {
     /* Each group roots in turn, at its first and its last rank. */
@@ -616,6 +878,8 @@ static void check_collectives(const struct ic *x, MPI_Comm comm)
         int size = x->group == rg ? x->lsize : x->rsize;
         check_rooted(x, comm, rg, 0);
         check_rooted(x, comm, rg, size - 1);
+        check_pending(x, comm, rg, 0);
+        check_pending(x, comm, rg, size - 1);
     }
     check_all(x, comm);
 }
@@ -818,6 +1082,10 @@ int main(int argc, char **argv)
     run_cases("alone", &x);
     free_ic(&x);
 
+    site_of = xmalloc((size_t)world_size * sizeof *site_of);
+    MPI_CHECK(
+        MPI_Allgather(&base, 1, MPI_INT, site_of, 1, MPI_INT, MPI_COMM_WORLD));
+
     /* Then by all processes, on the first site with two processes or
      * more. */
     mine = site_size >= 2 ? base : INT_MAX;
@@ -866,6 +1134,7 @@ int main(int argc, char **argv)
     run_cases("uneven", &x);
     free_ic(&x);
     MPI_CHECK(MPI_Comm_free(&peer));
+    free(site_of);
 
     MPI_Finalize();
     return 0;

@@ -64,5 +64,5 @@ int ic_alltoall(struct gc_comm *c, const char *fn, const struct ic_blocks *send,
         block_of(send, j, &at, &count, &type);
         ic_send(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type, -1);
     }
-    return ic_sched_finish(s, form);
+    return ic_sched_finish(s, MPI_SUCCESS, form);
 }

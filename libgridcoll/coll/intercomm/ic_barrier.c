@@ -43,11 +43,11 @@ int ic_barrier(struct gc_comm *c, const char *fn, const struct coll_form *form)
             members[nm++] = m;
     }
     if (in == NULL || members == NULL || coords == NULL)
-        return ic_sched_finish(s, form); /* fails: out of memory */
+        return ic_sched_finish(s, MPI_SUCCESS, form); /* fails: out of memory */
     if (c->rank != coord) {
         coll_sched_send(s, coord, TAG_BARRIER, NULL, 0, MPI_BYTE, -1);
         coll_sched_recv(s, coord, TAG_BARRIER, NULL, 0, MPI_BYTE, -1);
-        return ic_sched_finish(s, form);
+        return ic_sched_finish(s, MPI_SUCCESS, form);
     }
     for (int k = 0; k < nm; k++)
         in[ni++] =
@@ -75,5 +75,5 @@ int ic_barrier(struct gc_comm *c, const char *fn, const struct coll_form *form)
     for (int k = 0; k < nm; k++)
         coll_sched_send(s, members[k], TAG_BARRIER, NULL, 0, MPI_BYTE,
                         released);
-    return ic_sched_finish(s, form);
+    return ic_sched_finish(s, MPI_SUCCESS, form);
 }

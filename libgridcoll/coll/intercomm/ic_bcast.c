@@ -63,5 +63,5 @@ int ic_bcast(struct gc_comm *c, const char *fn, void *buf, int count,
         for (int step = top; site != NULL && me + step < n; step <<= 1)
             ic_send(s, site[me + step], TAG_BCAST, buf, count, type, got);
     }
-    return ic_sched_finish(s, form);
+    return ic_sched_finish(s, MPI_SUCCESS, form);
 }

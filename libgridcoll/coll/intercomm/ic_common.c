@@ -6,16 +6,7 @@
 
 #include "coll/intercomm/intercomm.h"
 #include "engine/coll_request.h"
-
-int ic_blocking_only(struct gc_comm *c, const char *fn,
-                     const struct coll_form *form)
-{
-    if (form->request == NULL)
-        return MPI_SUCCESS;
-    char what[96];
-    snprintf(what, sizeof what, "%s on an intercommunicator", fn);
-    return gc_unsupported(c->handle, what);
-}
+#include "gc_coll_algo.h"
 
 int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
                int *root_member)
@@ -51,12 +42,168 @@ int ic_sched_run(struct coll_sched *s)
     return status;
 }
 
-int ic_sched_finish(struct coll_sched *s, const struct coll_form *form)
+int ic_sched_finish(struct coll_sched *s, int status,
+                    const struct coll_form *form)
 {
+    if (status != MPI_SUCCESS) {
+        coll_sched_free(s);
+        return status;
+    }
     if (form->request == NULL)
         return ic_sched_run(s);
     return form->persistent ? coll_request_persistent(s, form->request)
                             : coll_request_start(s, form->request);
+}
+
+/* MPICH's persistent collective of a call on a single-site group. */
+static int mpich_init(enum gc_coll_kind kind, const struct coll_args *a,
+                      MPI_Comm g, MPI_Request *request)
+{
+    const struct coll_reduce_args *r = &a->u.reduce;
+    const struct coll_rooted_args *v = &a->u.rooted;
+    switch (kind) {
+    case GC_COLL_REDUCE:
+        return PMPI_Reduce_init_c(r->sbuf, r->rbuf, r->count, r->type, r->op,
+                                  r->root, g, MPI_INFO_NULL, request);
+    case GC_COLL_BCAST:
+        return PMPI_Bcast_init_c(a->u.bcast.buf, a->u.bcast.count,
+                                 a->u.bcast.type, a->u.bcast.root, g,
+                                 MPI_INFO_NULL, request);
+    case GC_COLL_GATHER:
+        return PMPI_Gatherv_init_c(v->sbuf, v->block_count, v->block_type,
+                                   v->rbuf, v->counts, v->displs, v->many_type,
+                                   v->root, g, MPI_INFO_NULL, request);
+    default: /* scatter(v) */
+        return PMPI_Scatterv_init_c(v->sbuf, v->counts, v->displs, v->many_type,
+                                    v->rbuf, v->block_count, v->block_type,
+                                    v->root, g, MPI_INFO_NULL, request);
+    }
+}
+
+int ic_group(struct coll_sched *s, enum gc_coll_kind kind, struct coll_args *a,
+             int after, int *step)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    struct gc_comm *grid = gc_comm_find(c->inter->group_comm);
+    int status;
+    *step = -1;
+    if (grid == NULL) {
+        MPI_Request request;
+        status = mpich_init(kind, a, c->inter->group_comm, &request);
+        if (status != MPI_SUCCESS)
+            return gc_error(c->handle, status, a->fn);
+        *step = coll_sched_nested_mpich(s, request, after);
+        return MPI_SUCCESS;
+    }
+    /* Persistent, of the group's algorithm, whatever the call's form: it
+     * takes its number on group_comm now, in the order of the calls. */
+    MPI_Request unused;
+    struct coll_sched *child;
+    a->comm = grid;
+    a->request = &unused;
+    a->persistent = 1;
+    status = coll_build(kind, a, &child);
+    if (status != MPI_SUCCESS)
+        return status;
+    status = coll_sched_persist(child);
+    if (status != MPI_SUCCESS) {
+        coll_sched_free(child);
+        return coll_sched_error(s, status);
+    }
+    *step = coll_sched_nested(s, child, after);
+    return MPI_SUCCESS;
+}
+
+int ic_group_reduce(struct coll_sched *s, const char *fn, const void *sbuf,
+                    int count, MPI_Datatype type, MPI_Op op, void **result,
+                    int *step)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    int status = MPI_SUCCESS;
+    *result = NULL;
+    *step = -1;
+    if (coll_sched_hold_op(s, op) != MPI_SUCCESS)
+        return coll_no_mem(c);
+    if (gc_comm_group_rank(c) == 0)
+        status = coll_sched_temp(s, count, type, result);
+    struct coll_args a = {.fn = fn};
+    gc_packed_size(count, type, &a.bytes);
+    a.u.reduce = (struct coll_reduce_args){
+        .sbuf = sbuf,
+        .rbuf = *result,
+        .count = count,
+        .type = type,
+        .op = op,
+        .root = 0,
+    };
+    return status == MPI_SUCCESS ? ic_group(s, GC_COLL_REDUCE, &a, -1, step)
+                                 : status;
+}
+
+int ic_bundle_alloc(struct coll_sched *s, const char *fn, int leader,
+                    size_t block, struct ic_bundle *b)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    int m = c->inter->local_size;
+    b->leader = leader;
+    b->block = block;
+    b->all = NULL;
+    b->counts = NULL;
+    b->displs = NULL;
+    if (block * (size_t)m > INT_MAX)
+        return coll_arg_error(c, MPI_ERR_COUNT, fn, "message too large");
+    b->mine = coll_sched_alloc(s, block);
+    if (leader) {
+        b->all = coll_sched_alloc(s, block * (size_t)m);
+        b->counts = coll_sched_alloc(s, (size_t)m * sizeof *b->counts);
+        b->displs = coll_sched_alloc(s, (size_t)m * sizeof *b->displs);
+    }
+    if (b->mine == NULL ||
+        (leader && (b->all == NULL || b->counts == NULL || b->displs == NULL)))
+        return coll_no_mem(c);
+    for (int i = 0; leader && i < m; i++) {
+        b->counts[i] = (MPI_Count)block;
+        b->displs[i] = (MPI_Aint)(block * (size_t)i);
+    }
+    return MPI_SUCCESS;
+}
+
+int ic_bundle_make(struct coll_sched *s, const char *fn, int root,
+                   int leaf_count, MPI_Datatype leaf_type, int root_count,
+                   MPI_Datatype root_type, struct ic_bundle *b)
+{
+    struct gc_comm *c = coll_sched_comm(s);
+    size_t block = 0;
+    *b = (struct ic_bundle){0};
+    int status = ic_role_of(c, fn, root, &b->role, &b->root_member);
+    if (status == MPI_SUCCESS && b->role == IC_LEAF)
+        status = coll_check_buf(c, fn, leaf_count, leaf_type);
+    if (status == MPI_SUCCESS && b->role == IC_ROOT)
+        status = coll_check_buf(c, fn, root_count, root_type);
+    if (status == MPI_SUCCESS && b->role == IC_LEAF)
+        status = coll_packed_size(c, leaf_count, leaf_type, &block);
+    if (status != MPI_SUCCESS || b->role != IC_LEAF)
+        return status;
+    return ic_bundle_alloc(s, fn, gc_comm_group_rank(c) == 0, block, b);
+}
+
+int ic_group_blocks(struct coll_sched *s, const char *fn,
+                    enum gc_coll_kind kind, const struct ic_bundle *b,
+                    int after, int *step)
+{
+    int gather = kind == GC_COLL_GATHER;
+    struct coll_args a = {.fn = fn, .bytes = b->block};
+    a.u.rooted = (struct coll_rooted_args){
+        .sbuf = gather ? b->mine : b->all,
+        .rbuf = gather ? b->all : b->mine,
+        .block_count = (MPI_Count)b->block,
+        .block_type = MPI_BYTE,
+        .counts = b->counts,
+        .displs = b->displs,
+        .many_type = MPI_BYTE,
+        .uniform = 1,
+    };
+    return ic_group(s, kind, &a, after, step);
 }
 
 /* Bytes of count x type to cross sites in, or -1 (reported). */

@@ -7,17 +7,17 @@
  * scatterv (MagPIe, Kielmann et al., PPoPP 1999, §3: one partial result
  * or one site's part per site link).
  *
- * Phases:
- *  1. Reduce of each group's vectors to its rank 0 (group_comm).
- *  2. The two rank 0 exchange their reductions (union schedule).
+ * Phases (one union schedule, every form; group collectives on
+ * group_comm, ic_group):
+ *  1. Reduce of each group's vectors to its rank 0.
+ *  2. The two rank 0 exchange their reductions.
  *  3. Scatterv of the other group's reduction in each group, by the
- *     group's recvcounts (group_comm).
+ *     group's recvcounts.
  *
  * Cost, N elements of size e: T = T_reduce(N e) + L + N e/B_wan +
  * T_scatterv(N e).  WAN: one reduction each way between the groups.
  */
 #include <limits.h>
-#include <stdlib.h>
 
 #include "coll/intercomm/intercomm.h"
 
@@ -26,18 +26,16 @@ int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
                       MPI_Datatype type, MPI_Op op,
                       const struct coll_form *form)
 {
-    int form_status = ic_blocking_only(c, fn, form);
-    if (form_status != MPI_SUCCESS)
-        return form_status;
-    int n = c->inter->local_size, leader = gc_comm_group_rank(c) == 0;
-    struct coll_temp mine = {0}, theirs = {0};
-    int *counts = malloc((size_t)n * sizeof *counts);
-    int *displs = malloc((size_t)n * sizeof *displs);
-    int total = 0, status = MPI_SUCCESS;
-    if (counts == NULL || displs == NULL) {
+    int n = c->inter->local_size, me = gc_comm_group_rank(c);
+    int leader = me == 0, total = 0, status = MPI_SUCCESS;
+    struct coll_sched *s = ic_sched_new(c, fn);
+    if (s == NULL)
+        return MPI_ERR_NO_MEM;
+    /* The group's layout, as the scatterv of phase 3 takes it. */
+    MPI_Count *counts = coll_sched_alloc(s, (size_t)n * sizeof *counts);
+    MPI_Aint *displs = coll_sched_alloc(s, (size_t)n * sizeof *displs);
+    if (counts == NULL || displs == NULL)
         status = coll_no_mem(c);
-        goto cleanup;
-    }
     for (int i = 0; i < n && status == MPI_SUCCESS; i++) {
         counts[i] = rcounts != NULL ? rcounts[i] : rcount;
         displs[i] = total;
@@ -45,41 +43,40 @@ int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
             status = coll_arg_error(c, MPI_ERR_COUNT, fn,
                                     "invalid or too large recvcounts");
         else
-            total += counts[i];
+            total += (int)counts[i];
     }
     if (status == MPI_SUCCESS)
         status = coll_check_buf(c, fn, total, type);
     if (status == MPI_SUCCESS)
         status = coll_check_op(c, fn, op, type);
-    if (status == MPI_SUCCESS && leader)
-        status = coll_temp_alloc(c, total, type, 1, &mine);
-    if (status == MPI_SUCCESS && leader)
-        status = coll_temp_alloc(c, total, type, 1, &theirs);
+    void *mine = NULL, *theirs = NULL;
+    int reduced, got = -1, spread;
     if (status == MPI_SUCCESS)
-        status = MPI_Reduce(sbuf, mine.base, total, type, op, 0,
-                            c->inter->group_comm);
-    if (status != MPI_SUCCESS)
-        goto cleanup;
-    struct coll_sched *s = ic_sched_new(c, fn);
-    if (s == NULL) {
-        status = MPI_ERR_NO_MEM;
-        goto cleanup;
+        status = ic_group_reduce(s, fn, sbuf, total, type, op, &mine, &reduced);
+    if (status == MPI_SUCCESS && leader)
+        status = coll_sched_temp(s, total, type, &theirs);
+    if (status == MPI_SUCCESS && leader) {
+        int pair[2] = {ic_send(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, mine,
+                               total, type, reduced),
+                       ic_recv(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, theirs,
+                               total, type, -1)};
+        got = coll_sched_join(s, pair, 2);
     }
-    if (leader) {
-        ic_send(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, mine.base, total, type,
-                -1);
-        ic_recv(s, ic_remote(c, 0), TAG_REDUCE_SCATTER, theirs.base, total,
-                type, -1);
-    }
-    status = ic_sched_run(s);
+    struct coll_args b = {.fn = fn};
+    if (rcounts == NULL) /* Reduce_scatter_block: one size everywhere */
+        gc_packed_size(rcount, type, &b.bytes);
+    b.u.rooted = (struct coll_rooted_args){
+        .sbuf = theirs,
+        .rbuf = rbuf,
+        .block_count = status == MPI_SUCCESS ? counts[me] : 0,
+        .block_type = type,
+        .counts = counts,
+        .displs = displs,
+        .many_type = type,
+        .root = 0,
+        .uniform = rcounts == NULL,
+    };
     if (status == MPI_SUCCESS)
-        status = MPI_Scatterv(theirs.base, counts, displs, type, rbuf,
-                              counts[gc_comm_group_rank(c)], type, 0,
-                              c->inter->group_comm);
-cleanup:
-    free(mine.mem);
-    free(theirs.mem);
-    free(counts);
-    free(displs);
-    return status;
+        status = ic_group(s, GC_COLL_SCATTERV, &b, got, &spread);
+    return ic_sched_finish(s, status, form);
 }

@@ -52,7 +52,7 @@ static int direct(struct gc_comm *c, const char *fn, int to_root, void *buf,
         ic_send(s, root_member, TAG_GATHER, lbuf, count, ltype, -1);
     else if (role == IC_LEAF)
         ic_recv(s, root_member, TAG_SCATTER, lbuf, count, ltype, -1);
-    return ic_sched_finish(s, form);
+    return ic_sched_finish(s, MPI_SUCCESS, form);
 }
 
 int ic_gatherv(struct gc_comm *c, const char *fn, const void *sbuf, int scount,

@@ -6,17 +6,22 @@
  * communicator's two parts (gc_intercomm.h): a schedule on the union
  * (engine/coll_sched.h) for the steps between the groups, and the local
  * group's own collectives on group_comm, which are the grid algorithms of
- * the tables when a group spans sites.  Those that are a union schedule
- * alone (barrier, bcast, alltoall(v/w), gatherv, scatterv) also serve the
- * nonblocking and persistent forms; the others' fail through
- * gc_unsupported.
+ * the tables when a group spans sites.  Every algorithm is one builder
+ * of one union schedule that serves the blocking, nonblocking and
+ * persistent forms: a group collective is a NESTED step of it, built with
+ * it (ic_group).
  *
  * Every member of both groups runs exactly one union schedule per call
  * (an empty one when it has no step between the groups), so the members
- * number the union's schedules alike.  A group collective across sites
- * waits in the layer's progress loop; one on a single site is MPICH's,
- * whose members wait only for each other, all past the steps between
- * the groups they depend on.
+ * number the union's schedules alike.  The group collectives are
+ * persistent whatever the call's form: a grid communicator's schedule
+ * numbered on group_comm when the call builds it, or MPICH's persistent
+ * collective, whose tag MPICH takes at its *_init; the members build them
+ * in the order of their calls, so they may start them in any order (the
+ * union schedules of outstanding calls move on at different paces on
+ * different members, and persistent calls start in any order, MPI 4.1
+ * §6.13).  The price: a grid group's collective makes a copy of its site
+ * communicator per call (coll_sched_persist).
  */
 #ifndef COLL_INTERCOMM_H
 #define COLL_INTERCOMM_H
@@ -25,13 +30,10 @@
 
 #include "engine/coll_sched.h"
 #include "gc_coll.h"
+#include "gc_coll_algo.h"
 #include "gc_intercomm.h"
 
 /* ---- what the algorithms share (ic_common.c) --------------------------- */
-
-/* MPI_SUCCESS for a blocking call; the others fail naming `fn`. */
-int ic_blocking_only(struct gc_comm *c, const char *fn,
-                     const struct coll_form *form);
 
 /* A rooted call's part for this member (MPI 4.1 §6.2.2). */
 enum ic_role {
@@ -46,10 +48,60 @@ int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
  * freed; errors went through the communicator's handler). */
 struct coll_sched *ic_sched_new(struct gc_comm *c, const char *fn);
 int ic_sched_run(struct coll_sched *s);
-/* The same for the algorithms that are one schedule and nothing else:
- * run, or handed out behind the request of a nonblocking or persistent
- * form (engine/coll_request.h). */
-int ic_sched_finish(struct coll_sched *s, const struct coll_form *form);
+/* The call's schedule, built with `status`: run, or handed out behind
+ * the request of a nonblocking or persistent form
+ * (engine/coll_request.h); freed after a failure. */
+int ic_sched_finish(struct coll_sched *s, int status,
+                    const struct coll_form *form);
+
+/*
+ * The local group's collective `kind` (GC_COLL_REDUCE, _BCAST, _GATHER,
+ * _SCATTER or _SCATTERV, group ranks) with the arguments in a->u as a
+ * NESTED step of s after `after` (*step): the grid algorithm's schedule
+ * when the group spans sites, MPICH's persistent collective on
+ * group_comm when it does not.  Errors went through the handler.
+ */
+int ic_group(struct coll_sched *s, enum gc_coll_kind kind, struct coll_args *a,
+             int after, int *step);
+
+/*
+ * The reductions' first phase: the group's reduction of count x type at
+ * sbuf by op to its rank 0, into schedule memory there (*result, NULL on
+ * the others), as ic_group; s holds op (the program may free it while
+ * the call runs).
+ */
+int ic_group_reduce(struct coll_sched *s, const char *fn, const void *sbuf,
+                    int count, MPI_Datatype type, MPI_Op op, void **result,
+                    int *step);
+
+/*
+ * Blocks of one group packed to bytes, all of them at its rank 0 (what
+ * Gather, Scatter and Allgather move inside a group): this member's
+ * block, and at the leader the bundle of all of them in group-rank order
+ * with its layout, in schedule memory.  Gather and Scatter also say this
+ * member's role; their leaves are the group of the blocks.
+ */
+struct ic_bundle {
+    enum ic_role role;
+    int root_member;
+    int leader;   /* holds `all` */
+    size_t block; /* bytes of one member's block */
+    void *mine, *all;
+    MPI_Count *counts;
+    MPI_Aint *displs;
+};
+int ic_bundle_alloc(struct coll_sched *s, const char *fn, int leader,
+                    size_t block, struct ic_bundle *b);
+/* Gather's and Scatter's: the role, the arguments of each side checked,
+ * the leaves' bundle of leaf_count x leaf_type blocks. */
+int ic_bundle_make(struct coll_sched *s, const char *fn, int root,
+                   int leaf_count, MPI_Datatype leaf_type, int root_count,
+                   MPI_Datatype root_type, struct ic_bundle *b);
+/* ic_group of the GC_COLL_GATHER (mine -> all) or GC_COLL_SCATTER (all ->
+ * mine) of b at the group's rank 0. */
+int ic_group_blocks(struct coll_sched *s, const char *fn,
+                    enum gc_coll_kind kind, const struct ic_bundle *b,
+                    int after, int *step);
 
 /*
  * SEND and RECV steps of count x type with union member `peer`, packed
