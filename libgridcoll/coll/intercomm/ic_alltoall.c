@@ -56,9 +56,10 @@ int ic_alltoall(struct gc_comm *c, const char *fn, const struct ic_blocks *send,
     if (s == NULL)
         return MPI_ERR_NO_MEM;
     for (int j = 0; j < r; j++) {
-        char *at;
-        int count;
-        MPI_Datatype type;
+        /* block_of succeeded for every block above */
+        char *at = NULL;
+        int count = 0;
+        MPI_Datatype type = MPI_DATATYPE_NULL;
         block_of(recv, j, &at, &count, &type);
         ic_recv(s, ic_remote(c, j), TAG_ALLTOALL, at, count, type, -1);
         block_of(send, j, &at, &count, &type);
