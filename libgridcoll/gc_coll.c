@@ -218,7 +218,7 @@ static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                    const struct coll_form *form)
 {
     if (c->inter != NULL)
-        return !ic_fits(sendcount) || v.icounts == NULL
+        return !ic_fits(sendcount) || v.counts != NULL
                    ? gc_unsupported(c->handle, fn)
                    : ic_gatherv(c, fn, sendbuf, (int)sendcount, sendtype,
                                 recvbuf, v.icounts, v.idispls, recvtype, root,
@@ -287,7 +287,7 @@ static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
                     const struct coll_form *form)
 {
     if (c->inter != NULL)
-        return !ic_fits(recvcount) || v.icounts == NULL
+        return !ic_fits(recvcount) || v.counts != NULL
                    ? gc_unsupported(c->handle, fn)
                    : ic_scatterv(c, fn, sendbuf, v.icounts, v.idispls, sendtype,
                                  recvbuf, (int)recvcount, recvtype, root, form);
@@ -355,7 +355,7 @@ static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                       const struct coll_form *form)
 {
     if (c->inter != NULL)
-        return !ic_fits(sendcount) || v.icounts == NULL
+        return !ic_fits(sendcount) || v.counts != NULL
                    ? gc_unsupported(c->handle, fn)
                    : ic_allgatherv(c, fn, sendbuf, (int)sendcount, sendtype,
                                    recvbuf, v.icounts, v.idispls, recvtype,

@@ -146,7 +146,7 @@ static int reduce_scatter(struct gc_comm *c, const char *fn,
                           const struct coll_form *form)
 {
     if (c->inter != NULL)
-        return v.icounts == NULL
+        return v.counts != NULL
                    ? gc_unsupported(c->handle, fn)
                    : ic_reduce_scatter(c, fn, sendbuf, recvbuf, v.icounts, 0,
                                        datatype, op, form);
