@@ -264,23 +264,36 @@ static int ready(struct partitioned *p, int partition, const char *function)
 /* ---- the MPI functions ---------------------------------------------------
  */
 
-int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
-                   MPI_Datatype type, int dst, int tag, MPI_Comm comm,
-                   MPI_Info info, MPI_Request *request)
+/* MPI_Psend_init and MPI_Precv_init on any communicator. */
+static int open_request(MPI_Comm comm, enum op_kind kind, const void *buf,
+                        int partitions, MPI_Count count, MPI_Datatype type,
+                        int peer, int tag, MPI_Info info, MPI_Request *request,
+                        const char *function)
 {
-    GC_ENTER();
     struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
     int inter = 0;
     if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
         PMPI_Comm_test_inter(comm, &inter);
     if (inter)
-        return site_inter_init(comm, OP_SEND, buf, partitions, count, type, dst,
-                               tag, info, request, "MPI_Psend_init");
-    if (c == NULL)
-        return PMPI_Psend_init(buf, partitions, count, type, dst, tag, comm,
-                               info, request);
-    return partitioned_init(c, OP_SEND, buf, partitions, count, type, dst, tag,
-                            info, request, "MPI_Psend_init");
+        return site_inter_init(comm, kind, buf, partitions, count, type, peer,
+                               tag, info, request, function);
+    if (c != NULL)
+        return partitioned_init(c, kind, buf, partitions, count, type, peer,
+                                tag, info, request, function);
+    return kind == OP_SEND
+               ? PMPI_Psend_init(buf, partitions, count, type, peer, tag, comm,
+                                 info, request)
+               : PMPI_Precv_init((void *)buf, partitions, count, type, peer,
+                                 tag, comm, info, request);
+}
+
+int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
+                   MPI_Datatype type, int dst, int tag, MPI_Comm comm,
+                   MPI_Info info, MPI_Request *request)
+{
+    GC_ENTER();
+    return open_request(comm, OP_SEND, buf, partitions, count, type, dst, tag,
+                        info, request, "MPI_Psend_init");
 }
 
 int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
@@ -288,18 +301,8 @@ int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
                    MPI_Info info, MPI_Request *request)
 {
     GC_ENTER();
-    struct gc_comm *c = gc_world.active ? gc_comm_find(comm) : NULL;
-    int inter = 0;
-    if (c == NULL && gc_world.active && comm != MPI_COMM_NULL)
-        PMPI_Comm_test_inter(comm, &inter);
-    if (inter)
-        return site_inter_init(comm, OP_RECV, buf, partitions, count, type, src,
-                               tag, info, request, "MPI_Precv_init");
-    if (c == NULL)
-        return PMPI_Precv_init(buf, partitions, count, type, src, tag, comm,
-                               info, request);
-    return partitioned_init(c, OP_RECV, buf, partitions, count, type, src, tag,
-                            info, request, "MPI_Precv_init");
+    return open_request(comm, OP_RECV, buf, partitions, count, type, src, tag,
+                        info, request, "MPI_Precv_init");
 }
 
 static struct partitioned *find(MPI_Request request)

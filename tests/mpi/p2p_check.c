@@ -1118,17 +1118,24 @@ static void case_non_overtaking(int base_tag)
     free(area);
 }
 
+/* send_sequence, waited for. */
+static void send_sequence_done(int dst, int tag, int count)
+{
+    MPI_Request *requests = xmalloc(sizeof *requests * (size_t)count);
+    unsigned char **messages = send_sequence(dst, tag, count, requests);
+    MPI_CHECK(waitall_ignoring_statuses(count, requests));
+    for (int seq = 0; seq < count; seq++)
+        free(messages[seq]);
+    free(messages);
+    free(requests);
+}
+
 static void case_non_overtaking_any_source(int base_tag)
 {
     enum { COUNT = 50 };
     int tag = base_tag;
     if (world_rank != 0) {
-        MPI_Request requests[COUNT];
-        unsigned char **messages = send_sequence(0, tag, COUNT, requests);
-        MPI_CHECK(waitall_ignoring_statuses(COUNT, requests));
-        for (int seq = 0; seq < COUNT; seq++)
-            free(messages[seq]);
-        free(messages);
+        send_sequence_done(0, tag, COUNT);
         return;
     }
     int *next_seq = xcalloc((size_t)world_size, sizeof *next_seq);
@@ -1159,13 +1166,8 @@ static void case_any_source_preposted(int base_tag)
     enum { COUNT = 30 };
     int tag = base_tag;
     if (world_rank != 0) {
-        MPI_Request requests[COUNT];
         MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-        unsigned char **messages = send_sequence(0, tag, COUNT, requests);
-        MPI_CHECK(waitall_ignoring_statuses(COUNT, requests));
-        for (int seq = 0; seq < COUNT; seq++)
-            free(messages[seq]);
-        free(messages);
+        send_sequence_done(0, tag, COUNT);
         return;
     }
     int n = COUNT * (world_size - 1);
