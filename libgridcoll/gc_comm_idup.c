@@ -20,6 +20,8 @@
  * orders.  Cost: the two MPICH duplications inside each site, nothing
  * over the WAN.
  */
+#include <stdio.h>
+
 #include "engine/coll_request.h"
 #include "gc_group.h"
 #include "topo/gc_topo.h"
@@ -87,6 +89,15 @@ static int idup_grid(struct gc_comm *c, MPI_Info info, MPI_Comm *newcomm,
     if (newcomm == NULL || request == NULL)
         return gc_report(c->handle, MPI_ERR_ARG, function,
                          "newcomm or request is NULL");
+    /* The copy would need its groups' own communicators too
+     * (gc_inter_attach), which are made collectively: not yet done
+     * without blocking.  Without them it would be an intracommunicator
+     * of the union, and give wrong results (MPICH's comm_idup). */
+    if (c->inter != NULL) {
+        char what[96];
+        snprintf(what, sizeof what, "%s with intercommunicators", function);
+        return gc_unsupported(c->handle, what);
+    }
     struct coll_sched *s = coll_sched_new(c, function, NULL);
     struct idup *d = s != NULL ? coll_sched_alloc(s, sizeof *d) : NULL;
     int status = d != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;

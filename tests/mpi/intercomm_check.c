@@ -943,6 +943,27 @@ static void check_dup_split(const struct ic *x)
     check_p2p(x, dup);
     check_all(x, dup);
 
+    /* MPI_Comm_idup: MPICH's own intercommunicators have it; across sites
+     * it fails naming the call (it would give an intracommunicator). */
+    MPI_Comm idup = MPI_COMM_NULL;
+    MPI_Request request;
+    MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+    int rc = MPI_Comm_idup(dup, &idup, &request);
+    if (one_site(x)) {
+        MPI_CHECK(rc);
+        MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+        check_members(x, idup);
+        MPI_CHECK(MPI_Comm_free(&idup));
+    } else {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        if (rc == MPI_SUCCESS ||
+            strstr(text, "MPI_Comm_idup with intercommunicators is not "
+                         "supported") == NULL)
+            fail("MPI_Comm_idup across sites: rc %d, \"%s\"", rc, text);
+    }
+
     /* Split by group-rank parity, reversed order by key: a color with no
      * member in one group gives MPI_COMM_NULL. */
     int color = x->lrank % 2;
