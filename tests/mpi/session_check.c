@@ -74,6 +74,22 @@ static int position_of(int rank, const int *members, int count)
     return -1;
 }
 
+/* Group g's members are grid ranks members[0..count-1], in rank order. */
+static void check_group_members(MPI_Group g, const int *members, int count,
+                                const char *label)
+{
+    int *ranks = xmalloc(sizeof(int) * (size_t)count);
+    int *grid = xmalloc(sizeof(int) * (size_t)count);
+    for (int i = 0; i < count; i++)
+        ranks[i] = i;
+    MPI_CHECK(MPI_Group_translate_ranks(g, count, ranks, world_group, grid));
+    for (int i = 0; i < count; i++)
+        CHECK(grid[i] == members[i], "%s: member %d is grid rank %d, want %d",
+              label, i, grid[i], members[i]);
+    free(ranks);
+    free(grid);
+}
+
 /* Size, rank, members (grid ranks, by rank), then traffic. */
 static void exercise(MPI_Comm comm, const int *members, int count,
                      const char *label)
@@ -88,17 +104,8 @@ static void exercise(MPI_Comm comm, const int *members, int count,
           position_of(grid_rank, members, count));
 
     MPI_Group group;
-    int *ranks = malloc(sizeof(int) * (size_t)count);
-    int *grid = malloc(sizeof(int) * (size_t)count);
-    CHECK(ranks != NULL && grid != NULL, "out of memory");
-    for (int i = 0; i < count; i++)
-        ranks[i] = i;
     MPI_CHECK(MPI_Comm_group(comm, &group));
-    MPI_CHECK(
-        MPI_Group_translate_ranks(group, count, ranks, world_group, grid));
-    for (int i = 0; i < count; i++)
-        CHECK(grid[i] == members[i], "%s: member %d is grid rank %d, want %d",
-              label, i, grid[i], members[i]);
+    check_group_members(group, members, count, label);
     MPI_CHECK(MPI_Group_free(&group));
 
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
@@ -121,8 +128,6 @@ static void exercise(MPI_Comm comm, const int *members, int count,
     MPI_CHECK(MPI_Bcast(&root_grid, 1, MPI_INT, size - 1, comm));
     CHECK(root_grid == members[size - 1], "%s: bcast %d, want %d", label,
           root_grid, members[size - 1]);
-    free(ranks);
-    free(grid);
 }
 
 static void site_members(int *members)
@@ -329,18 +334,8 @@ static void case_intercomm_from_groups(void)
           "%d, remote %d",
           inter, rank, size, remote_size, grid_rank / 2, n[mine], n[!mine]);
 
-    int *seq = malloc(sizeof(int) * (size_t)remote_size);
-    int *grid = malloc(sizeof(int) * (size_t)remote_size);
-    CHECK(seq != NULL && grid != NULL, "out of memory");
-    for (int i = 0; i < remote_size; i++)
-        seq[i] = i;
     MPI_CHECK(MPI_Comm_remote_group(ic, &remote));
-    MPI_CHECK(
-        MPI_Group_translate_ranks(remote, remote_size, seq, world_group, grid));
-    for (int i = 0; i < remote_size; i++)
-        CHECK(grid[i] == members[!mine][i],
-              "remote member %d is grid rank %d, want %d", i, grid[i],
-              members[!mine][i]);
+    check_group_members(remote, members[!mine], remote_size, "remote group");
 
     /* Rank i of each group with remote rank i: grid ranks both ways. */
     if (rank < n[1]) {
@@ -359,8 +354,6 @@ static void case_intercomm_from_groups(void)
         free(members[g]);
     }
     MPI_CHECK(MPI_Group_free(&world2));
-    free(seq);
-    free(grid);
 }
 
 /* ---- with MPI_Init ---------------------------------------------------- */
