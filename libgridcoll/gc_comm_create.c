@@ -76,7 +76,7 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
         (PMPI_Error_class(own_error, &mine->error_class) != MPI_SUCCESS ||
          mine->error_class >= MPICH_ERR_LAST_CLASS))
         mine->error_class = MPI_ERR_OTHER;
-    gc_ctx_claim_begin(&claim, c->context);
+    gc_ctx_claim_begin(&claim, c->context, 0);
     for (*context = 0; *context == 0;) {
         mine->next_context = gc_ctx_propose(&claim);
         status = gc_coll_allgather_bytes(c, mine, sizeof *mine, *all);

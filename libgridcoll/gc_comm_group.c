@@ -105,7 +105,7 @@ static int agree_context(struct gc_comm *via, const struct gc_ranks *g,
 {
     struct gc_ctx_claim claim;
     int status = MPI_SUCCESS, exhausted = 0;
-    gc_ctx_claim_begin(&claim, via->context);
+    gc_ctx_claim_begin(&claim, via->context, tag);
     for (*context = 0; *context == 0 && !exhausted && status == MPI_SUCCESS;) {
         uint32_t largest = 0;
         int yielded = 0;
@@ -229,8 +229,11 @@ int gc_comm_create_group_grid(struct gc_comm *c, MPI_Group group, int tag,
         goto cleanup;
     }
     /* A caller outside the group gets MPI_COMM_NULL, as from MPICH. */
-    if (member)
+    if (member) {
+        unsigned held = gc_block_begin();
         status = PMPI_Comm_create_group(c->local, site, tag, &local);
+        gc_block_end(held);
+    }
     if (status == MPI_SUCCESS)
         status = finish(c, &g, local, tag, c->handle, function, newcomm);
 cleanup:
@@ -296,8 +299,10 @@ int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
                              "the calling process is not in the group");
         goto cleanup;
     }
+    unsigned held = gc_block_begin();
     status =
         PMPI_Comm_create_from_group(site, stringtag, info, errhandler, &local);
+    gc_block_end(held);
     if (status == MPI_SUCCESS)
         status = finish(gc_runtime_grid(), &g, local, stringtag_tag(stringtag),
                         MPI_COMM_NULL, "MPI_Comm_create_from_group", newcomm);

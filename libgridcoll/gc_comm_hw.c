@@ -118,6 +118,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
         guided_site = strcmp(value, HW_SITE) == 0;
     }
     if (c == NULL) {
+        GC_LEAVE(); /* MPICH's alone from here, and it blocks */
         /* On this site alone: the site is the whole communicator. */
         if (guided_site && comm != MPI_COMM_NULL) {
             int status = PMPI_Comm_split(comm, 0, key, newcomm);
@@ -147,7 +148,11 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
      * site: MPICH's answer on this site's part is the answer (MPI_UNDEFINED
      * included), and its order is the parent's rank order for equal
      * keys. */
-    return PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
+    unsigned held = gc_block_begin();
+    int status =
+        PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
+    gc_block_end(held);
+    return status;
 }
 
 /*

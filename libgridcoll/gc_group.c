@@ -603,6 +603,7 @@ int MPI_Comm_create_from_group(MPI_Group group, const char *stringtag,
     if (gc_group_is_grid(group))
         return gc_comm_from_group_grid(group, stringtag, info, errhandler,
                                        newcomm);
+    GC_LEAVE();
     return PMPI_Comm_create_from_group(group, stringtag, info, errhandler,
                                        newcomm);
 }
@@ -691,6 +692,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
         return gc_report(comm, MPI_ERR_GROUP, "MPI_Comm_create_group",
                          "the group has members on other sites than the "
                          "communicator's");
+    GC_LEAVE(); /* MPICH's alone from here, and it blocks */
     status = PMPI_Comm_create_group(comm, local, tag, newcomm);
     site_group_free(&local, converted);
     return status;

@@ -84,7 +84,9 @@ int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm)
     int remote_offset;
     if (!gc_inter_site_union(intercomm, &whole, &remote_offset))
         return MPI_SUCCESS;
+    unsigned held = gc_block_begin();
     int status = PMPI_Comm_dup(whole, &copy);
+    gc_block_end(held);
     if (status == MPI_SUCCESS)
         status = attach_union(newcomm, copy, remote_offset);
     if (status != MPI_SUCCESS && copy != MPI_COMM_NULL)
@@ -105,10 +107,12 @@ static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
     PMPI_Comm_rank(whole, &rank);
     int remote_leader = local_first ? first_size : 0;
     *newcomm = MPI_COMM_NULL;
+    unsigned held = gc_block_begin();
     int status = PMPI_Comm_split(whole, rank < first_size, rank, &group);
     if (status == MPI_SUCCESS)
         status =
             PMPI_Intercomm_create(group, 0, whole, remote_leader, 0, newcomm);
+    gc_block_end(held);
     if (status == MPI_SUCCESS)
         status = attach_union(*newcomm, whole, local_first ? first_size : 0);
     if (status != MPI_SUCCESS) {
@@ -148,8 +152,10 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
     in->site_comm = MPI_COMM_NULL;
     c->inter = in;
     int group_rank = c->rank - in->local_offset;
+    unsigned held = gc_block_begin();
     int status =
         PMPI_Comm_split(c->local, !local_first, group_rank, &in->site_comm);
+    gc_block_end(held);
     if (status == MPI_SUCCESS)
         status = gc_comm_split_grid(c, !local_first, group_rank, MPI_SUCCESS,
                                     &in->group_comm, function);
@@ -204,10 +210,13 @@ static int make_union(const int *members, int size, int first_size,
      * MPI_Comm_group(MPI_COMM_WORLD)).  The tag is unique per creation
      * among the processes that meet here: contexts only grow on each
      * process. */
-    if (status == MPI_SUCCESS)
+    if (status == MPI_SUCCESS) {
+        unsigned held = gc_block_begin();
         status = PMPI_Comm_create_group(gc_world.site_world, group,
                                         (int)(context / GC_CTX_STRIDE % 32768),
                                         &local);
+        gc_block_end(held);
+    }
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (here.size < size &&
@@ -240,7 +249,7 @@ static int agree(MPI_Comm local_comm, int rank, int local_leader,
 {
     struct gc_ctx_claim claim;
     int status = MPI_SUCCESS, exhausted = 0;
-    gc_ctx_claim_begin(&claim, lc != NULL ? lc->context : 0);
+    gc_ctx_claim_begin(&claim, lc != NULL ? lc->context : 0, tag);
     for (*context = 0; *context == 0 && !exhausted && status == MPI_SUCCESS;) {
         uint32_t proposal = gc_ctx_propose(&claim);
         /* size, [largest proposal, whether one yielded] (by MPI_MAX) */
@@ -354,7 +363,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
 {
     GC_ENTER();
     static const char function[] = "MPI_Intercomm_merge";
-    struct gc_comm *c = gc_comm_find(intercomm);
+    struct gc_comm *c = GC_FIND(intercomm);
     if (c == NULL)
         return PMPI_Intercomm_merge(intercomm, high, newintracomm);
     if (c->inter == NULL)

@@ -191,16 +191,20 @@ int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
  * over the parent, each member proposing gc_ctx_propose's id (0: it yields
  * this round to another creation of its process); with every member's
  * proposal gathered, gc_ctx_decide returns the agreed id, or 0 when a
- * member yielded and another round is needed.  `priority` is the parent's
- * context.  The claim lives from gc_ctx_claim_begin to gc_ctx_claim_end.
+ * member yielded and another round is needed.  The claim's priority is
+ * the parent's context, then `tag`: creations that may run at once on one
+ * parent (MPI_Comm_create_group) differ in their tag, the others pass 0.
+ * The claim lives from gc_ctx_claim_begin to gc_ctx_claim_end.
  * Agreed ids stay below GC_CTX_DERIVED (gc_ctx_decide returns 0 and
  * *exhausted is set when they ran out).
  */
 struct gc_ctx_claim {
-    uint32_t priority;
+    uint64_t priority;
+    unsigned rounds; /* rounds decided so far */
     struct gc_ctx_claim *next;
 };
-void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t priority);
+void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t parent_context,
+                        int tag);
 uint32_t gc_ctx_propose(struct gc_ctx_claim *claim);
 uint32_t gc_ctx_decide(struct gc_ctx_claim *claim, uint32_t largest,
                        int any_yielded, int *exhausted);

@@ -174,8 +174,11 @@ int coll_node_get(struct gc_comm *c, struct coll_node **node)
          * that only some members take (bcast_site_shm.c). */
         MPI_Comm p2p;
         int status = coll_local_p2p(c, &p2p);
-        if (status == MPI_SUCCESS)
+        if (status == MPI_SUCCESS) {
+            unsigned held = gc_block_begin();
             status = make_comms(c, n);
+            gc_block_end(held);
+        }
         if (status != MPI_SUCCESS) {
             node_free(n);
             return status;
@@ -191,7 +194,9 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node)
     struct coll_node *n;
     int status = coll_node_get(c, &n);
     if (status == MPI_SUCCESS && n->win == MPI_WIN_NULL) {
+        unsigned held = gc_block_begin();
         status = make_window(n, gc_settings_shm_bytes());
+        gc_block_end(held);
     }
     if (status != MPI_SUCCESS)
         return status;

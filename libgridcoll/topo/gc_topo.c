@@ -363,7 +363,9 @@ static int finish(struct gc_comm *parent, struct gc_topo *t, make_fn *make,
         return MPI_SUCCESS;
     }
     MPI_Comm local = *newcomm;
+    unsigned held = gc_block_begin();
     status = make(local, t, newcomm);
+    gc_block_end(held);
     PMPI_Comm_free(&local);
     if (status != MPI_SUCCESS)
         *newcomm = MPI_COMM_NULL;

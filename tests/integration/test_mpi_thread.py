@@ -4,8 +4,9 @@
 
 thread_check runs 4 threads per rank calling MPI at once (rings on their
 own communicators and on one with tags, wildcard receives of every other
-thread's messages, concurrent communicator creation, collectives,
-persistent requests, a blocking site-local receive): on uneven layouts of 2 and 3 sites, linked
+thread's messages, concurrent communicator creation, MPI_Comm_create_group
+on one parent with tags, collectives, persistent requests, a blocking
+site-local receive): on uneven layouts of 2 and 3 sites, linked
 and with --preload, and with the progress thread as well.
 
 nbc_check's progress case has rank 0 compute outside MPI in the middle of
@@ -23,7 +24,8 @@ from test_mpi_p2p import CASES as P2P_CASES
 
 SIZES_2_1_2 = LAYOUTS[2][1]
 THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
-                "comm_create", "collectives", "persistent", "local_blocking"]
+                "comm_create", "create_group", "collectives", "persistent",
+                "local_blocking"]
 # With the progress thread, nbc_check looks for races between two threads
 # in the engine; the layouts matter for the algorithms, which
 # integration.mpi_nbc runs on all of them in every build.  Under a

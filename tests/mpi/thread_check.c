@@ -15,6 +15,10 @@
  *   comm_create     threads dup and split their own communicators at the
  *                   same time (relay context ids agreed concurrently) and
  *                   use the new ones: a shared id would cross messages;
+ *   create_group    threads call MPI_Comm_create_group on MPI_COMM_WORLD
+ *                   at once, told apart by tag, alternately for ranks
+ *                   0..size/2 and for all (a site outside the first group
+ *                   keeps working on the second meanwhile);
  *   collectives     each thread allreduce, bcast and alltoall on its own
  *                   communicator;
  *   persistent      each thread a ring of persistent requests
@@ -192,6 +196,53 @@ static void *comm_create(void *arg)
     return NULL;
 }
 
+/* ---- create_group ------------------------------------------------------- */
+
+#define GROUP_ROUNDS 10
+
+static void check_created(MPI_Comm comm, int t, int k, int members)
+{
+    int got_size, got_rank;
+    MPI_CHECK(MPI_Comm_size(comm, &got_size));
+    MPI_CHECK(MPI_Comm_rank(comm, &got_rank));
+    if (got_size != members || got_rank != rank)
+        fail("thread %d round %d: rank %d of %d, want %d of %d", t, k,
+             got_rank, got_size, rank, members);
+    /* A token per thread and round: a message of another creation's
+     * communicator would change the sum. */
+    long token = t * 100000L + k * 10L + members, sum = 0;
+    long mine = token + rank;
+    MPI_CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comm));
+    long want = members * token + (long)members * (members - 1) / 2;
+    if (sum != want)
+        fail("thread %d round %d: sum %ld on %d members, want %ld", t, k,
+             sum, members, want);
+}
+
+static void *create_group(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    int first = size / 2 + 1;
+    int range[1][3] = {{0, first - 1, 1}};
+    MPI_Group world, part;
+    MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+    MPI_CHECK(MPI_Group_range_incl(world, 1, range, &part));
+    for (int k = 0; k < GROUP_ROUNDS; k++) {
+        MPI_Comm comm;
+        if (rank < first) {
+            MPI_CHECK(MPI_Comm_create_group(MPI_COMM_WORLD, part, t, &comm));
+            check_created(comm, t, k, first);
+            MPI_CHECK(MPI_Comm_free(&comm));
+        }
+        MPI_CHECK(MPI_Comm_create_group(MPI_COMM_WORLD, world, t, &comm));
+        check_created(comm, t, k, size);
+        MPI_CHECK(MPI_Comm_free(&comm));
+    }
+    MPI_CHECK(MPI_Group_free(&part));
+    MPI_CHECK(MPI_Group_free(&world));
+    return NULL;
+}
+
 /* ---- collectives -------------------------------------------------------- */
 
 #define COLL_ITERS 20
@@ -347,6 +398,7 @@ int main(int argc, char **argv)
         {"ring_tags", ring_tags},
         {"wildcard", wildcard},
         {"comm_create", comm_create},
+        {"create_group", create_group},
         {"collectives", collectives},
         {"persistent", persistent},
         {"local_blocking", local_blocking},
