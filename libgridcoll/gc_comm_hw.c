@@ -149,8 +149,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
      * included), and its order is the parent's rank order for equal
      * keys. */
     unsigned held = gc_block_begin();
-    int status =
-        PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
+    int status = PMPI_Comm_split_type(c->local, split_type, key, info, newcomm);
     gc_block_end(held);
     return status;
 }

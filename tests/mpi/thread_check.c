@@ -206,8 +206,8 @@ static void check_created(MPI_Comm comm, int t, int k, int members)
     MPI_CHECK(MPI_Comm_size(comm, &got_size));
     MPI_CHECK(MPI_Comm_rank(comm, &got_rank));
     if (got_size != members || got_rank != rank)
-        fail("thread %d round %d: rank %d of %d, want %d of %d", t, k,
-             got_rank, got_size, rank, members);
+        fail("thread %d round %d: rank %d of %d, want %d of %d", t, k, got_rank,
+             got_size, rank, members);
     /* A token per thread and round: a message of another creation's
      * communicator would change the sum. */
     long token = t * 100000L + k * 10L + members, sum = 0;
@@ -215,8 +215,8 @@ static void check_created(MPI_Comm comm, int t, int k, int members)
     MPI_CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comm));
     long want = members * token + (long)members * (members - 1) / 2;
     if (sum != want)
-        fail("thread %d round %d: sum %ld on %d members, want %ld", t, k,
-             sum, members, want);
+        fail("thread %d round %d: sum %ld on %d members, want %ld", t, k, sum,
+             members, want);
 }
 
 static void *create_group(void *arg)
@@ -394,14 +394,10 @@ int main(int argc, char **argv)
         const char *name;
         void *(*body)(void *);
     } cases[] = {
-        {"ring_comms", ring_comms},
-        {"ring_tags", ring_tags},
-        {"wildcard", wildcard},
-        {"comm_create", comm_create},
-        {"create_group", create_group},
-        {"collectives", collectives},
-        {"persistent", persistent},
-        {"local_blocking", local_blocking},
+        {"ring_comms", ring_comms},     {"ring_tags", ring_tags},
+        {"wildcard", wildcard},         {"comm_create", comm_create},
+        {"create_group", create_group}, {"collectives", collectives},
+        {"persistent", persistent},     {"local_blocking", local_blocking},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (begin("%s", cases[i].name)) {
