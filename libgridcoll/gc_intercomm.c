@@ -149,25 +149,15 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
     in->local_offset = local_first ? 0 : first_size;
     in->remote_offset = local_first ? first_size : 0;
     in->group_comm = MPI_COMM_NULL;
-    in->site_comm = MPI_COMM_NULL;
     c->inter = in;
-    int group_rank = c->rank - in->local_offset;
-    unsigned held = gc_block_begin();
-    int status =
-        PMPI_Comm_split(c->local, !local_first, group_rank, &in->site_comm);
-    gc_block_end(held);
-    if (status == MPI_SUCCESS)
-        status = gc_comm_split_grid(c, !local_first, group_rank, MPI_SUCCESS,
-                                    &in->group_comm, function);
-    return status;
+    return gc_comm_split_grid(c, !local_first, c->rank - in->local_offset,
+                              MPI_SUCCESS, &in->group_comm, function);
 }
 
 void gc_inter_release(struct gc_comm *c)
 {
     if (c->inter == NULL)
         return;
-    if (c->inter->site_comm != MPI_COMM_NULL)
-        PMPI_Comm_free(&c->inter->site_comm);
     if (c->inter->group_comm != MPI_COMM_NULL) {
         struct gc_comm *g = gc_comm_find(c->inter->group_comm);
         PMPI_Comm_free(&c->inter->group_comm);

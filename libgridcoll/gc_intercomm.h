@@ -24,11 +24,9 @@ struct gc_inter {
     /*
      * The local group as an intracommunicator (a grid communicator, or an
      * MPICH one when it lives on this site alone), for the phases of the
-     * intercommunicator collectives inside a group; and its members on
-     * this site, in group-rank order (MPICH), for their site phases.
+     * intercommunicator collectives inside a group.
      */
     MPI_Comm group_comm;
-    MPI_Comm site_comm;
 };
 
 /* Ranks the program names: the remote group's on an intercommunicator. */
