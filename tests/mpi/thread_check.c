@@ -198,7 +198,7 @@ static void *comm_create(void *arg)
 
 /* ---- create_group ------------------------------------------------------- */
 
-#define GROUP_ROUNDS 10
+#define GROUP_ROUNDS 4
 
 static void check_created(MPI_Comm comm, int t, int k, int members)
 {
