@@ -217,12 +217,18 @@ static int gatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                    struct coll_vec v, MPI_Datatype recvtype, int root,
                    const struct coll_form *form)
 {
-    if (c->inter != NULL)
-        return !ic_fits(sendcount) || v.counts != NULL
-                   ? gc_unsupported(c->handle, fn)
-                   : ic_gatherv(c, fn, sendbuf, (int)sendcount, sendtype,
-                                recvbuf, v.icounts, v.idispls, recvtype, root,
-                                form);
+    if (c->inter != NULL) {
+        struct ic_vec x = {0};
+        int n = root == MPI_ROOT ? c->inter->remote_size : 0;
+        int status = !ic_fits(sendcount) ? gc_unsupported(c->handle, fn)
+                                         : ic_vec_narrow(c, fn, n, v, &x);
+        if (status == MPI_SUCCESS)
+            status =
+                ic_gatherv(c, fn, sendbuf, (int)sendcount, sendtype, recvbuf,
+                           x.counts, x.displs, recvtype, root, form);
+        ic_vec_free(&x);
+        return status;
+    }
     struct coll_wide w;
     int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
     if (status == MPI_SUCCESS)
@@ -286,11 +292,17 @@ static int scatterv(struct gc_comm *c, const char *fn, const void *sendbuf,
                     MPI_Count recvcount, MPI_Datatype recvtype, int root,
                     const struct coll_form *form)
 {
-    if (c->inter != NULL)
-        return !ic_fits(recvcount) || v.counts != NULL
-                   ? gc_unsupported(c->handle, fn)
-                   : ic_scatterv(c, fn, sendbuf, v.icounts, v.idispls, sendtype,
+    if (c->inter != NULL) {
+        struct ic_vec x = {0};
+        int n = root == MPI_ROOT ? c->inter->remote_size : 0;
+        int status = !ic_fits(recvcount) ? gc_unsupported(c->handle, fn)
+                                         : ic_vec_narrow(c, fn, n, v, &x);
+        if (status == MPI_SUCCESS)
+            status = ic_scatterv(c, fn, sendbuf, x.counts, x.displs, sendtype,
                                  recvbuf, (int)recvcount, recvtype, root, form);
+        ic_vec_free(&x);
+        return status;
+    }
     struct coll_wide w;
     int status = coll_vec_wide(c, c->rank == root ? c->size : 0, v, &w);
     if (status == MPI_SUCCESS)
@@ -354,12 +366,17 @@ static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                       struct coll_vec v, MPI_Datatype recvtype,
                       const struct coll_form *form)
 {
-    if (c->inter != NULL)
-        return !ic_fits(sendcount) || v.counts != NULL
-                   ? gc_unsupported(c->handle, fn)
-                   : ic_allgatherv(c, fn, sendbuf, (int)sendcount, sendtype,
-                                   recvbuf, v.icounts, v.idispls, recvtype,
-                                   form);
+    if (c->inter != NULL) {
+        struct ic_vec x = {0};
+        int status = !ic_fits(sendcount)
+                         ? gc_unsupported(c->handle, fn)
+                         : ic_vec_narrow(c, fn, c->inter->remote_size, v, &x);
+        if (status == MPI_SUCCESS)
+            status = ic_allgatherv(c, fn, sendbuf, (int)sendcount, sendtype,
+                                   recvbuf, x.counts, x.displs, recvtype, form);
+        ic_vec_free(&x);
+        return status;
+    }
     struct coll_wide w;
     int status = coll_vec_wide(c, c->size, v, &w);
     if (status == MPI_SUCCESS)

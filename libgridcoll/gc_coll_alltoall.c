@@ -85,15 +85,24 @@ static int inter_exchange(struct gc_comm *c, const char *fn, const void *sbuf,
                           const struct side_args *ra,
                           const struct coll_form *form)
 {
-    if (!ic_fits(sa->count) || !ic_fits(ra->count) ||
-        (!side_uniform(sa) && sa->v.icounts == NULL) ||
-        (!side_uniform(ra) && ra->v.icounts == NULL))
-        return gc_unsupported(c->handle, fn);
-    struct ic_blocks send = {sbuf,          (int)sa->count, sa->v.icounts,
-                             sa->v.idispls, sa->type,       sa->types};
-    struct ic_blocks recv = {rbuf,          (int)ra->count, ra->v.icounts,
-                             ra->v.idispls, ra->type,       ra->types};
-    return ic_alltoall(c, fn, &send, &recv, form);
+    struct ic_vec sx = {0}, rx = {0};
+    int n = c->inter->remote_size, status = MPI_SUCCESS;
+    if (!ic_fits(sa->count) || !ic_fits(ra->count))
+        status = gc_unsupported(c->handle, fn);
+    if (status == MPI_SUCCESS)
+        status = ic_vec_narrow(c, fn, side_uniform(sa) ? 0 : n, sa->v, &sx);
+    if (status == MPI_SUCCESS)
+        status = ic_vec_narrow(c, fn, side_uniform(ra) ? 0 : n, ra->v, &rx);
+    if (status == MPI_SUCCESS) {
+        struct ic_blocks send = {sbuf,      (int)sa->count, sx.counts,
+                                 sx.displs, sa->type,       sa->types};
+        struct ic_blocks recv = {rbuf,      (int)ra->count, rx.counts,
+                                 rx.displs, ra->type,       ra->types};
+        status = ic_alltoall(c, fn, &send, &recv, form);
+    }
+    ic_vec_free(&sx);
+    ic_vec_free(&rx);
+    return status;
 }
 
 /*

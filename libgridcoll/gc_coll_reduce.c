@@ -145,11 +145,15 @@ static int reduce_scatter(struct gc_comm *c, const char *fn,
                           MPI_Datatype datatype, MPI_Op op,
                           const struct coll_form *form)
 {
-    if (c->inter != NULL)
-        return v.counts != NULL
-                   ? gc_unsupported(c->handle, fn)
-                   : ic_reduce_scatter(c, fn, sendbuf, recvbuf, v.icounts, 0,
+    if (c->inter != NULL) {
+        struct ic_vec x = {0};
+        int status = ic_vec_narrow(c, fn, c->inter->local_size, v, &x);
+        if (status == MPI_SUCCESS)
+            status = ic_reduce_scatter(c, fn, sendbuf, recvbuf, x.counts, 0,
                                        datatype, op, form);
+        ic_vec_free(&x);
+        return status;
+    }
     struct coll_wide w;
     int status = coll_vec_wide(c, c->size, v, &w);
     if (status == MPI_SUCCESS)

@@ -61,6 +61,28 @@ static int value(int sender, int receiver, int i)
     return sender * 100003 + receiver * 1009 + i * 7 + 1;
 }
 
+/* The same values as the large-count forms (MPI_Gatherv_c, ...) take
+ * them; NULL for NULL. */
+static MPI_Count *wide_counts(const int *v, int n)
+{
+    if (v == NULL)
+        return NULL;
+    MPI_Count *w = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *w);
+    for (int i = 0; i < n; i++)
+        w[i] = v[i];
+    return w;
+}
+
+static MPI_Aint *wide_displs(const int *v, int n)
+{
+    if (v == NULL)
+        return NULL;
+    MPI_Aint *w = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *w);
+    for (int i = 0; i < n; i++)
+        w[i] = v[i];
+    return w;
+}
+
 static void expect_int(int got, int want, const char *what)
 {
     if (got != want)
@@ -496,6 +518,17 @@ static void check_rooted(const struct ic *x, MPI_Comm comm, int rg, int rr)
         expect_ints(buf + displs[j], j + 1, x->rw[j], -1, "gatherv");
         expect_int(buf[displs[j] + j + 1], -11, "gatherv hole");
     }
+    /* The large-count form, with MPI_Count and MPI_Aint arrays. */
+    MPI_Count *wide = wide_counts(root_counts, r);
+    MPI_Aint *wide_at = wide_displs(root_displs, r);
+    for (int i = 0; i < big; i++)
+        buf[i] = -11;
+    MPI_CHECK(MPI_Gatherv_c(mine, x->lrank + 1, MPI_INT, buf, wide, wide_at,
+                            MPI_INT, root, comm));
+    for (int j = 0; is_root && j < r; j++) {
+        expect_ints(buf + displs[j], j + 1, x->rw[j], -1, "gatherv_c");
+        expect_int(buf[displs[j] + j + 1], -11, "gatherv_c hole");
+    }
     for (int j = 0; is_root && j < r; j++)
         for (int i = 0; i < counts[j]; i++)
             buf[displs[j] + i] = value(me, x->rw[j], i);
@@ -503,6 +536,14 @@ static void check_rooted(const struct ic *x, MPI_Comm comm, int rg, int rr)
                            x->lrank + 1, MPI_INT, root, comm));
     if (leaf)
         expect_ints(mine, x->lrank + 1, root_world, me, "scatterv");
+    for (int i = 0; i < N; i++)
+        mine[i] = -9;
+    MPI_CHECK(MPI_Scatterv_c(buf, wide, wide_at, MPI_INT, mine, x->lrank + 1,
+                             MPI_INT, root, comm));
+    if (leaf)
+        expect_ints(mine, x->lrank + 1, root_world, me, "scatterv_c");
+    free(wide);
+    free(wide_at);
 
     MPI_CHECK(MPI_Type_free(&strided));
     free(buf);
@@ -551,6 +592,15 @@ static void check_all(const struct ic *x, MPI_Comm comm)
         MPI_Allgatherv(out, x->lrank + 1, MPI_INT, in, rc, rd, MPI_INT, comm));
     for (int j = 0; j < r; j++)
         expect_ints(in + rd[j], j + 1, x->rw[j], -1, "allgatherv");
+    MPI_Count *wrc = wide_counts(rc, r);
+    MPI_Aint *wrd = wide_displs(rd, r);
+    memset(in, 0, (size_t)cap * sizeof *in);
+    MPI_CHECK(MPI_Allgatherv_c(out, x->lrank + 1, MPI_INT, in, wrc, wrd,
+                               MPI_INT, comm));
+    for (int j = 0; j < r; j++)
+        expect_ints(in + rd[j], j + 1, x->rw[j], -1, "allgatherv_c");
+    free(wrc);
+    free(wrd);
 
     for (int j = 0; j < r; j++)
         for (int i = 0; i < N; i++)
@@ -589,6 +639,15 @@ static void check_all(const struct ic *x, MPI_Comm comm)
     MPI_CHECK(MPI_Alltoallv(out, sc, sd, MPI_INT, in, rc, rd, MPI_INT, comm));
     for (int j = 0; j < r; j++)
         expect_ints(in + rd[j], rc[j], x->rw[j], me, "alltoallv");
+    /* The large-count form, nonblocking. */
+    MPI_Count *wsc = wide_counts(sc, r), *wrcv = wide_counts(rc, r);
+    MPI_Aint *wsd = wide_displs(sd, r), *wrdv = wide_displs(rd, r);
+    memset(in, 0, (size_t)cap * sizeof *in);
+    MPI_CHECK(MPI_Ialltoallv_c(out, wsc, wsd, MPI_INT, in, wrcv, wrdv, MPI_INT,
+                               comm, &req));
+    MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    for (int j = 0; j < r; j++)
+        expect_ints(in + rd[j], rc[j], x->rw[j], me, "ialltoallv_c");
     for (int j = 0; j < r; j++) {
         sd[j] *= (int)sizeof(int);
         rd[j] *= (int)sizeof(int);
@@ -599,6 +658,20 @@ static void check_all(const struct ic *x, MPI_Comm comm)
     for (int j = 0; j < r; j++)
         expect_ints(in + rd[j] / (int)sizeof(int), rc[j], x->rw[j], me,
                     "alltoallw");
+    for (int j = 0; j < r; j++) {
+        wsd[j] = sd[j];
+        wrdv[j] = rd[j];
+    }
+    memset(in, 0, (size_t)cap * sizeof *in);
+    MPI_CHECK(
+        MPI_Alltoallw_c(out, wsc, wsd, types, in, wrcv, wrdv, types, comm));
+    for (int j = 0; j < r; j++)
+        expect_ints(in + rd[j] / (int)sizeof(int), rc[j], x->rw[j], me,
+                    "alltoallw_c");
+    free(wsc);
+    free(wrcv);
+    free(wsd);
+    free(wrdv);
 
     /* Reduce_scatter(_block): both groups reduce l * r elements. */
     for (int e = 0; e < l * r; e++)
@@ -615,6 +688,16 @@ static void check_all(const struct ic *x, MPI_Comm comm)
             want += value(x->rw[j], -1, offset + k);
         expect_int(in[k], want, "reduce_scatter");
     }
+    MPI_Count *wrs = wide_counts(rc, l);
+    memset(in, 0, (size_t)cap * sizeof *in);
+    MPI_CHECK(MPI_Reduce_scatter_c(out, in, wrs, MPI_INT, MPI_SUM, comm));
+    for (int k = 0; k < rc[x->lrank]; k++) {
+        int want = 0;
+        for (int j = 0; j < r; j++)
+            want += value(x->rw[j], -1, offset + k);
+        expect_int(in[k], want, "reduce_scatter_c");
+    }
+    free(wrs);
     MPI_CHECK(MPI_Reduce_scatter_block(out, in, r, MPI_INT, MPI_SUM, comm));
     for (int k = 0; k < r; k++) {
         int want = 0;

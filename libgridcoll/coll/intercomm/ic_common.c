@@ -3,6 +3,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "coll/intercomm/intercomm.h"
 #include "engine/coll_request.h"
@@ -253,6 +254,32 @@ int ic_recv(struct coll_sched *s, int peer, int tag, void *buf, int count,
         return -1;
     int step = coll_sched_recv(s, peer, tag, packed, len, MPI_BYTE, after);
     return coll_sched_unpack(s, packed, (size_t)len, buf, count, type, step);
+}
+
+int ic_vec_narrow(struct gc_comm *c, const char *fn, int n, struct coll_vec v,
+                  struct ic_vec *x)
+{
+    *x = (struct ic_vec){v.icounts, v.idispls, NULL};
+    if (v.counts == NULL || n == 0)
+        return MPI_SUCCESS;
+    x->counts = x->displs = x->own = malloc(2 * (size_t)n * sizeof *x->own);
+    if (x->own == NULL)
+        return coll_no_mem(c);
+    for (int i = 0; i < n; i++) {
+        MPI_Count displ = v.displs != NULL ? v.displs[i] : 0;
+        if (!ic_fits(v.counts[i]) || !ic_fits(displ))
+            return gc_unsupported(c->handle, fn);
+        x->own[i] = (int)v.counts[i];
+        x->own[n + i] = (int)displ;
+    }
+    x->displs = v.displs != NULL ? x->own + n : NULL;
+    return MPI_SUCCESS;
+}
+
+void ic_vec_free(struct ic_vec *x)
+{
+    free(x->own);
+    *x = (struct ic_vec){0};
 }
 
 int ic_check_counts(const struct gc_comm *c, const char *fn, int n,

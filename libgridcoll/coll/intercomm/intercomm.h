@@ -127,13 +127,25 @@ static inline int ic_local(const struct gc_comm *c, int i)
 
 /*
  * The collectives below take int counts and displacements: a large-count
- * (_c) call whose counts do not fit, or that passes MPI_Count arrays,
- * fails through gc_unsupported naming the call.
+ * (_c) call whose counts or displacements do not fit fails through
+ * gc_unsupported naming the call.
  */
 static inline int ic_fits(MPI_Count n)
 {
     return n >= INT_MIN && n <= INT_MAX;
 }
+/*
+ * The first n entries of a v-form's arrays as the collectives below take
+ * them: the call's int arrays, or its large-count ones narrowed into
+ * memory that ic_vec_free releases (also after a failure).
+ */
+struct ic_vec {
+    const int *counts, *displs;
+    int *own;
+};
+int ic_vec_narrow(struct gc_comm *c, const char *fn, int n, struct coll_vec v,
+                  struct ic_vec *x);
+void ic_vec_free(struct ic_vec *x);
 /* coll_check_counts for int counts. */
 int ic_check_counts(const struct gc_comm *c, const char *fn, int n,
                     const int *counts);
