@@ -225,25 +225,32 @@ cleanup:
     return status;
 }
 
-/* What the leaders tell each other and their groups: the group's size,
- * the largest next context id among its members. */
 /*
  * What the two groups agree on before the union is made: the other
  * group's size, and the relay context, in rounds (gc_context.c): an
  * allreduce in each group, the leaders' exchange, a bcast in each group.
+ * The creation's place among the others of each process is the peer
+ * communicator's context and the tag, which name it alike on both sides
+ * (the groups' own communicators differ); the leaders pass the first on
+ * to their groups.
  */
 static int agree(MPI_Comm local_comm, int rank, int local_leader,
-                 MPI_Comm peer_comm, int remote_leader, int tag,
-                 struct gc_comm *lc, uint32_t size, uint32_t *their_size,
-                 uint32_t *context)
+                 MPI_Comm peer_comm, int remote_leader, int tag, uint32_t size,
+                 uint32_t *their_size, uint32_t *context)
 {
     struct gc_ctx_claim claim;
     int status = MPI_SUCCESS, exhausted = 0;
-    gc_ctx_claim_begin(&claim, lc != NULL ? lc->context : 0, tag);
+    uint32_t peer_context = 0;
+    if (rank == local_leader) {
+        const struct gc_comm *peer = gc_comm_find(peer_comm);
+        peer_context = peer != NULL ? peer->context : 0;
+    }
+    gc_ctx_claim_begin(&claim, peer_context, tag);
     for (*context = 0; *context == 0 && !exhausted && status == MPI_SUCCESS;) {
         uint32_t proposal = gc_ctx_propose(&claim);
         /* size, [largest proposal, whether one yielded] (by MPI_MAX) */
-        uint32_t ours[3] = {size, proposal, proposal == 0}, theirs[3];
+        uint32_t ours[3] = {size, proposal, proposal == 0};
+        uint32_t theirs[4] = {0, 0, 0, peer_context};
         status = MPI_Allreduce(MPI_IN_PLACE, &ours[1], 2, MPI_UINT32_T, MPI_MAX,
                                local_comm);
         if (status == MPI_SUCCESS && rank == local_leader)
@@ -252,10 +259,11 @@ static int agree(MPI_Comm local_comm, int rank, int local_leader,
                                   peer_comm, MPI_STATUS_IGNORE);
         if (status == MPI_SUCCESS)
             status =
-                MPI_Bcast(theirs, 3, MPI_UINT32_T, local_leader, local_comm);
+                MPI_Bcast(theirs, 4, MPI_UINT32_T, local_leader, local_comm);
         if (status != MPI_SUCCESS)
             break;
         *their_size = theirs[0];
+        claim.priority = gc_ctx_priority(theirs[3], tag);
         *context =
             gc_ctx_decide(&claim, ours[1] > theirs[1] ? ours[1] : theirs[1],
                           ours[2] || theirs[2], &exhausted);
@@ -302,7 +310,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader,
     }
     uint32_t their_size = 0, context = 0;
     status = agree(local_comm, rank, local_leader, peer_comm, remote_leader,
-                   tag, lc, (uint32_t)mine.size, &their_size, &context);
+                   tag, (uint32_t)mine.size, &their_size, &context);
     if (status != MPI_SUCCESS)
         goto cleanup;
     int size = mine.size + (int)their_size;

@@ -69,7 +69,9 @@ void gc_lock_restore(unsigned depth);
  * In a function that began with GC_ENTER(): the call turned out to be
  * MPICH's alone (its communicator does not span sites); give the lock up
  * for the rest of it, so that a blocking MPICH call does not keep the
- * program's other threads out of the layer.
+ * program's other threads out of the layer.  Called from inside another
+ * of the layer's calls, it gives the callers' levels up too and takes
+ * them back at the return (outside a progress pass, gc_block_begin).
  */
 #define GC_LEAVE() gc_lock_leave_early(&gc_entered_)
 void gc_lock_leave_early(int *entered);

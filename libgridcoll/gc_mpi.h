@@ -205,6 +205,10 @@ struct gc_ctx_claim {
 };
 void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t parent_context,
                         int tag);
+static inline uint64_t gc_ctx_priority(uint32_t parent_context, int tag)
+{
+    return (uint64_t)parent_context << 32 | (uint32_t)tag;
+}
 uint32_t gc_ctx_propose(struct gc_ctx_claim *claim);
 uint32_t gc_ctx_decide(struct gc_ctx_claim *claim, uint32_t largest,
                        int any_yielded, int *exhausted);

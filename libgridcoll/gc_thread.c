@@ -79,6 +79,10 @@ static void kick(void)
 
 void gc_lock_leave(const int *entered)
 {
+    if (*entered < 0) { /* gc_lock_leave_early gave the callers' up */
+        gc_lock_restore((unsigned)-*entered);
+        return;
+    }
     if (!*entered || --depth > 0)
         return;
     /* Work the program left behind would otherwise wait for the next
@@ -92,7 +96,12 @@ void gc_lock_leave(const int *entered)
 void gc_lock_leave_early(int *entered)
 {
     gc_lock_leave(entered);
-    *entered = 0;
+    /* Called from inside another of the layer's calls (MPI_Allreduce on
+     * a site's communicator inside MPI_Intercomm_create): MPICH's call that
+     * follows may block, so the callers' levels are given up as well, as
+     * every wait of the layer gives them up, until this function
+     * returns. */
+    *entered = depth > 0 ? -(int)gc_block_begin() : 0;
 }
 
 void gc_lock_enable(void)
