@@ -24,8 +24,8 @@ from test_mpi_p2p import CASES as P2P_CASES
 
 SIZES_2_1_2 = LAYOUTS[2][1]
 THREAD_CASES = ["levels", "ring_comms", "ring_tags", "wildcard",
-                "comm_create", "create_group", "collectives", "persistent",
-                "local_blocking"]
+                "comm_create", "create_group", "intercomm", "collectives",
+                "persistent", "local_blocking"]
 # With the progress thread, nbc_check looks for races between two threads
 # in the engine; the layouts matter for the algorithms, which
 # integration.mpi_nbc runs on all of them in every build.  Under a

@@ -19,6 +19,10 @@
  *                   at once, told apart by tag, alternately for ranks
  *                   0..size/2 and for all (a site outside the first group
  *                   keeps working on the second meanwhile);
+ *   intercomm       threads make intercommunicators between the ranks
+ *                   below size/2 and the others of their own duplicate
+ *                   (one group all on one site in uneven layouts), with
+ *                   duplications in between, and merge them;
  *   collectives     each thread allreduce, bcast and alltoall on its own
  *                   communicator;
  *   persistent      each thread a ring of persistent requests
@@ -243,6 +247,34 @@ static void *create_group(void *arg)
     return NULL;
 }
 
+/* ---- intercomm ------------------------------------------------------------
+ */
+
+static void *intercomm(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    int low = rank < size / 2, lows = size / 2;
+    for (int k = 0; k < GROUP_ROUNDS; k++) {
+        MPI_Comm dup, local, inter, merged;
+        MPI_CHECK(MPI_Comm_dup(own[t], &dup));
+        MPI_CHECK(MPI_Comm_split(dup, low, rank, &local));
+        MPI_CHECK(
+            MPI_Intercomm_create(local, 0, dup, low ? lows : 0, t, &inter));
+        int remote;
+        MPI_CHECK(MPI_Comm_remote_size(inter, &remote));
+        if (remote != (low ? size - lows : lows))
+            fail("thread %d round %d: remote size %d", t, k, remote);
+        /* The low group first: the merged ranks are the world's. */
+        MPI_CHECK(MPI_Intercomm_merge(inter, !low, &merged));
+        check_created(merged, t, k, size);
+        MPI_CHECK(MPI_Comm_free(&merged));
+        MPI_CHECK(MPI_Comm_free(&inter));
+        MPI_CHECK(MPI_Comm_free(&local));
+        MPI_CHECK(MPI_Comm_free(&dup));
+    }
+    return NULL;
+}
+
 /* ---- collectives -------------------------------------------------------- */
 
 #define COLL_ITERS 20
@@ -394,10 +426,15 @@ int main(int argc, char **argv)
         const char *name;
         void *(*body)(void *);
     } cases[] = {
-        {"ring_comms", ring_comms},     {"ring_tags", ring_tags},
-        {"wildcard", wildcard},         {"comm_create", comm_create},
-        {"create_group", create_group}, {"collectives", collectives},
-        {"persistent", persistent},     {"local_blocking", local_blocking},
+        {"ring_comms", ring_comms},
+        {"ring_tags", ring_tags},
+        {"wildcard", wildcard},
+        {"comm_create", comm_create},
+        {"create_group", create_group},
+        {"intercomm", intercomm},
+        {"collectives", collectives},
+        {"persistent", persistent},
+        {"local_blocking", local_blocking},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         if (begin("%s", cases[i].name)) {
