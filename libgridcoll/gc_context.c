@@ -54,8 +54,8 @@ void gc_ctx_claim_begin(struct gc_ctx_claim *claim, uint32_t parent_context,
     struct gc_ctx_claim **at = &claims;
     while (*at != NULL)
         at = &(*at)->next;
-    *claim = (struct gc_ctx_claim){.priority =
-                                       gc_ctx_priority(parent_context, tag)};
+    *claim =
+        (struct gc_ctx_claim){.priority = gc_ctx_priority(parent_context, tag)};
     *at = claim;
 }
 
