@@ -39,6 +39,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gc_ctxid.h"
 #include "gc_intercomm.h"
 #include "gc_mpi.h"
 #include "gc_relay_client.h"
@@ -587,6 +588,7 @@ void gc_progress(int timeout_ms)
     progress_local_receives();
     progress_sends();
     layer_request_progress();
+    gc_ctxid_progress();
     /* Collective schedules post their next steps as transfers finish. */
     coll_sched_progress();
     engine.in_progress = 0;
@@ -648,7 +650,7 @@ int gc_progress_pending(void)
 {
     return engine.recvs != NULL || engine.sends != NULL ||
            engine.arriving != NULL || engine.freed != NULL ||
-           coll_sched_pending();
+           coll_sched_pending() || gc_ctxid_pending();
 }
 
 void gc_progress_from_mpich(void)

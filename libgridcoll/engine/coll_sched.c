@@ -12,6 +12,7 @@
 #include "coll_request.h"
 #include "gc_coll.h"
 #include "gc_coll_algo.h"
+#include "gc_ctxid.h"
 
 /*
  * Stream steps in flight at once: enough segments to keep the relay's
@@ -37,7 +38,8 @@ struct step {
     struct sched_local *local;
     struct coll_node *node;
     struct coll_sched *child; /* NESTED: a grid communicator's, or */
-    MPI_Request request;      /* an MPICH persistent collective */
+    MPI_Request request;      /* an MPICH persistent collective, or */
+    MPI_Request *posted;      /* an MPICH request the builder posted */
     sched_call_fn *fn;
     void *arg;
     int dep_first, dep_count; /* JOIN: into deps */
@@ -236,12 +238,14 @@ void coll_sched_free(struct coll_sched *s)
         return;
     /* Freed before its copy of the site communicator was ready: the
      * other members made theirs too, so it completes. */
-    if (s->local_idup != MPI_REQUEST_NULL)
-        PMPI_Wait(&s->local_idup, MPI_STATUS_IGNORE);
+    gc_ctxid_wait(&s->local_idup);
     if (s->local != MPI_COMM_NULL)
         PMPI_Comm_free(&s->local);
     /* Children first: they may use the parent's memory and op. */
     for (int i = 0; i < s->count; i++) {
+        /* Never run: its duplication still writes into s's memory. */
+        if (s->steps[i].posted != NULL)
+            gc_ctxid_wait(s->steps[i].posted);
         coll_sched_free(s->steps[i].child);
         if (s->steps[i].request != MPI_REQUEST_NULL)
             PMPI_Request_free(&s->steps[i].request);
@@ -402,6 +406,16 @@ int coll_sched_nested_mpich(struct coll_sched *s, MPI_Request request,
     if (i < 0)
         PMPI_Request_free(&request);
     return i;
+}
+
+int coll_sched_wait_mpich(struct coll_sched *s, MPI_Request *request,
+                          int after)
+{
+    struct step st = {.kind = NESTED,
+                      .request = MPI_REQUEST_NULL,
+                      .posted = request,
+                      .after = after};
+    return add(s, &st);
 }
 
 int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
@@ -756,9 +770,7 @@ static int post_local(struct coll_sched *s, int i)
                                     l->counts, l->displs, l->rtype, comm, req);
         break;
     case LOCAL_COMM_IDUP:
-        status = l->info != MPI_INFO_NULL
-                     ? PMPI_Comm_idup_with_info(l->comm, l->info, l->rbuf, req)
-                     : PMPI_Comm_idup(l->comm, l->rbuf, req);
+        status = gc_ctxid_idup(l->comm, l->info, l->rbuf, req);
         break;
     default:
         status = PMPI_Ialltoallw_c(l->sbuf, l->scounts, l->sdispls, l->stypes,
@@ -787,6 +799,12 @@ static int post_nested(struct coll_sched *s, int i)
 {
     struct step *st = &s->steps[i];
     if (st->child == NULL) {
+        if (st->posted != NULL) {
+            s->lreq[s->nl] = *st->posted;
+            s->lstep[s->nl++] = i;
+            *st->posted = MPI_REQUEST_NULL; /* freed as it completes */
+            return MPI_SUCCESS;
+        }
         int status = PMPI_Start(&st->request);
         if (status == MPI_SUCCESS) {
             /* A copy: MPICH leaves a persistent request's handle as it
@@ -1051,7 +1069,8 @@ int coll_sched_persist(struct coll_sched *s)
     s->persistent = 1;
     s->seq = (unsigned)c->coll_seq++;
     /* local_p2p, not local: no attributes of the program's to copy. */
-    return PMPI_Comm_idup(c->local_p2p, &s->local, &s->local_idup);
+    return gc_ctxid_idup(c->local_p2p, MPI_INFO_NULL, &s->local,
+                         &s->local_idup);
 }
 
 int coll_sched_active(const struct coll_sched *s)

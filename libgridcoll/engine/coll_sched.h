@@ -24,7 +24,8 @@
  *                intercommunicator's local group, gc_intercomm.h), built
  *                before the run: a grid communicator's schedule, which the
  *                engine starts, or an MPICH persistent collective
- *                (PMPI_Bcast_init, ...), which it starts and polls;
+ *                (PMPI_Bcast_init, ...), which it starts and polls; or an
+ *                MPICH request posted at the call, which it polls;
  *   CALL         local work (reduction, copy, pack, unpack) run inline
  *                when its turn comes; it must not block;
  *   JOIN         nothing: finishes when all the steps it lists have.
@@ -185,6 +186,17 @@ int coll_sched_nested(struct coll_sched *s, struct coll_sched *child,
                       int after);
 int coll_sched_nested_mpich(struct coll_sched *s, MPI_Request request,
                             int after);
+/*
+ * A NESTED step that finishes when *request completes: an MPICH request
+ * the builder posts after adding the step and before it starts s (in s's
+ * memory), for the MPICH calls every member must make in the order of
+ * the program's calls, as MPI_Comm_idup's copies of the communicators
+ * that persistent collectives copy at their own call
+ * (coll_sched_persist).  Only in a schedule that runs once; freeing s
+ * unrun waits for the request (gc_ctxid_wait).
+ */
+int coll_sched_wait_mpich(struct coll_sched *s, MPI_Request *request,
+                          int after);
 /* A step that finishes when every listed step has (-1 entries skipped). */
 int coll_sched_join(struct coll_sched *s, const int *steps, int n);
 /* A JOIN of every step added so far: "after all of the above". */

@@ -44,7 +44,10 @@
  *   idup              Comm_idup with point-to-point between the call and
  *                     its completion, two idups of two communicators started
  *                     in opposite orders on even and odd ranks, idup of a
- *                     split; Comm_idup_with_info keeps an mpi_assert_ hint
+ *                     split; Comm_idup_with_info keeps an mpi_assert_ hint;
+ *                     idups of the world and of the parity split, all
+ *                     outstanding at once (a parity half has one member on
+ *                     a site of two: MPICH 4.0.2 looped without end)
  *   info              Comm_set_info/Comm_get_info: an mpi_assert_ hint set
  *                     on a dup is reported, the world's is not set
  *
@@ -1188,6 +1191,34 @@ static void case_idup(void)
     CHECK(strcmp(value, "true") == 0,
           "idup_with_info: mpi_assert_no_any_tag is '%s', want 'true'", value);
     exercise(hinted, reversed, world_size, "idup_with_info");
+
+    /* Duplications of communicators with one member on a site beside
+     * duplications of communicators with several, all outstanding. */
+    enum { ROUNDS = 4 };
+    int *half = xmalloc(sizeof *half * world_size);
+    int half_size = 0;
+    MPI_Comm parity = split_and_exercise(MPI_COMM_WORLD, world, world_size,
+                                         world_rank, color_parity, key_rank,
+                                         half, &half_size, "parity split");
+    MPI_Comm copies[2 * ROUNDS];
+    MPI_Request pending[2 * ROUNDS];
+    MPI_Status done[2 * ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) {
+        MPI_CHECK(
+            MPI_Comm_idup(MPI_COMM_WORLD, &copies[2 * i], &pending[2 * i]));
+        MPI_CHECK(
+            MPI_Comm_idup(parity, &copies[2 * i + 1], &pending[2 * i + 1]));
+    }
+    MPI_CHECK(MPI_Waitall(2 * ROUNDS, pending, done));
+    for (int i = 0; i < ROUNDS; i++) {
+        exercise(copies[2 * i], world, world_size, "interleaved idup, world");
+        exercise(copies[2 * i + 1], half, half_size,
+                 "interleaved idup, parity split");
+        free_comm(&copies[2 * i]);
+        free_comm(&copies[2 * i + 1]);
+    }
+    free_comm(&parity);
+    free(half);
 
     free_comm(&hinted);
     free_comm(&a2);

@@ -1026,26 +1026,29 @@ static void check_dup_split(const struct ic *x)
     check_p2p(x, dup);
     check_all(x, dup);
 
-    /* MPI_Comm_idup: MPICH's own intercommunicators have it; across sites
-     * it fails naming the call (it would give an intracommunicator). */
-    MPI_Comm idup = MPI_COMM_NULL;
-    MPI_Request request;
-    MPI_CHECK(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
-    int rc = MPI_Comm_idup(dup, &idup, &request);
-    if (one_site(x)) {
-        MPI_CHECK(rc);
-        MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
-        check_members(x, idup);
-        MPI_CHECK(MPI_Comm_free(&idup));
-    } else {
-        char text[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        if (rc == MPI_SUCCESS ||
-            strstr(text, "MPI_Comm_idup with intercommunicators is not "
-                         "supported") == NULL)
-            fail("MPI_Comm_idup across sites: rc %d, \"%s\"", rc, text);
-    }
+    /* MPI_Comm_idup, outstanding while point-to-point runs on the parent,
+     * with a persistent collective initialised and run after the call:
+     * every member copies the group's communicators in call order, also
+     * when its copy completes later than the others'. */
+    MPI_Comm idup;
+    MPI_Request request, persistent;
+    int token = world_rank + 1, sum = -1, want = 0;
+    MPI_CHECK(MPI_Comm_idup(dup, &idup, &request));
+    MPI_CHECK(MPI_Allreduce_init(&token, &sum, 1, MPI_INT, MPI_SUM, dup,
+                                 MPI_INFO_NULL, &persistent));
+    check_p2p(x, x->comm);
+    MPI_CHECK(MPI_Start(&persistent));
+    MPI_CHECK(MPI_Wait(&persistent, MPI_STATUS_IGNORE));
+    for (int i = 0; i < x->rsize; i++)
+        want += x->rw[i] + 1;
+    expect_int(sum, want, "persistent allreduce after idup");
+    MPI_CHECK(MPI_Request_free(&persistent));
+    MPI_CHECK(MPI_Wait(&request, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Comm_compare(dup, idup, &result));
+    expect_int(result, MPI_CONGRUENT, "compare with idup");
+    check_members(x, idup);
+    check_all(x, idup);
+    MPI_CHECK(MPI_Comm_free(&idup));
 
     /* Split by group-rank parity, reversed order by key: a color with no
      * member in one group gives MPI_COMM_NULL. */
