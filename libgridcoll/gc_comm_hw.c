@@ -13,6 +13,7 @@
  * so the level name is kept as an attribute of the layer's on the new
  * communicator, which MPI_Comm_get_info reports.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "gc_group.h"
@@ -71,6 +72,76 @@ static int split_by_site(struct gc_comm *c, int key, MPI_Info info,
         status = hw_level_report(*newcomm, info, HW_SITE);
     return status;
 }
+
+#ifdef MPIX_COMM_TYPE_NEIGHBORHOOD
+/* FNV-1a: the same value gives the same hash on every member. */
+static uint64_t hint_hash(const char *value)
+{
+    uint64_t h = 14695981039346656037u;
+    for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+        h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+/*
+ * MPICH's MPIX_COMM_TYPE_NEIGHBORHOOD on grid communicator c, by MPICH's
+ * rules (src/mpi/comm/comm_split_type_nbhd.c): the members sharing the
+ * directory info key nbhd_common_dirname names, when every member names
+ * the same one; else the network level network_topo names, when every
+ * member names the same one (or none); else MPI_COMM_NULL.  Members agree
+ * over the whole communicator; the split itself is MPICH's on this site's
+ * part, with only the chosen key: a file system or a switch is taken
+ * never to span sites.
+ */
+static int split_neighborhood(struct gc_comm *c, int key, MPI_Info info,
+                              MPI_Comm *newcomm)
+{
+    static const char *const keys[] = {"nbhd_common_dirname", "network_topo"};
+    char value[2][MPI_MAX_INFO_VAL + 1];
+    int set[2] = {0, 0};
+    /* Each key's hash and its complement, by MPI_MAX: the maxima are the
+     * member's own pair exactly when every member has the same hash. */
+    uint64_t hashes[4];
+    for (int k = 0; k < 2; k++) {
+        if (info == MPI_INFO_NULL ||
+            PMPI_Info_get(info, keys[k], MPI_MAX_INFO_VAL, value[k], &set[k]) !=
+                MPI_SUCCESS ||
+            !set[k]) {
+            set[k] = 0;
+            value[k][0] = '\0';
+        }
+        hashes[2 * k] = hint_hash(value[k]);
+        hashes[2 * k + 1] = ~hashes[2 * k];
+    }
+    uint64_t most[4];
+    memcpy(most, hashes, sizeof most);
+    int status =
+        MPI_Allreduce(MPI_IN_PLACE, most, 4, MPI_UINT64_T, MPI_MAX, c->handle);
+    if (status != MPI_SUCCESS)
+        return status;
+    int equal[2];
+    for (int k = 0; k < 2; k++)
+        equal[k] = most[2 * k] == hashes[2 * k] &&
+                   most[2 * k + 1] == hashes[2 * k + 1];
+    int chosen = equal[0] && set[0] ? 0 : equal[1] && set[1] ? 1 : -1;
+    *newcomm = MPI_COMM_NULL;
+    if (chosen < 0)
+        return MPI_SUCCESS;
+    MPI_Info only = MPI_INFO_NULL;
+    status = PMPI_Info_create(&only);
+    if (status == MPI_SUCCESS)
+        status = PMPI_Info_set(only, keys[chosen], value[chosen]);
+    if (status == MPI_SUCCESS) {
+        unsigned held = gc_block_begin();
+        status = PMPI_Comm_split_type(c->local, MPIX_COMM_TYPE_NEIGHBORHOOD,
+                                      key, only, newcomm);
+        gc_block_end(held);
+    }
+    if (only != MPI_INFO_NULL)
+        PMPI_Info_free(&only);
+    return status;
+}
+#endif
 
 /*
  * Unguided split of a communicator on this site alone: the node level
@@ -140,8 +211,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
         return split_by_site(c, key, info, newcomm, function);
 #ifdef MPIX_COMM_TYPE_NEIGHBORHOOD
     if (split_type == MPIX_COMM_TYPE_NEIGHBORHOOD)
-        return gc_unsupported(
-            comm, "MPI_Comm_split_type with MPIX_COMM_TYPE_NEIGHBORHOOD");
+        return split_neighborhood(c, key, info, newcomm);
 #endif
     /* The other types (shared memory, MPICH's hardware levels, unknown
      * resource types: MPI_COMM_NULL) split within a node, so within this

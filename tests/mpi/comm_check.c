@@ -22,7 +22,11 @@
  *   split_undefined   MPI_UNDEFINED -> MPI_COMM_NULL; tied keys are ordered
  *                     by parent rank
  *   split_shared      Comm_split_type(SHARED): all members report the same
- *                     processor name and agree on the member list
+ *                     processor name and agree on the member list; MPICH's
+ *                     MPIX_COMM_TYPE_NEIGHBORHOOD on the working directory
+ *                     gives the same members, MPI_COMM_NULL everywhere when
+ *                     one rank names another directory or for an unknown
+ *                     hint
  *   groups            Group_incl/excl/range_incl/range_excl/union/
  *                     intersection/difference/translate_ranks/compare
  *   create            Comm_create from reordered, full, partial and empty
@@ -441,6 +445,41 @@ static void case_split_shared(void)
           root_name);
 
     exercise(shared, members, size, "split_type shared");
+#ifdef MPIX_COMM_TYPE_NEIGHBORHOOD
+    /* The processes sharing a directory: this machine's, as for SHARED. */
+    static const struct {
+        const char *key, *value, *rank1_value;
+    } hints[] = {
+        {"nbhd_common_dirname", ".", "."},
+        {"nbhd_common_dirname", ".", "/"},
+        {"mpix_tooth_fairy", "enable", "enable"},
+    };
+    for (int h = 0; h < 3; h++) {
+        MPI_Info info;
+        MPI_Comm nbhd;
+        int result = MPI_UNEQUAL;
+        MPI_CHECK(MPI_Info_create(&info));
+        MPI_CHECK(MPI_Info_set(info, hints[h].key,
+                               world_rank == 1 ? hints[h].rank1_value
+                                               : hints[h].value));
+        MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD,
+                                      MPIX_COMM_TYPE_NEIGHBORHOOD, world_rank,
+                                      info, &nbhd));
+        MPI_CHECK(MPI_Info_free(&info));
+        if (h == 0) {
+            CHECK(nbhd != MPI_COMM_NULL, "neighborhood of '.': MPI_COMM_NULL");
+            MPI_CHECK(MPI_Comm_compare(nbhd, shared, &result));
+            CHECK(result == MPI_CONGRUENT,
+                  "neighborhood of '.' against shared: %s, want CONGRUENT",
+                  compare_name(result));
+            free_comm(&nbhd);
+        } else {
+            CHECK(nbhd == MPI_COMM_NULL,
+                  "neighborhood with %s: a communicator, want MPI_COMM_NULL",
+                  h == 1 ? "mismatched directories" : "an unknown hint");
+        }
+    }
+#endif
     MPI_CHECK(MPI_Group_free(&group));
     MPI_CHECK(MPI_Group_free(&world_group));
     free_comm(&shared);
