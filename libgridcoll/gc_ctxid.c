@@ -88,14 +88,6 @@ static int dup_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
-static int dup_poll(void *extra, MPI_Status *status)
-{
-    (void)extra;
-    (void)status;
-    gc_progress_from_mpich();
-    return MPI_SUCCESS;
-}
-
 static int dup_wait(int count, void **extras, double timeout,
                     MPI_Status *status)
 {
@@ -164,8 +156,9 @@ int gc_ctxid_idup(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
 {
     int size = 0, status;
     if (!dups.have_class) {
-        status = MPIX_Grequest_class_create(dup_query, dup_free, dup_cancel,
-                                            dup_poll, dup_wait, &dups.class);
+        status =
+            MPIX_Grequest_class_create(dup_query, dup_free, dup_cancel,
+                                       gc_grequest_poll, dup_wait, &dups.class);
         if (status != MPI_SUCCESS)
             return status;
         dups.have_class = 1;

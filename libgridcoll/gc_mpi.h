@@ -303,6 +303,9 @@ int gc_progress_pending(void);
 /* gc_progress for MPICH's poll and wait callbacks of the layer's
  * generalized requests: only without the progress thread. */
 void gc_progress_from_mpich(void);
+/* The poll_fn of the layer's generalized request classes (MPICH's
+ * MPIX_Grequest_class): gc_progress_from_mpich. */
+int gc_grequest_poll(void *extra, MPI_Status *status);
 
 /* ---- progress thread (gc_thread.c) ------------------------------------- */
 

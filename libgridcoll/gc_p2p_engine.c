@@ -718,7 +718,7 @@ static int request_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
-static int request_poll(void *extra, MPI_Status *status)
+int gc_grequest_poll(void *extra, MPI_Status *status)
 {
     (void)extra;
     (void)status;
@@ -756,7 +756,7 @@ int gc_op_start_request(struct op *op)
 {
     if (!engine.have_request_class) {
         int status = MPIX_Grequest_class_create(
-            request_query, request_free, request_cancel, request_poll,
+            request_query, request_free, request_cancel, gc_grequest_poll,
             request_wait, &engine.request_class);
         if (status != MPI_SUCCESS)
             return status;

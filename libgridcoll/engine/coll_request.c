@@ -70,14 +70,6 @@ static int nb_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
-static int nb_poll(void *extra, MPI_Status *status)
-{
-    (void)extra;
-    (void)status;
-    gc_progress_from_mpich();
-    return MPI_SUCCESS;
-}
-
 static int nb_wait(int count, void **extras, double timeout, MPI_Status *status)
 {
     (void)timeout;
@@ -122,8 +114,8 @@ int coll_request_start(struct coll_sched *s, MPI_Request *request)
         goto fail;
     nb->sched = s;
     if (!have_nb_class) {
-        status = MPIX_Grequest_class_create(nb_query, nb_free, nb_cancel,
-                                            nb_poll, nb_wait, &nb_class);
+        status = MPIX_Grequest_class_create(
+            nb_query, nb_free, nb_cancel, gc_grequest_poll, nb_wait, &nb_class);
         if (status != MPI_SUCCESS)
             goto fail;
         have_nb_class = 1;
