@@ -408,8 +408,7 @@ int coll_sched_nested_mpich(struct coll_sched *s, MPI_Request request,
     return i;
 }
 
-int coll_sched_wait_mpich(struct coll_sched *s, MPI_Request *request,
-                          int after)
+int coll_sched_wait_mpich(struct coll_sched *s, MPI_Request *request, int after)
 {
     struct step st = {.kind = NESTED,
                       .request = MPI_REQUEST_NULL,
