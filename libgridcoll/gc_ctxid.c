@@ -115,11 +115,10 @@ static void finish(struct dup *d, int error)
 }
 
 /* The duplication of one process, once nothing else allocates. */
-static int dup_now(const struct dup *d)
+static int dup_now(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
-    return d->info != MPI_INFO_NULL
-               ? PMPI_Comm_dup_with_info(d->comm, d->info, d->newcomm)
-               : PMPI_Comm_dup(d->comm, d->newcomm);
+    return info != MPI_INFO_NULL ? PMPI_Comm_dup_with_info(comm, info, newcomm)
+                                 : PMPI_Comm_dup(comm, newcomm);
 }
 
 void gc_ctxid_progress(void)
@@ -142,7 +141,7 @@ void gc_ctxid_progress(void)
     while (dups.posted == 0 && dups.head != NULL) {
         struct dup *d = dups.head;
         dups.head = d->next;
-        finish(d, dup_now(d));
+        finish(d, dup_now(d->comm, d->info, d->newcomm));
     }
 }
 
@@ -171,7 +170,7 @@ int gc_ctxid_idup(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
     if (d == NULL)
         return MPI_ERR_NO_MEM;
     *d = (struct dup){.comm = comm,
-                      .info = info,
+                      .info = MPI_INFO_NULL,
                       .newcomm = newcomm,
                       .posted = MPI_REQUEST_NULL};
     status = MPIX_Grequest_class_allocate(dups.class, d, &d->request);
@@ -182,18 +181,15 @@ int gc_ctxid_idup(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
     if (alone && dups.posted == 0) {
         /* Nothing outstanding: made now, attributes copied at the call
          * as MPICH's MPI_Comm_idup copies them. */
-        status = dup_now(d);
-        d->info = MPI_INFO_NULL; /* the program's */
-        finish(d, status);
+        finish(d, dup_now(comm, info, newcomm));
     } else {
-        d->info = MPI_INFO_NULL;
         if (!alone)
             status =
                 info != MPI_INFO_NULL
                     ? PMPI_Comm_idup_with_info(comm, info, newcomm, &d->posted)
                     : PMPI_Comm_idup(comm, newcomm, &d->posted);
         else if (info != MPI_INFO_NULL)
-            /* Deferred: the program may free its info once we return. */
+            /* Deferred: the caller may free its info once we return. */
             status = PMPI_Info_dup(info, &d->info);
         if (status != MPI_SUCCESS) {
             MPI_Request dropped = d->request;
