@@ -133,6 +133,7 @@ static const struct frame_rule frame_rules[GC_FRAME_TYPE_MAX + 1] = {
     [GC_FRAME_PONG] = {F_MSG_SEQ, 0, 0},
     [GC_FRAME_ERROR] = {F_SRC | F_DST | F_TAG, 0, GC_MAX_CONTROL_PAYLOAD},
     [GC_FRAME_BYE] = {0, 0, 0},
+    [GC_FRAME_JOB] = {0, GC_JOB_FIXED_SIZE, GC_MAX_CONTROL_PAYLOAD},
 };
 
 static int unused_fields_zero(const struct gc_frame_header *h, unsigned allowed)
@@ -246,6 +247,7 @@ const char *gc_frame_type_name(unsigned type)
         [GC_FRAME_ACK] = "ACK",         [GC_FRAME_CREDIT] = "CREDIT",
         [GC_FRAME_PING] = "PING",       [GC_FRAME_PONG] = "PONG",
         [GC_FRAME_ERROR] = "ERROR",     [GC_FRAME_BYE] = "BYE",
+        [GC_FRAME_JOB] = "JOB",
     };
     if (type == 0 || type > GC_FRAME_TYPE_MAX)
         return "UNKNOWN";
@@ -265,6 +267,7 @@ const char *gc_error_code_name(unsigned code)
         [GC_ERR_SHUTDOWN] = "shutdown",
         [GC_ERR_PROTOCOL] = "protocol",
         [GC_ERR_INTERNAL] = "internal",
+        [GC_ERR_JOB_ENDED] = "job-ended",
     };
     if (code > GC_ERR_MAX)
         return "unknown";
@@ -317,6 +320,98 @@ int gc_hello_decode(const uint8_t *in, size_t len, struct gc_hello *hello)
     if (hello->version_min > hello->version_max)
         return -1;
     return 0;
+}
+
+/* ---- JOB frames (service links) ---------------------------------------- */
+
+static int job_frame_valid(const struct gc_job_frame *job)
+{
+    if (job->op == GC_JOB_WITHDRAW)
+        return job->site_count == 0 &&
+               memchr(job->reason, 0, sizeof job->reason) != NULL;
+    if (job->op != GC_JOB_ANNOUNCE || job->site_count == 0 ||
+        job->site_count > GC_JOB_SITES_MAX)
+        return 0;
+    for (unsigned i = 0; i < job->site_count; i++) {
+        const struct gc_job_site *a = &job->sites[i];
+        if (memchr(a->name, 0, sizeof a->name) == NULL || a->name[0] == '\0' ||
+            a->rank_count == 0 ||
+            (uint64_t)a->first_rank + a->rank_count - 1 > GC_MAX_RANK)
+            return 0;
+        for (unsigned j = 0; j < i; j++) {
+            const struct gc_job_site *b = &job->sites[j];
+            if (strcmp(a->name, b->name) == 0 ||
+                ((uint64_t)a->first_rank <
+                     (uint64_t)b->first_rank + b->rank_count &&
+                 (uint64_t)b->first_rank <
+                     (uint64_t)a->first_rank + a->rank_count))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+size_t gc_job_frame_encode(const struct gc_job_frame *job, uint8_t *out,
+                           size_t cap)
+{
+    size_t reason_len = job->op == GC_JOB_WITHDRAW ? strlen(job->reason) : 0;
+    size_t len = GC_JOB_FIXED_SIZE +
+                 (size_t)job->site_count * GC_JOB_SITE_SIZE + reason_len;
+    if (!job_frame_valid(job) || len > cap || len > GC_MAX_CONTROL_PAYLOAD)
+        return 0;
+    memset(out, 0, GC_JOB_FIXED_SIZE);
+    out[0] = job->op;
+    out[1] = job->site_count;
+    put64(out + 8, job->job_credit);
+    memcpy(out + 16, job->token_hash, GC_JOB_HASH_SIZE);
+    uint8_t *p = out + GC_JOB_FIXED_SIZE;
+    for (unsigned i = 0; i < job->site_count; i++, p += GC_JOB_SITE_SIZE) {
+        put32(p, job->sites[i].first_rank);
+        put32(p + 4, job->sites[i].rank_count);
+        memset(p + 8, 0, GC_NAME_MAX + 1);
+        memcpy(p + 8, job->sites[i].name, strlen(job->sites[i].name));
+    }
+    memcpy(p, job->reason, reason_len);
+    return len;
+}
+
+int gc_job_frame_decode(const uint8_t *in, size_t len, struct gc_job_frame *job)
+{
+    memset(job, 0, sizeof *job);
+    if (len < GC_JOB_FIXED_SIZE || get16(in + 2) != 0 || get32(in + 4) != 0)
+        return -1;
+    job->op = in[0];
+    job->site_count = in[1];
+    job->job_credit = get64(in + 8);
+    memcpy(job->token_hash, in + 16, GC_JOB_HASH_SIZE);
+    size_t rest = len - GC_JOB_FIXED_SIZE;
+    const uint8_t *p = in + GC_JOB_FIXED_SIZE;
+    if (job->op == GC_JOB_WITHDRAW) {
+        if (job->site_count != 0 || rest > GC_JOB_REASON_MAX ||
+            memchr(p, 0, rest) != NULL)
+            return -1;
+        memcpy(job->reason, p, rest);
+    } else {
+        if (job->site_count > GC_JOB_SITES_MAX ||
+            rest != (size_t)job->site_count * GC_JOB_SITE_SIZE)
+            return -1;
+        for (unsigned i = 0; i < job->site_count; i++, p += GC_JOB_SITE_SIZE) {
+            job->sites[i].first_rank = get32(p);
+            job->sites[i].rank_count = get32(p + 4);
+            memcpy(job->sites[i].name, p + 8, GC_NAME_MAX + 1);
+        }
+    }
+    return job_frame_valid(job) ? 0 : -1;
+}
+
+int gc_job_token_hash(const uint8_t *token, size_t len,
+                      uint8_t hash[GC_JOB_HASH_SIZE])
+{
+    unsigned int out_len = 0;
+    return EVP_Digest(token, len, hash, &out_len, EVP_sha256(), NULL) == 1 &&
+                   out_len == GC_JOB_HASH_SIZE
+               ? 0
+               : -1;
 }
 
 int gc_auth_mac(const uint8_t *token, size_t token_len, const char *label,

@@ -32,7 +32,8 @@ enum gc_frame_type {
     GC_FRAME_PONG = 8,
     GC_FRAME_ERROR = 9, /* code in `tag`, UTF-8 text as payload */
     GC_FRAME_BYE = 10,  /* orderly close */
-    GC_FRAME_TYPE_MAX = GC_FRAME_BYE
+    GC_FRAME_JOB = 11,  /* service links: a job announced or withdrawn */
+    GC_FRAME_TYPE_MAX = GC_FRAME_JOB
 };
 
 /* Header flags. Unknown bits are a protocol error. */
@@ -52,7 +53,8 @@ enum gc_error_code {
     GC_ERR_SHUTDOWN = 7,         /* relay is shutting down */
     GC_ERR_PROTOCOL = 8,         /* frame not valid in this state */
     GC_ERR_INTERNAL = 9,
-    GC_ERR_MAX = GC_ERR_INTERNAL
+    GC_ERR_JOB_ENDED = 10, /* the job was ended (launcher, peer, operator) */
+    GC_ERR_MAX = GC_ERR_JOB_ENDED
 };
 
 /*
@@ -166,6 +168,47 @@ int gc_auth_mac_equal(const uint8_t a[GC_MAC_SIZE],
                       const uint8_t b[GC_MAC_SIZE]);
 /* Fill `nonce` from the OpenSSL CSPRNG; 0 or -1. */
 int gc_random_bytes(uint8_t *buf, size_t len);
+
+/*
+ * JOB payload (service links, docs/protocol.md §9): a relay announces a job
+ * registered with it to the peer sites of the job, or withdraws it.  The
+ * announcement carries every site of the job with its rank range, a hash
+ * of the job token (both sides must have been given the same job) and the
+ * bytes of the job the sender will hold for the receiver's site (its
+ * per-job budget).  A withdrawal carries a reason instead of sites.
+ */
+#define GC_JOB_SITES_MAX  16u
+#define GC_JOB_HASH_SIZE  32u /* SHA-256 of the job token */
+#define GC_JOB_REASON_MAX 255u
+enum gc_job_op { GC_JOB_ANNOUNCE = 1, GC_JOB_WITHDRAW = 2 };
+struct gc_job_site {
+    uint32_t first_rank;
+    uint32_t rank_count;
+    char name[GC_NAME_MAX + 1];
+};
+struct gc_job_frame {
+    uint8_t op;
+    uint8_t site_count; /* announce: 1..GC_JOB_SITES_MAX; withdraw: 0 */
+    uint64_t job_credit;
+    uint8_t token_hash[GC_JOB_HASH_SIZE];
+    struct gc_job_site sites[GC_JOB_SITES_MAX];
+    char reason[GC_JOB_REASON_MAX + 1]; /* withdraw: NUL terminated */
+};
+#define GC_JOB_FIXED_SIZE (1 + 1 + 2 + 4 + 8 + GC_JOB_HASH_SIZE)
+#define GC_JOB_SITE_SIZE  (4 + 4 + GC_NAME_MAX + 1)
+/* Returns the payload size, or 0 when `cap` is too small or `job` is not
+ * valid (see gc_job_frame_decode). */
+size_t gc_job_frame_encode(const struct gc_job_frame *job, uint8_t *out,
+                           size_t cap);
+/* 0, or -1 when the payload is malformed: unknown op, a site count out of
+ * range or not matching `len`, names not terminated or empty, rank ranges
+ * empty, beyond GC_MAX_RANK or overlapping, duplicate names, a reason that
+ * is too long. */
+int gc_job_frame_decode(const uint8_t *in, size_t len,
+                        struct gc_job_frame *job);
+/* SHA-256 of a job token, for gc_job_frame.token_hash; 0 or -1. */
+int gc_job_token_hash(const uint8_t *token, size_t len,
+                      uint8_t hash[GC_JOB_HASH_SIZE]);
 
 /*
  * Build an ERROR frame into `out` (header + text).  Returns the total

@@ -57,6 +57,9 @@ enum {
     OPT_PROBE,
     OPT_RELAY_SET,
     OPT_NO_JOIN_CHECK,
+    OPT_SERVICE_CERT,
+    OPT_SERVICE_KEY,
+    OPT_SERVICE_CA,
 };
 
 #define MAX_RSH_WORDS  64
@@ -105,6 +108,8 @@ struct mf_opts {
     const char *rsh;
     const char *tls_dir;
     bool plaintext_wan;
+    /* --service-cert/-key/-ca (else GRIDCOLL_SERVICE_CERT/_KEY/_CA). */
+    const char *service_cert, *service_key, *service_ca;
     uint32_t np;
     struct machinefile mf;
     bool mf_loaded;
@@ -177,6 +182,12 @@ static void usage(FILE *out)
         "  --tls-dir DIR        WAN TLS with DIR/ca.crt, DIR/SITE.crt and\n"
         "                       DIR/SITE.key for every site\n"
         "  --plaintext-wan      WAN streams without TLS (trusted networks)\n"
+        "  --service-cert FILE, --service-key FILE, --service-ca FILE\n"
+        "                       when the machine file names running\n"
+        "                       services (service=): the client certificate\n"
+        "                       and key gridrun registers the job with, and\n"
+        "                       the CA the services' certificates chain to\n"
+        "                       (default: $GRIDCOLL_SERVICE_CERT, _KEY, _CA)\n"
         "\n"
         "common options:\n"
         "  --job-dir DIR        make the job directory in DIR (default\n"
@@ -378,6 +389,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"probe", no_argument, NULL, OPT_PROBE},
         {"relay-set", required_argument, NULL, OPT_RELAY_SET},
         {"no-join-check", no_argument, NULL, OPT_NO_JOIN_CHECK},
+        {"service-cert", required_argument, NULL, OPT_SERVICE_CERT},
+        {"service-key", required_argument, NULL, OPT_SERVICE_KEY},
+        {"service-ca", required_argument, NULL, OPT_SERVICE_CA},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
@@ -444,6 +458,9 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_KEEP: job->keep_job_dir = true; break;
         case OPT_VERBOSE: job->verbose = true; break;
         case OPT_NO_JOIN_CHECK: job->no_join_check = true; break;
+        case OPT_SERVICE_CERT: mo->service_cert = optarg; break;
+        case OPT_SERVICE_KEY: mo->service_key = optarg; break;
+        case OPT_SERVICE_CA: mo->service_ca = optarg; break;
         case OPT_HELP:
         case 'h': usage(stdout); return 0;
         case ':':
@@ -496,10 +513,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         if (mo->tls_dir != NULL && mo->plaintext_wan)
             return usage_error("%s", "--tls-dir and --plaintext-wan exclude "
                                      "each other");
-        if (mo->tls_dir == NULL && !mo->plaintext_wan)
-            return usage_error("%s", "machine-file mode needs --tls-dir DIR "
-                                     "(certificates per site) or "
-                                     "--plaintext-wan");
+        /* Whether the file names services is known once it is read. */
         mo->np = np;
         return -1; /* the machine file fills in the sites */
     }
@@ -682,6 +696,40 @@ static void endpoint_host(const char *ep, char *out, size_t len)
     snprintf(out, len, "%.*s", (int)n, ep);
 }
 
+/* The client credentials for the sites' services: options, else the
+ * environment; each must be readable. */
+static int service_credentials(struct gr_job *job, const struct mf_opts *mo)
+{
+    const struct {
+        const char *option, *env, *value;
+        char *out;
+    } items[] = {
+        {"--service-cert", "GRIDCOLL_SERVICE_CERT", mo->service_cert,
+         job->service_cert},
+        {"--service-key", "GRIDCOLL_SERVICE_KEY", mo->service_key,
+         job->service_key},
+        {"--service-ca", "GRIDCOLL_SERVICE_CA", mo->service_ca,
+         job->service_ca},
+    };
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        const char *path =
+            items[i].value ? items[i].value : getenv(items[i].env);
+        if (path == NULL || path[0] == '\0') {
+            fprintf(stderr,
+                    "gridrun: %s names running services: give %s FILE (or "
+                    "set %s)\n",
+                    mo->path, items[i].option, items[i].env);
+            return -1;
+        }
+        if (access(path, R_OK) != 0 || realpath(path, items[i].out) == NULL) {
+            fprintf(stderr, "gridrun: %s %s: %s\n", items[i].option, path,
+                    strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Fill the job's sites from the machine file: returns -1 to go on, else
  * gridrun's exit status. */
 static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
@@ -709,6 +757,21 @@ static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
         }
         job->rsh_argv = mo->rsh_words;
     }
+    job->services = mf->site_count > 0 && mf->sites[0].relay_service[0] != '\0';
+    if (job->services && (mo->tls_dir != NULL || mo->plaintext_wan)) {
+        fprintf(stderr,
+                "gridrun: %s names running services: --tls-dir and "
+                "--plaintext-wan are for relays gridrun starts\n",
+                mo->path);
+        goto cleanup;
+    }
+    if (!job->services && mo->tls_dir == NULL && !mo->plaintext_wan) {
+        fprintf(stderr, "gridrun: machine-file mode needs --tls-dir DIR "
+                        "(certificates per site) or --plaintext-wan\n");
+        goto cleanup;
+    }
+    if (job->services && service_credentials(job, mo) != 0)
+        goto cleanup;
     if (mo->tls_dir != NULL && realpath(mo->tls_dir, job->tls_dir) == NULL) {
         fprintf(stderr, "gridrun: --tls-dir %s: %s\n", mo->tls_dir,
                 strerror(errno));
@@ -736,6 +799,7 @@ static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
         offset += counts[i];
         snprintf(s->wan, sizeof(s->wan), "%s", ms->relay_wan);
         snprintf(s->local, sizeof(s->local), "%s", ms->relay_local);
+        snprintf(s->service, sizeof(s->service), "%s", ms->relay_service);
         s->connect = ms->relay_connect;
         gc_sched_fattree_format(&ms->fattree, s->fattree, sizeof s->fattree);
         snprintf(s->relay_host, sizeof(s->relay_host), "%s", ms->relay_host);
@@ -750,7 +814,7 @@ static int setup_machinefile(struct gr_job *job, struct mf_opts *mo)
             status = 1;
             goto cleanup;
         }
-        if (s->local[0] == '\0' && !only_relay_host) {
+        if (s->local[0] == '\0' && !only_relay_host && !job->services) {
             fprintf(stderr,
                     "gridrun: %s:%d: site '%s' runs ranks on hosts other "
                     "than its relay host '%s': give the relay line a "

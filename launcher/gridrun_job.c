@@ -9,6 +9,7 @@
  */
 #include "gridrun_job.h"
 #include "gridrun_mpiexec.h"
+#include "gridrun_service.h"
 #include "netns.h"
 
 #include <arpa/inet.h>
@@ -583,7 +584,8 @@ static int make_job_dir(struct gr_job *job)
             return -1;
         }
     }
-    for (uint32_t i = 0; i < job->site_count && !job->native; i++) {
+    for (uint32_t i = 0; i < job->site_count && !job->native && !job->services;
+         i++) {
         if (write_relay_config(job, &job->sites[i]) != 0) {
             fprintf(stderr, "gridrun: %s: %s\n", job->sites[i].conf,
                     strerror(errno));
@@ -1210,6 +1212,34 @@ static int wait_relays_up(struct runner *r)
     }
 }
 
+/* Every site's service has the job once the peer services confirmed it
+ * to each other (docs/gridrelay.md, "Service mode"). */
+static int wait_services_ready(struct runner *r)
+{
+    struct gr_job *job = r->job;
+    int64_t deadline = now_ms() + RELAY_UP_TIMEOUT_MS;
+    for (;;) {
+        int ready = gr_service_all_ready(job);
+        if (ready == 1) {
+            vlog(job, "the job is ready at every site's service");
+            return 0;
+        }
+        if (ready < 0 || now_ms() >= deadline) {
+            if (ready == 0)
+                fprintf(stderr,
+                        "gridrun: the sites' services did not confirm the "
+                        "job to each other within %d s (are their links "
+                        "up? see their /status)\n",
+                        RELAY_UP_TIMEOUT_MS / 1000);
+            r->reason = END_ERROR;
+            return -1;
+        }
+        pump(r, 100);
+        if (r->reason != END_NONE)
+            return -1;
+    }
+}
+
 /* ---- the emulated WAN (--wan) -------------------------------------------- */
 
 static int start_wan(struct gr_job *job)
@@ -1395,7 +1425,7 @@ static void stop_wan(struct runner *r)
 
 /* The value after "KEY": in the relay's /status JSON, its own fixed layout
  * (docs/gridrelay.md), so a key scan is enough; NULL if absent. */
-static const char *json_value(const char *json, const char *key)
+const char *gr_json_value(const char *json, const char *key)
 {
     char pattern[64];
     snprintf(pattern, sizeof(pattern), "\"%s\":", key);
@@ -1413,12 +1443,13 @@ static int query_joined(struct runner *r, struct gr_site *s)
     for (int i = 0; i < JOIN_QUERY_TRIES && body == NULL; i++) {
         if (i > 0)
             pump(r, 100);
-        body = http_status(r->job, s);
+        body = r->job->services ? gr_service_job_status(r->job, s)
+                                : http_status(r->job, s);
     }
     if (body == NULL)
         goto cleanup;
-    const char *joined = json_value(body, "ranks_joined");
-    const char *never = json_value(body, "ranks_never_joined");
+    const char *joined = gr_json_value(body, "ranks_joined");
+    const char *never = gr_json_value(body, "ranks_never_joined");
     if (joined == NULL || never == NULL || *never != '"')
         goto cleanup;
     never++;
@@ -1541,6 +1572,10 @@ static void watch(struct runner *r)
     struct gr_job *job = r->job;
     while (r->reason == END_NONE) {
         pump(r, 1000);
+        if (job->services && gr_service_renew_due(job) != 0) {
+            r->reason = END_ERROR;
+            break;
+        }
         bool all_done = true;
         for (uint32_t i = 0; i < job->site_count; i++) {
             struct gr_site *s = &job->sites[i];
@@ -1910,7 +1945,14 @@ int gr_job_run(struct gr_job *job)
         if (wait_wan_ready(&r) != 0)
             goto teardown;
     }
-    if (!job->native) {
+    if (job->services) {
+        if (gr_service_register_all(job) != 0) {
+            r.reason = END_ERROR;
+            goto teardown;
+        }
+        if (wait_services_ready(&r) != 0)
+            goto teardown;
+    } else if (!job->native) {
         if (start_relays(job) != 0) {
             r.reason = END_ERROR;
             goto teardown;
@@ -1927,6 +1969,8 @@ teardown:
     /* Judge now: relays and gridwan stopped on purpose below must not
      * count. */
     status = final_status(&r);
+    if (job->services)
+        gr_service_remove_all(job);
     stop_relays(&r);
     stop_wan(&r);
     if (job->wan_pid > 0 && r.reason == END_SUCCESS &&

@@ -33,8 +33,13 @@ struct gr_site {
                                          host:port; "" = SITE.sock in the
                                          job directory */
     char relay_host[MF_HOST_MAX + 1]; /* "" = run the relay here */
-    char http_host[MF_HOST_MAX + 1];  /* "" = 127.0.0.1 */
-    char *mpi_hosts;                  /* mpiexec -hosts value; NULL = none */
+    /* service=: the control endpoint of the site's running gridrelay
+     * service ("" = gridrun starts a relay); gridrun_service.c. */
+    char service[MF_ENDPOINT_MAX + 1];
+    bool service_registered;
+    int64_t service_renew_ms;        /* next lease renewal (monotonic ms) */
+    char http_host[MF_HOST_MAX + 1]; /* "" = 127.0.0.1 */
+    char *mpi_hosts;                 /* mpiexec -hosts value; NULL = none */
     /* GRIDCOLL_FATTREE for the ranks, M1,...,ML; "" = not set by gridrun,
      * so whatever gridrun's own environment has reaches them. */
     char fattree[GC_SCHED_FATTREE_TEXT_MAX];
@@ -96,6 +101,12 @@ struct gr_job {
     const char *job_dir_base; /* --job-dir; NULL = $TMPDIR or /tmp */
     char **rsh_argv;          /* --rsh split into words; NULL = none */
     char tls_dir[PATH_MAX];   /* --tls-dir, absolute; "" = plaintext WAN */
+    /* Every site names a running service (machine file service=); the
+     * client certificate, key and CA gridrun talks to them with. */
+    bool services;
+    char service_cert[PATH_MAX];
+    char service_key[PATH_MAX];
+    char service_ca[PATH_MAX];
     /* --wan: gridwan's command line, argv[0] to be replaced by wan_bin;
      * NULL = every site on loopback in gridrun's own namespace. */
     char **wan_argv;
@@ -135,6 +146,10 @@ void gr_rank_endpoint(const struct gr_site *s, char *out, size_t len);
 /* With --wan, the words that run a command inside site s's namespace,
  * put at argv; returns how many (0 without --wan). */
 size_t gr_netns_prefix(const struct gr_site *s, char **argv);
+
+/* The value after "KEY": in a relay's JSON (its own fixed layout, so a
+ * key scan is enough); NULL if absent. */
+const char *gr_json_value(const char *json, const char *key);
 
 /* Run the whole job; returns gridrun's exit status. */
 int gr_job_run(struct gr_job *job);

@@ -33,6 +33,7 @@ enum mf_key {
     KEY_CONNECT = 1u << 5,
     KEY_FATTREE = 1u << 6,
     KEY_PROGRAM = 1u << 7,
+    KEY_SERVICE = 1u << 8,
 };
 
 struct key_info {
@@ -48,6 +49,7 @@ static const struct key_info keys[] = {
     {"wan", KEY_WAN, true, "wan=HOST:PORT"},
     {"local", KEY_LOCAL, true, "local=ENDPOINT"},
     {"connect", KEY_CONNECT, true, "connect=auto|dial|listen"},
+    {"service", KEY_SERVICE, true, "service=HOST:PORT|unix:/PATH"},
     {"fattree", KEY_FATTREE, false, "fattree=M1,M2,..."},
     {"program", KEY_PROGRAM, false, "program=PATH ARGS..."},
 };
@@ -81,7 +83,7 @@ struct line_fields {
     bool relay;
     bool has_slots;
     uint32_t slots;
-    const char *wan, *local;
+    const char *wan, *local, *service;
     enum mf_connect connect;
     struct gc_sched_fattree fattree; /* 0 levels: not given, or bad */
     char **program; /* program= and the words after it; NULL: not given */
@@ -469,6 +471,18 @@ static void parse_token(struct parser *p, int line, char *tok,
         else
             f->local = v;
         break;
+    case KEY_SERVICE:
+        /* The control endpoint of the site's running gridrelay service. */
+        if (strlen(v) > MF_ENDPOINT_MAX)
+            report(p, line,
+                   "bad service= endpoint '%.32s...' (longer than %d "
+                   "characters)",
+                   v, MF_ENDPOINT_MAX);
+        else if ((why = check_local_endpoint(v)) != NULL)
+            report(p, line, "bad service= endpoint '%s' (%s)", v, why);
+        else
+            f->service = v;
+        break;
     case KEY_CONNECT:
         if (strcmp(v, "auto") == 0)
             f->connect = MF_CONNECT_AUTO;
@@ -531,6 +545,8 @@ static int add_line(struct parser *p, int line, const struct line_fields *f)
                 strcpy(s->relay_wan, f->wan);
             if (f->local != NULL)
                 strcpy(s->relay_local, f->local);
+            if (f->service != NULL)
+                strcpy(s->relay_service, f->service);
             s->relay_connect = f->connect;
         }
     }
@@ -619,10 +635,17 @@ static int parse_line(struct parser *p, int line, char *text)
     }
     if (!(given & KEY_CLUSTER))
         report(p, line, "missing cluster=NAME (every line names its site)");
-    /* Given but bad or empty was reported already: do not repeat it. */
-    if (f.relay && !(given & KEY_WAN))
+    /* Given but bad or empty was reported already: do not repeat it.  A
+     * running service has its WAN side in its own configuration. */
+    if (f.relay && (given & KEY_SERVICE) && (given & (KEY_WAN | KEY_CONNECT)))
         report(p, line,
-               "relay line needs wan=HOST:PORT (the address peer relays dial)");
+               "%s= does not go with service= (the service's configuration "
+               "says how it reaches its peers)",
+               (given & KEY_WAN) ? "wan" : "connect");
+    else if (f.relay && !(given & (KEY_WAN | KEY_SERVICE)))
+        report(p, line,
+               "relay line needs wan=HOST:PORT (the address peer relays "
+               "dial), or service=ENDPOINT (a running gridrelay service)");
     return add_line(p, line, &f);
 }
 
@@ -699,11 +722,35 @@ int machinefile_load(const char *path, struct machinefile *mf, FILE *errors)
 
     if (p.host_lines == 0)
         report(&p, 0, "no hosts");
-    for (uint32_t i = 0; i < mf->site_count; i++)
-        if (mf->sites[i].relay_line == 0)
-            report(&p, mf->sites[i].first_line,
-                   "site '%s' has no relay (mark one host 'relay')",
-                   mf->sites[i].name);
+    const struct mf_site *first_service = NULL, *first_own = NULL;
+    for (uint32_t i = 0; i < mf->site_count; i++) {
+        const struct mf_site *s = &mf->sites[i];
+        if (s->relay_line == 0) {
+            report(&p, s->first_line,
+                   "site '%s' has no relay (mark one host 'relay')", s->name);
+            continue;
+        }
+        const struct mf_site **first =
+            s->relay_service[0] != '\0' ? &first_service : &first_own;
+        if (*first == NULL)
+            *first = s;
+    }
+    /* Services know each other; relays gridrun starts know only the
+     * relays of their own job. */
+    if (first_service != NULL && first_own != NULL) {
+        const struct mf_site *later =
+            first_service->relay_line > first_own->relay_line ? first_service
+                                                              : first_own;
+        report(&p, later->relay_line,
+               "site '%s' %s but site '%s' (line %d) %s: a job uses running "
+               "services at every site or at none",
+               later->name,
+               later == first_service ? "names a service" : "has no service=",
+               later == first_service ? first_own->name : first_service->name,
+               later == first_service ? first_own->relay_line
+                                      : first_service->relay_line,
+               later == first_service ? "has no service=" : "names one");
+    }
     if (p.error_count == 0)
         status = 0;
 

@@ -11,6 +11,8 @@
  *                                           one host per line)
  *   node11   slots=8 cluster=beta
  *   gw-beta  cluster=beta relay wan=203.0.113.5:7500 connect=dial
+ *   gw-gamma cluster=gamma relay service=gw-gamma.example.org:7443
+ *            (a running gridrelay service; then every site names one)
  *   node12   cluster=beta program=./ocn -steps 10     (the rest of the line)
  *
  * Sites are ordered by first appearance; that order defines grid ranks
@@ -53,6 +55,9 @@ struct mf_site {
     char relay_local[MF_ENDPOINT_MAX + 1]; /* endpoint for ranks; "" =
                                               launcher's choice */
     enum mf_connect relay_connect;
+    /* service=: the control endpoint (host:port or unix:/path) of the
+     * site's running gridrelay service; "" = gridrun starts the relay. */
+    char relay_service[MF_ENDPOINT_MAX + 1];
     int relay_line;
 
     /* The site network as a fat tree (fattree=M1,M2,... on any line of

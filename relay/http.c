@@ -38,10 +38,10 @@ static size_t stream_queue_bytes(const struct stream *st)
 
 /* The local ranks that never joined (no session ever authenticated), as
  * grid rank ranges "2-3,5"; nothing when every rank joined. */
-static void add_never_joined(struct evbuffer *out, const struct relay *relay)
+static void add_never_joined(struct evbuffer *out, const struct job *job)
 {
-    const struct rank_slot *slots = relay->slots;
-    uint32_t count = relay->cfg->rank_count;
+    const struct rank_slot *slots = job->slots;
+    uint32_t count = job->rank_count;
     const char *sep = "";
     uint32_t i = 0;
     while (i < count) {
@@ -61,6 +61,96 @@ static void add_never_joined(struct evbuffer *out, const struct relay *relay)
     }
 }
 
+static const char *job_state_name(enum job_state state)
+{
+    switch (state) {
+    case JOB_WAITING: return "waiting";
+    case JOB_READY: return "ready";
+    case JOB_ENDED: return "ended";
+    }
+    return "?";
+}
+
+/* Bytes waiting for the job's local ranks: queued here, or in their
+ * sessions' output. */
+static uint64_t job_queue_bytes(const struct job *job, uint32_t *sessions)
+{
+    uint64_t total = 0;
+    *sessions = 0;
+    for (uint32_t i = 0; i < job->rank_count; i++) {
+        const struct rank_slot *slot = &job->slots[i];
+        const struct chunk *c;
+        TAILQ_FOREACH(c, &slot->pending, entry)
+        total += chunk_cost(c);
+        if (slot->session != NULL) {
+            total +=
+                evbuffer_get_length(bufferevent_get_output(slot->session->bev));
+            (*sessions)++;
+        }
+    }
+    return total;
+}
+
+/* JSON strings the relay did not make (owner, reason) get escaped. */
+static void add_json_string(struct evbuffer *out, const char *s)
+{
+    evbuffer_add(out, "\"", 1);
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            evbuffer_add_printf(out, "\\%c", c);
+        else if (c < 0x20)
+            evbuffer_add_printf(out, "\\u%04x", c);
+        else
+            evbuffer_add(out, &c, 1);
+    }
+    evbuffer_add(out, "\"", 1);
+}
+
+void http_job_json(struct evbuffer *out, const struct job *job)
+{
+    uint32_t sessions;
+    uint64_t queued = job_queue_bytes(job, &sessions);
+    uint64_t now = gc_now_ns();
+    evbuffer_add_printf(out, "{\"job_id\":%u,\"owner\":", job->id);
+    add_json_string(out, job->owner);
+    evbuffer_add_printf(
+        out,
+        ",\"state\":\"%s\",\"first_rank\":%u,\"rank_count\":%u,"
+        "\"age_s\":%.3f,\"lease_s\":%.3f,\"sessions\":%u,"
+        "\"sessions_refused\":%llu,\"ranks_joined\":%u,"
+        "\"ranks_never_joined\":\"",
+        job_state_name(job->state), job->first_rank, job->rank_count,
+        (double)(now - job->registered_ns) / 1e9,
+        job->lease_ns == 0 || job->lease_deadline_ns < now
+            ? 0.0
+            : (double)(job->lease_deadline_ns - now) / 1e9,
+        sessions, (unsigned long long)job->sessions_refused, job->ranks_joined);
+    add_never_joined(out, job);
+    evbuffer_add_printf(
+        out,
+        "\",\"bytes_from_ranks\":%llu,\"bytes_to_ranks\":%llu,"
+        "\"messages_from_ranks\":%llu,\"queue_bytes\":%llu,\"reason\":",
+        (unsigned long long)job->bytes_in, (unsigned long long)job->bytes_out,
+        (unsigned long long)job->messages_in, (unsigned long long)queued);
+    add_json_string(out, job->end_reason);
+    evbuffer_add_printf(out, ",\"peers\":[");
+    for (uint32_t i = 0; i < job->peer_count; i++) {
+        const struct job_peer *jp = &job->peers[i];
+        evbuffer_add_printf(
+            out,
+            "%s{\"site\":\"%s\",\"first_rank\":%u,\"rank_count\":%u,"
+            "\"confirmed\":%s,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
+            "\"chunks_sent\":%llu,\"chunks_received\":%llu}",
+            i ? "," : "", jp->name, jp->first_rank, jp->rank_count,
+            jp->confirmed ? "true" : "false", (unsigned long long)jp->bytes_out,
+            (unsigned long long)jp->bytes_in,
+            (unsigned long long)jp->chunks_out,
+            (unsigned long long)jp->chunks_in);
+    }
+    evbuffer_add_printf(out, "]}");
+}
+
 static void send_ok(struct evhttp_request *req, const char *content_type,
                     struct evbuffer *body)
 {
@@ -75,6 +165,78 @@ static void add_link_metric(struct evbuffer *out, const char *name,
 {
     evbuffer_add_printf(out, "gridrelay_%s{peer=\"%s\"} %llu\n", name, peer,
                         (unsigned long long)value);
+}
+
+#define JOB_METRIC(name, type, help)                                           \
+    "# HELP gridrelay_job_" name " " help "\n# TYPE gridrelay_job_" name       \
+    " " type "\n"
+
+/* One series per job (label job="ID"), and per job and peer site. */
+static void add_job_metrics(struct evbuffer *out, const struct relay *relay)
+{
+    static const char *const heads[] = {
+        JOB_METRIC("ranks", "gauge", "This site's ranks of the job."),
+        JOB_METRIC("ranks_joined", "gauge",
+                   "Ranks of the job that ever had a session."),
+        JOB_METRIC("sessions", "gauge", "Rank sessions of the job now."),
+        JOB_METRIC("ready", "gauge", "1 once every site of the job has it."),
+        JOB_METRIC("bytes_from_ranks_total", "counter",
+                   "Payload bytes the job's local ranks sent."),
+        JOB_METRIC("bytes_to_ranks_total", "counter",
+                   "Payload bytes handed to the job's local ranks."),
+        JOB_METRIC("messages_from_ranks_total", "counter",
+                   "Messages the job's local ranks sent."),
+        JOB_METRIC("queue_bytes", "gauge",
+                   "Bytes waiting for the job's local ranks."),
+        JOB_METRIC("link_bytes_sent_total", "counter",
+                   "Payload bytes of the job sent to a peer site."),
+        JOB_METRIC("link_bytes_received_total", "counter",
+                   "Payload bytes of the job received from a peer site."),
+    };
+    enum {
+        RANKS,
+        JOINED,
+        SESSIONS,
+        READY,
+        FROM,
+        TO,
+        MSGS,
+        QUEUE,
+        LSENT,
+        LRECV
+    };
+    for (size_t m = 0; m < sizeof heads / sizeof heads[0]; m++) {
+        evbuffer_add_printf(out, "%s", heads[m]);
+        const struct job *job;
+        TAILQ_FOREACH(job, &relay->jobs, entry)
+        {
+            uint32_t sessions;
+            uint64_t queued = job_queue_bytes(job, &sessions), value = 0;
+            const char *name = heads[m] + strlen("# HELP ");
+            int len = (int)strcspn(name, " ");
+            switch (m) {
+            case RANKS: value = job->rank_count; break;
+            case JOINED: value = job->ranks_joined; break;
+            case SESSIONS: value = sessions; break;
+            case READY: value = job->state == JOB_READY; break;
+            case FROM: value = job->bytes_in; break;
+            case TO: value = job->bytes_out; break;
+            case MSGS: value = job->messages_in; break;
+            case QUEUE: value = queued; break;
+            default:
+                for (uint32_t i = 0; i < job->peer_count; i++)
+                    evbuffer_add_printf(
+                        out, "%.*s{job=\"%u\",peer=\"%s\"} %llu\n", len, name,
+                        job->id, job->peers[i].name,
+                        (unsigned long long)(m == LSENT
+                                                 ? job->peers[i].bytes_out
+                                                 : job->peers[i].bytes_in));
+                continue;
+            }
+            evbuffer_add_printf(out, "%.*s{job=\"%u\"} %llu\n", len, name,
+                                job->id, (unsigned long long)value);
+        }
+    }
 }
 
 static void on_metrics(struct evhttp_request *req, void *arg)
@@ -95,14 +257,16 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         "gridrelay_frames_rejected_total %llu\n"
         "# TYPE gridrelay_session_queue_bytes gauge\n"
         "gridrelay_session_queue_bytes %zu\n"
-        "# HELP gridrelay_ranks Local ranks of the job (rank_count).\n"
-        "# TYPE gridrelay_ranks gauge\ngridrelay_ranks %u\n"
-        "# HELP gridrelay_ranks_joined Local ranks that ever had a session "
-        "(joined the job).\n"
-        "# TYPE gridrelay_ranks_joined gauge\ngridrelay_ranks_joined %u\n",
+        "# HELP gridrelay_jobs Jobs registered (or configured).\n"
+        "# TYPE gridrelay_jobs gauge\ngridrelay_jobs %u\n"
+        "# HELP gridrelay_chunks_unknown_job_total Chunks from peers for "
+        "jobs not (or no longer) here, dropped.\n"
+        "# TYPE gridrelay_chunks_unknown_job_total counter\n"
+        "gridrelay_chunks_unknown_job_total %llu\n",
         relay->session_count, (unsigned long long)relay->sessions_refused,
         (unsigned long long)relay->frames_rejected, session_queue_bytes(relay),
-        relay->cfg->rank_count, relay->ranks_joined);
+        relay->job_count, (unsigned long long)relay->chunks_unknown_job);
+    add_job_metrics(out, relay);
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++) {
         const struct link *l = &relay->links[i];
         const char *p = l->peer->name;
@@ -142,6 +306,35 @@ static void on_metrics(struct evhttp_request *req, void *arg)
     send_ok(req, "text/plain; version=0.0.4", out);
 }
 
+static void add_ranks(struct evbuffer *out, const struct job *job)
+{
+    const char *sep = "";
+    for (uint32_t i = 0; i < job->rank_count; i++) {
+        const struct rank_slot *slot = &job->slots[i];
+        const struct session *s = slot->session;
+        if (s == NULL && slot->chunks_dropped == 0 &&
+            TAILQ_EMPTY(&slot->pending))
+            continue;
+        uint64_t pending = 0;
+        const struct chunk *c;
+        TAILQ_FOREACH(c, &slot->pending, entry)
+        pending += c->hdr.payload_len;
+        evbuffer_add_printf(
+            out,
+            "%s{\"rank\":%u,\"connected\":%s,\"bytes_sent\":%llu,"
+            "\"bytes_received\":%llu,\"queue_bytes\":%zu,"
+            "\"pending_bytes\":%llu,\"chunks_dropped\":%llu,\"joins\":%llu}",
+            sep, slot->rank, s != NULL ? "true" : "false",
+            (unsigned long long)(s ? s->bytes_in : 0),
+            (unsigned long long)(s ? s->bytes_out : 0),
+            s ? evbuffer_get_length(bufferevent_get_output(s->bev)) : 0,
+            (unsigned long long)pending,
+            (unsigned long long)slot->chunks_dropped,
+            (unsigned long long)slot->joins);
+        sep = ",";
+    }
+}
+
 static void on_status(struct evhttp_request *req, void *arg)
 {
     struct relay *relay = arg;
@@ -155,19 +348,40 @@ static void on_status(struct evhttp_request *req, void *arg)
      * so they need no JSON escaping. */
     evbuffer_add_printf(
         out,
-        "{\"site\":\"%s\",\"job_id\":%u,\"first_rank\":%u,\"rank_count\":%u,"
-        "\"transport\":\"%s\",\"draining\":%s,\"uptime_s\":%.3f,"
+        "{\"site\":\"%s\",\"mode\":\"%s\",\"transport\":\"%s\","
+        "\"draining\":%s,\"uptime_s\":%.3f,"
         "\"sessions\":%u,\"sessions_refused\":%llu,\"frames_rejected\":%llu,"
-        "\"session_queue_bytes\":%zu,\"ranks_joined\":%u,"
-        "\"ranks_never_joined\":\"",
-        cfg->site_name, cfg->job_id, cfg->first_rank, cfg->rank_count,
+        "\"chunks_unknown_job\":%llu,\"session_queue_bytes\":%zu,",
+        cfg->site_name, relay->service ? "service" : "job",
         relay->transport->name, relay->draining ? "true" : "false",
         (double)(gc_now_ns() - relay->started_ns) / 1e9, relay->session_count,
         (unsigned long long)relay->sessions_refused,
-        (unsigned long long)relay->frames_rejected, session_queue_bytes(relay),
-        relay->ranks_joined);
-    add_never_joined(out, relay);
-    evbuffer_add_printf(out, "\",\"links\":[");
+        (unsigned long long)relay->frames_rejected,
+        (unsigned long long)relay->chunks_unknown_job,
+        session_queue_bytes(relay));
+    /* A per-job relay describes its job at the top level, as launchers
+     * and tests have always read it. */
+    const struct job *only = relay->service ? NULL : TAILQ_FIRST(&relay->jobs);
+    if (only != NULL) {
+        evbuffer_add_printf(out,
+                            "\"job_id\":%u,\"first_rank\":%u,\"rank_count\":%u,"
+                            "\"ranks_joined\":%u,\"ranks_never_joined\":\"",
+                            only->id, only->first_rank, only->rank_count,
+                            only->ranks_joined);
+        add_never_joined(out, only);
+        evbuffer_add_printf(out, "\",\"ranks\":[");
+        add_ranks(out, only);
+        evbuffer_add_printf(out, "],");
+    }
+    evbuffer_add_printf(out, "\"jobs\":[");
+    const struct job *job;
+    TAILQ_FOREACH(job, &relay->jobs, entry)
+    {
+        if (job != TAILQ_FIRST(&relay->jobs))
+            evbuffer_add_printf(out, ",");
+        http_job_json(out, job);
+    }
+    evbuffer_add_printf(out, "],\"links\":[");
     for (uint32_t i = 0; i < cfg->peer_count; i++) {
         const struct link *l = &relay->links[i];
         evbuffer_add_printf(
@@ -201,32 +415,6 @@ static void on_status(struct evhttp_request *req, void *arg)
                 (unsigned long long)st->breaks);
         }
         evbuffer_add_printf(out, "]}");
-    }
-    evbuffer_add_printf(out, "],\"ranks\":[");
-    const char *sep = "";
-    for (uint32_t i = 0; i < cfg->rank_count; i++) {
-        const struct rank_slot *slot = &relay->slots[i];
-        const struct session *s = slot->session;
-        if (s == NULL && slot->chunks_dropped == 0 &&
-            TAILQ_EMPTY(&slot->pending))
-            continue;
-        uint64_t pending = 0;
-        const struct chunk *c;
-        TAILQ_FOREACH(c, &slot->pending, entry)
-        pending += c->hdr.payload_len;
-        evbuffer_add_printf(
-            out,
-            "%s{\"rank\":%u,\"connected\":%s,\"bytes_sent\":%llu,"
-            "\"bytes_received\":%llu,\"queue_bytes\":%zu,"
-            "\"pending_bytes\":%llu,\"chunks_dropped\":%llu,\"joins\":%llu}",
-            sep, slot->rank, s != NULL ? "true" : "false",
-            (unsigned long long)(s ? s->bytes_in : 0),
-            (unsigned long long)(s ? s->bytes_out : 0),
-            s ? evbuffer_get_length(bufferevent_get_output(s->bev)) : 0,
-            (unsigned long long)pending,
-            (unsigned long long)slot->chunks_dropped,
-            (unsigned long long)slot->joins);
-        sep = ",";
     }
     evbuffer_add_printf(out, "]}\n");
     send_ok(req, "application/json", out);

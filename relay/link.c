@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -48,7 +49,6 @@ static void set_stream_watermark(struct stream *st);
 static void on_stream_read(struct bufferevent *bev, void *arg);
 static void on_stream_write(struct bufferevent *bev, void *arg);
 static void on_stream_event(struct bufferevent *bev, short events, void *arg);
-static void link_fail_sessions_lost(struct link *link, const char *why);
 static void send_error(struct stream *st, enum gc_error_code code,
                        const char *text);
 
@@ -57,9 +57,9 @@ static const struct relay_config *cfg_of(const struct link *link)
     return link->relay->cfg;
 }
 
-static uint32_t peer_rank_index(const struct link *link, uint32_t rank)
+static uint32_t peer_rank_index(const struct job_peer *jp, uint32_t rank)
 {
-    return rank - link->peer->first_rank;
+    return rank - jp->first_rank;
 }
 
 /* ---- per-link state --------------------------------------------------- */
@@ -90,14 +90,7 @@ static void link_reset(struct link *link)
     link->acked_sent = 0;
     link->peer_epoch = 0;
     link->generation++;
-    memset(link->credit_consumed, 0,
-           link->peer->rank_count * sizeof *link->credit_consumed);
-    memset(link->credit_returned, 0,
-           link->peer->rank_count * sizeof *link->credit_returned);
-    memset(link->returned_total, 0,
-           cfg_of(link)->rank_count * sizeof *link->returned_total);
-    memset(link->returned_sent, 0,
-           cfg_of(link)->rank_count * sizeof *link->returned_sent);
+    job_link_reset(link);
 }
 
 /*
@@ -161,11 +154,12 @@ void link_wake_waiters(struct link *link)
     }
 }
 
-static void send_control(struct link *link, const struct gc_frame_header *h)
+void link_send_control(struct link *link, const struct gc_frame_header *h,
+                       const void *payload)
 {
     struct stream *st = least_loaded_stream(link, NULL);
     if (st != NULL)
-        frame_send(st->bev, h, NULL);
+        frame_send(st->bev, h, payload);
 }
 
 /* ACK everything delivered in order, and return credit ranks freed. */
@@ -173,24 +167,30 @@ static void flush_acks_and_credit(struct link *link, int all_credit)
 {
     if (link_streams_up(link) == 0)
         return;
-    const struct relay_config *cfg = cfg_of(link);
     if (link->recv_cum > link->acked_sent) {
         struct gc_frame_header ack = {.type = GC_FRAME_ACK,
-                                      .job_id = cfg->job_id,
+                                      .job_id = link->relay->link_job_id,
                                       .link_seq = link->recv_cum};
-        send_control(link, &ack);
+        link_send_control(link, &ack, NULL);
         link->acked_sent = link->recv_cum;
     }
-    for (uint32_t i = 0; i < cfg->rank_count; i++) {
-        if (link->returned_total[i] == link->returned_sent[i] &&
-            !(all_credit && link->returned_total[i] > 0))
+    struct job *job;
+    TAILQ_FOREACH(job, &link->relay->jobs, entry)
+    {
+        struct job_peer *jp = job_peer_on_link(job, link);
+        if (jp == NULL)
             continue;
-        struct gc_frame_header credit = {.type = GC_FRAME_CREDIT,
-                                         .job_id = cfg->job_id,
-                                         .dst_rank = cfg->first_rank + i,
-                                         .msg_len = link->returned_total[i]};
-        send_control(link, &credit);
-        link->returned_sent[i] = link->returned_total[i];
+        for (uint32_t i = 0; i < job->rank_count; i++) {
+            if (jp->returned_total[i] == jp->returned_sent[i] &&
+                !(all_credit && jp->returned_total[i] > 0))
+                continue;
+            struct gc_frame_header credit = {.type = GC_FRAME_CREDIT,
+                                             .job_id = job->id,
+                                             .dst_rank = job->first_rank + i,
+                                             .msg_len = jp->returned_total[i]};
+            link_send_control(link, &credit, NULL);
+            jp->returned_sent[i] = jp->returned_total[i];
+        }
     }
 }
 
@@ -214,19 +214,19 @@ static void schedule_ack(struct link *link, int now)
     }
 }
 
-void link_credit_returned(struct link *link, uint32_t local_rank_index,
+void link_credit_returned(struct job_peer *jp, uint32_t local_rank_index,
                           uint64_t bytes)
 {
-    link->returned_total[local_rank_index] += bytes;
-    uint64_t unsent = link->returned_total[local_rank_index] -
-                      link->returned_sent[local_rank_index];
+    jp->returned_total[local_rank_index] += bytes;
+    uint64_t unsent = jp->returned_total[local_rank_index] -
+                      jp->returned_sent[local_rank_index];
     /* Return big amounts at once so the sender never idles on credit. */
-    schedule_ack(link, unsent >= cfg_of(link)->rank_credit / 4);
+    schedule_ack(jp->link, unsent >= cfg_of(jp->link)->rank_credit / 4);
 }
 
 /* ---- sending ---------------------------------------------------------- */
 
-static uint64_t credit_available(const struct link *link, uint32_t idx)
+static uint64_t credit_available(const struct job_peer *jp, uint32_t idx)
 {
     /* The lone chunk larger than the whole credit that link_can_accept
      * lets go (wan.chunk_size above flow.rank_credit) takes consumed past
@@ -234,14 +234,14 @@ static uint64_t credit_available(const struct link *link, uint32_t idx)
      * round to ~2^64 and let every later chunk through without credit (a
      * 256 MiB flood towards a rank that did not read piled up in its
      * relay with flow.rank_credit=64K: integration.mpi_stress). */
-    uint64_t limit = link->peer_credit + link->credit_returned[idx];
-    return link->credit_consumed[idx] >= limit
-               ? 0
-               : limit - link->credit_consumed[idx];
+    uint64_t limit = jp->link->peer_credit + jp->credit_returned[idx];
+    return jp->credit_consumed[idx] >= limit ? 0
+                                             : limit - jp->credit_consumed[idx];
 }
 
-int link_can_accept(struct link *link, const struct chunk *c)
+int link_can_accept(struct job_peer *jp, const struct chunk *c)
 {
+    struct link *link = jp->link;
     const struct relay_config *cfg = cfg_of(link);
     if (link->peer_epoch == 0)
         return 0; /* the peer has not told us its credit yet */
@@ -251,11 +251,11 @@ int link_can_accept(struct link *link, const struct chunk *c)
         return 0;
     if (queued_on_streams(link) >= cfg->link_high_watermark)
         return 0;
-    uint32_t idx = peer_rank_index(link, c->hdr.dst_rank);
+    uint32_t idx = peer_rank_index(jp, c->hdr.dst_rank);
     int nothing_in_flight =
-        link->credit_consumed[idx] == link->credit_returned[idx];
+        jp->credit_consumed[idx] == jp->credit_returned[idx];
     /* A lone chunk larger than the whole credit may always go. */
-    return credit_available(link, idx) >= cost || nothing_in_flight;
+    return credit_available(jp, idx) >= cost || nothing_in_flight;
 }
 
 /*
@@ -349,11 +349,13 @@ static int worth_a_copy(const struct link *link, const struct chunk *c)
 
 void link_send_chunk(struct link *link, struct chunk *c)
 {
+    struct job_peer *jp = job_peer_on_link(c->job, link);
     chunk_ref(c);
     c->hdr.link_seq = link->next_link_seq++;
     c->stream_index = CHUNK_UNSENT;
-    link->credit_consumed[peer_rank_index(link, c->hdr.dst_rank)] +=
-        chunk_cost(c);
+    jp->credit_consumed[peer_rank_index(jp, c->hdr.dst_rank)] += chunk_cost(c);
+    jp->bytes_out += c->hdr.payload_len;
+    jp->chunks_out++;
     link->unacked_bytes += chunk_cost(c);
     TAILQ_INSERT_TAIL(&link->resend, c, entry);
     struct stream *first = transmit_now(link, c, NULL, TRANSMIT_FIRST);
@@ -452,7 +454,11 @@ static void deliver_in_order(struct link *link)
         *slot = NULL;
         link->recv_cum = next;
         link->reorder_bytes -= c->hdr.payload_len;
-        relay_deliver_local(relay, relay_local_slot(relay, c->hdr.dst_rank), c);
+        /* A chunk of a job that is not (or no longer) here only kept its
+         * place in the link order. */
+        if (c->job != NULL)
+            relay_deliver_local(relay, job_local_slot(c->job, c->hdr.dst_rank),
+                                c);
         chunk_unref(c);
     }
 }
@@ -462,10 +468,18 @@ static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
 {
     struct link *link = st->link;
     struct relay *relay = link->relay;
-    const struct relay_peer_config *peer = link->peer;
-    if (h->src_rank < peer->first_rank ||
-        h->src_rank - peer->first_rank >= peer->rank_count ||
-        relay_local_slot(relay, h->dst_rank) == NULL || h->link_seq == 0) {
+    struct job *job = job_find(relay, h->job_id);
+    struct job_peer *jp = job != NULL ? job_peer_on_link(job, link) : NULL;
+    if (job == NULL && !relay->service) {
+        send_error(st, GC_ERR_BAD_FRAME, "DATA for another job");
+        stream_down(st, "peer sent DATA for another job");
+        return -1;
+    }
+    /* A job known here must be the peer's job too, between its ranks. */
+    if (h->link_seq == 0 ||
+        (job != NULL && (jp == NULL || h->src_rank < jp->first_rank ||
+                         h->src_rank - jp->first_rank >= jp->rank_count ||
+                         job_local_slot(job, h->dst_rank) == NULL))) {
         send_error(st, GC_ERR_BAD_RANK, "DATA with ranks outside the link");
         stream_down(st, "peer sent DATA with ranks outside its range");
         return -1;
@@ -485,7 +499,15 @@ static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
         stream_down(st, "peer ran too far ahead of the link window");
         return -1;
     }
-    struct chunk *c = chunk_new(relay, h);
+    /* A service keeps the link order for a job that already ended here
+     * (the peer learns it from our JOB withdrawal): the chunk's place,
+     * not its bytes. */
+    struct gc_frame_header kept = *h;
+    if (job == NULL) {
+        kept.payload_len = 0;
+        relay->chunks_unknown_job++;
+    }
+    struct chunk *c = chunk_new(relay, job, &kept);
     if (c == NULL) {
         stream_down(st, "out of memory");
         return -1;
@@ -493,12 +515,19 @@ static int handle_peer_data(struct stream *st, const struct gc_frame_header *h,
     c->origin_link = link;
     c->origin_generation = link->generation;
     evbuffer_drain(in, GC_HEADER_SIZE);
-    evbuffer_remove(in, c->data, h->payload_len);
+    if (job != NULL)
+        evbuffer_remove(in, c->data, h->payload_len);
+    else
+        evbuffer_drain(in, h->payload_len);
     st->bytes_in += h->payload_len;
     link->bytes_in += h->payload_len;
     link->chunks_in++;
+    if (jp != NULL) {
+        jp->bytes_in += h->payload_len;
+        jp->chunks_in++;
+    }
     link->reorder[seq & (link->reorder_cap - 1)] = c;
-    link->reorder_bytes += h->payload_len;
+    link->reorder_bytes += c->hdr.payload_len;
     deliver_in_order(link);
     uint64_t pending = link->recv_cum - link->acked_sent;
     schedule_ack(link, pending >= 64);
@@ -520,15 +549,16 @@ static void handle_ack(struct link *link, uint64_t acked)
 
 static void handle_credit(struct link *link, const struct gc_frame_header *h)
 {
-    const struct relay_peer_config *peer = link->peer;
-    if (h->dst_rank < peer->first_rank ||
-        h->dst_rank - peer->first_rank >= peer->rank_count)
+    struct job *job = job_find(link->relay, h->job_id);
+    struct job_peer *jp = job != NULL ? job_peer_on_link(job, link) : NULL;
+    if (jp == NULL || h->dst_rank < jp->first_rank ||
+        h->dst_rank - jp->first_rank >= jp->rank_count)
         return;
-    uint32_t idx = peer_rank_index(link, h->dst_rank);
+    uint32_t idx = peer_rank_index(jp, h->dst_rank);
     /* Totals only grow; an older frame arriving late changes nothing. */
-    if (h->msg_len > link->credit_returned[idx] &&
-        h->msg_len <= link->credit_consumed[idx])
-        link->credit_returned[idx] = h->msg_len;
+    if (h->msg_len > jp->credit_returned[idx] &&
+        h->msg_len <= jp->credit_consumed[idx])
+        jp->credit_returned[idx] = h->msg_len;
     link->credits_in++;
     link_wake_waiters(link);
 }
@@ -554,7 +584,7 @@ static void send_hello(struct stream *st, uint16_t chosen)
     };
     memcpy(hello.nonce, st->my_nonce, GC_NONCE_SIZE);
     snprintf(hello.name, sizeof hello.name, "%s", cfg->site_name);
-    frame_send_hello(st->bev, cfg->job_id, 0, &hello);
+    frame_send_hello(st->bev, relay->link_job_id, 0, &hello);
 }
 
 static void send_error(struct stream *st, enum gc_error_code code,
@@ -562,7 +592,7 @@ static void send_error(struct stream *st, enum gc_error_code code,
 {
     uint8_t frame[GC_HEADER_SIZE + 256];
     size_t n =
-        gc_error_frame(st->relay->cfg->job_id, code, text, frame, sizeof frame);
+        gc_error_frame(st->relay->link_job_id, code, text, frame, sizeof frame);
     bufferevent_write(st->bev, frame, n);
 }
 
@@ -575,7 +605,7 @@ static void adopt_peer_epoch(struct link *link, const struct gc_hello *hello)
         gc_log_warn("link %s: peer relay restarted or reset the link; "
                     "data in flight is lost",
                     link->peer->name);
-        link_fail_sessions_lost(link, "peer relay restarted");
+        job_link_lost(link, "peer relay restarted");
         for (uint32_t i = 0; i < link->stream_count; i++)
             if (link->streams[i].state == STREAM_UP)
                 stream_down(&link->streams[i], "stale after peer restart");
@@ -598,6 +628,7 @@ static void stream_up(struct stream *st)
         gc_log_info("link %s up (%s)", link->peer->name,
                     link->relay->transport->name);
         link->state = LINK_UP;
+        job_announce_all(link);
     }
     gc_log_debug("link %s: stream %d up", link->peer->name, st->index);
     /* A new stream may be the first that can carry what waited. */
@@ -703,7 +734,7 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
                     st->my_nonce, st->peer_nonce, 0, mac);
         struct gc_frame_header auth = {.type = GC_FRAME_AUTH,
-                                       .job_id = relay->cfg->job_id,
+                                       .job_id = relay->link_job_id,
                                        .payload_len = GC_MAC_SIZE};
         frame_send(st->bev, &auth, mac);
         return 0;
@@ -720,7 +751,7 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
                     st->peer_nonce, st->my_nonce, 0, mac);
         struct gc_frame_header ok = {.type = GC_FRAME_AUTH_OK,
-                                     .job_id = relay->cfg->job_id,
+                                     .job_id = relay->link_job_id,
                                      .payload_len = GC_MAC_SIZE};
         frame_send(st->bev, &ok, mac);
         stream_up(st);
@@ -763,6 +794,7 @@ static int handle_up_frame(struct stream *st, const struct gc_frame_header *h,
     switch (h->type) {
     case GC_FRAME_ACK: handle_ack(link, h->link_seq); return 0;
     case GC_FRAME_CREDIT: handle_credit(link, h); return 0;
+    case GC_FRAME_JOB: job_handle_frame(link, h, payload); return 0;
     case GC_FRAME_PING: {
         struct gc_frame_header pong = {
             .type = GC_FRAME_PONG, .job_id = h->job_id, .msg_seq = h->msg_seq};
@@ -798,7 +830,11 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
         int r = frame_peek(in, &h, &status);
         if (r == 0)
             return;
-        if (r < 0 || h.job_id != relay->cfg->job_id) {
+        /* DATA, CREDIT and JOB frames name their job (checked by their
+         * handlers); the link's own frames carry the link's job id. */
+        int job_frame = h.type == GC_FRAME_DATA || h.type == GC_FRAME_CREDIT ||
+                        h.type == GC_FRAME_JOB;
+        if (r < 0 || (!job_frame && h.job_id != relay->link_job_id)) {
             char why[128];
             snprintf(why, sizeof why, "bad frame from peer: %s",
                      r < 0 ? gc_decode_status_str(status) : "wrong job id");
@@ -1066,17 +1102,24 @@ void link_free_pending_stream(struct stream *st)
 
 /*
  * Every rank of a grid job may be waiting on the lost site, directly or
- * not, so every session learns of it: an error now instead of a hang.
+ * not, so every session of the jobs the link carries learns of it: an
+ * error now instead of a hang.
  */
-static void link_fail_sessions_lost(struct link *link, const char *why)
+void link_fail_sessions(struct link *link, enum gc_error_code code,
+                        const char *fmt, ...)
 {
     struct relay *relay = link->relay;
+    char text[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
     struct session *s, *next;
     for (s = TAILQ_FIRST(&relay->sessions); s != NULL; s = next) {
         next = TAILQ_NEXT(s, entry);
-        if (s->state == SESSION_ACTIVE)
-            session_fail(s, GC_ERR_PEER_UNREACHABLE, "site %s: %s",
-                         link->peer->name, why);
+        if (s->state == SESSION_ACTIVE &&
+            job_peer_on_link(s->job, link) != NULL)
+            session_fail(s, code, "%s", text);
     }
     link_wake_waiters(link);
 }
@@ -1121,8 +1164,9 @@ void link_tick(struct link *link, uint64_t now)
             sample_tcp_info(st, now);
         if (st->ping_sent_ns == 0 && now - st->last_rx_ns >= ping_ns / 2) {
             st->ping_sent_ns = now;
-            struct gc_frame_header ping = {
-                .type = GC_FRAME_PING, .job_id = cfg->job_id, .msg_seq = now};
+            struct gc_frame_header ping = {.type = GC_FRAME_PING,
+                                           .job_id = link->relay->link_job_id,
+                                           .msg_seq = now};
             frame_send(st->bev, &ping, NULL);
         } else if (st->ping_sent_ns != 0 && now - st->ping_sent_ns > ping_ns) {
             st->ping_sent_ns = 0; /* lost with a broken peer: try again */
@@ -1135,7 +1179,7 @@ void link_tick(struct link *link, uint64_t now)
         gc_log_error("link %s: peer unreachable for %u ms; giving it up",
                      link->peer->name, cfg->peer_give_up_ms);
         link->state = LINK_LOST;
-        link_fail_sessions_lost(link, "peer relay unreachable");
+        job_link_lost(link, "peer relay unreachable");
         link_reset(link);
         link->local_epoch++;
     }
@@ -1153,7 +1197,7 @@ void link_say_bye(struct link *link)
                 (unsigned long long)link->chunks_duplicate,
                 (unsigned long long)link->cc_restarts);
     struct gc_frame_header bye = {.type = GC_FRAME_BYE,
-                                  .job_id = cfg_of(link)->job_id};
+                                  .job_id = link->relay->link_job_id};
     for (uint32_t i = 0; i < link->stream_count; i++)
         if (link->streams[i].state == STREAM_UP)
             frame_send(link->streams[i].bev, &bye, NULL);
@@ -1197,14 +1241,8 @@ int link_init(struct relay *relay, struct link *link,
     }
     link->reorder_cap = 1024;
     link->reorder = calloc(link->reorder_cap, sizeof *link->reorder);
-    link->credit_consumed = calloc(peer->rank_count, sizeof(uint64_t));
-    link->credit_returned = calloc(peer->rank_count, sizeof(uint64_t));
-    link->returned_total = calloc(cfg->rank_count, sizeof(uint64_t));
-    link->returned_sent = calloc(cfg->rank_count, sizeof(uint64_t));
     link->ack_timer = evtimer_new(relay->base, on_ack_timer, link);
-    if (link->reorder == NULL || link->credit_consumed == NULL ||
-        link->credit_returned == NULL || link->returned_total == NULL ||
-        link->returned_sent == NULL || link->ack_timer == NULL)
+    if (link->reorder == NULL || link->ack_timer == NULL)
         return -1;
     for (int i = 0; i < 64; i++) {
         struct stream *st = &link->streams[i];
@@ -1247,8 +1285,4 @@ void link_free(struct link *link)
     if (link->ack_timer != NULL)
         event_free(link->ack_timer);
     free(link->reorder);
-    free(link->credit_consumed);
-    free(link->credit_returned);
-    free(link->returned_total);
-    free(link->returned_sent);
 }

@@ -25,13 +25,17 @@
 
 /* ---- chunks ----------------------------------------------------------- */
 
-struct chunk *chunk_new(struct relay *relay, const struct gc_frame_header *hdr)
+struct chunk *chunk_new(struct relay *relay, struct job *job,
+                        const struct gc_frame_header *hdr)
 {
     struct chunk *c = malloc(sizeof *c + hdr->payload_len);
     if (c == NULL)
         return NULL;
     c->refs = 1;
     c->relay = relay;
+    c->job = job;
+    if (job != NULL)
+        job_ref(job);
     c->hdr = *hdr;
     c->origin_link = NULL;
     c->stream_index = CHUNK_UNSENT;
@@ -45,8 +49,11 @@ void chunk_ref(struct chunk *c)
 
 void chunk_unref(struct chunk *c)
 {
-    if (--c->refs == 0)
-        free(c);
+    if (--c->refs != 0)
+        return;
+    if (c->job != NULL)
+        job_unref(c->job);
+    free(c);
 }
 
 /* ---- frames ----------------------------------------------------------- */
@@ -117,24 +124,6 @@ int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
 
 /* ---- routing ---------------------------------------------------------- */
 
-struct rank_slot *relay_local_slot(struct relay *relay, uint32_t rank)
-{
-    const struct relay_config *cfg = relay->cfg;
-    if (rank < cfg->first_rank || rank - cfg->first_rank >= cfg->rank_count)
-        return NULL;
-    return &relay->slots[rank - cfg->first_rank];
-}
-
-struct link *relay_link_for_rank(struct relay *relay, uint32_t rank)
-{
-    for (uint32_t i = 0; i < relay->cfg->peer_count; i++) {
-        const struct relay_peer_config *p = relay->links[i].peer;
-        if (rank >= p->first_rank && rank - p->first_rank < p->rank_count)
-            return &relay->links[i];
-    }
-    return NULL;
-}
-
 struct link *relay_link_by_name(struct relay *relay, const char *name)
 {
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
@@ -146,12 +135,13 @@ struct link *relay_link_by_name(struct relay *relay, const char *name)
 void relay_deliver_local(struct relay *relay, struct rank_slot *slot,
                          struct chunk *c)
 {
-    if (slot->departed) {
+    (void)relay;
+    if (slot->departed || slot->job->state == JOB_ENDED) {
         /* Nobody will read it; give the budget back so senders go on. */
         slot->chunks_dropped++;
-        gc_log_debug("rank %u has left: dropping a chunk from rank %u",
-                     slot->rank, c->hdr.src_rank);
-        relay_credit_returned(relay, c);
+        gc_log_debug("job %u rank %u has left: dropping a chunk from rank %u",
+                     slot->job->id, slot->rank, c->hdr.src_rank);
+        relay_credit_returned(c);
         return;
     }
     chunk_ref(c);
@@ -160,16 +150,20 @@ void relay_deliver_local(struct relay *relay, struct rank_slot *slot,
         session_flush_pending(slot->session);
 }
 
-void relay_credit_returned(struct relay *relay, struct chunk *c)
+void relay_credit_returned(struct chunk *c)
 {
-    struct rank_slot *slot = relay_local_slot(relay, c->hdr.dst_rank);
+    struct job *job = c->job;
+    if (job == NULL || job->state == JOB_ENDED)
+        return;
+    struct rank_slot *slot = job_local_slot(job, c->hdr.dst_rank);
     if (slot == NULL)
         return;
     if (c->origin_link != NULL) {
         /* Credit granted before a link reset means nothing to the peer. */
-        if (c->origin_generation == c->origin_link->generation)
-            link_credit_returned(
-                c->origin_link, (uint32_t)(slot - relay->slots), chunk_cost(c));
+        struct job_peer *jp = job_peer_on_link(job, c->origin_link);
+        if (jp != NULL && c->origin_generation == c->origin_link->generation)
+            link_credit_returned(jp, (uint32_t)(slot - job->slots),
+                                 chunk_cost(c));
         return;
     }
     slot->local_credit_used -= chunk_cost(c);
@@ -233,8 +227,8 @@ static void on_listener_error(struct evconnlistener *listener, void *arg)
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
-static struct evconnlistener *listen_on(struct relay *relay, const char *text,
-                                        evconnlistener_cb cb, const char *what)
+struct evconnlistener *relay_listen(struct relay *relay, const char *text,
+                                    evconnlistener_cb cb, const char *what)
 {
     struct gc_endpoint ep;
     char err[256];
@@ -301,6 +295,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     uint64_t now = gc_now_ns();
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
         link_tick(&relay->links[i], now);
+    job_tick(relay, now);
     if (!relay->draining)
         return;
     if (relay->exiting)
@@ -325,6 +320,13 @@ static void start_drain(struct relay *relay, const char *why)
     }
     gc_log_info("%s: draining (no new sessions, flushing queued data)", why);
     relay->draining = 1;
+    /* A service's jobs cannot outlive it: their ranks and the peer sites
+     * learn why now, instead of from a broken connection. */
+    struct job *job;
+    while (relay->service && (job = TAILQ_FIRST(&relay->jobs)) != NULL)
+        job_end(job, GC_ERR_SHUTDOWN, 1,
+                "the gridrelay service of site %s is stopping (%s)",
+                relay->cfg->site_name, why);
     relay->drain_deadline_ns = gc_now_ns() + DRAIN_TIMEOUT_NS;
     if (relay->local_unix_listener != NULL)
         evconnlistener_disable(relay->local_unix_listener);
@@ -354,27 +356,38 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
     char err[512];
     memset(relay, 0, sizeof *relay);
     relay->cfg = cfg;
+    relay->service = cfg->service;
+    relay->link_job_id = cfg->service ? 0 : cfg->job_id;
     TAILQ_INIT(&relay->sessions);
     TAILQ_INIT(&relay->pending_streams);
+    TAILQ_INIT(&relay->jobs);
+    TAILQ_INIT(&relay->early_announces);
     relay->started_ns = gc_now_ns();
     if (gc_random_bytes((uint8_t *)&relay->epoch, sizeof relay->epoch) != 0)
         goto cleanup;
     relay->epoch |= 1; /* 0 means "no epoch seen" on the peer side */
 
-    int token_len = gc_token_read_file(cfg->token_file, relay->token,
-                                       sizeof relay->token, err, sizeof err);
-    if (token_len < 0) {
-        gc_log_error("%s", err);
-        goto cleanup;
+    /* The links' handshake proves the job token (a per-job relay); a
+     * service's links are shared by every job, and certificates alone
+     * authenticate them (the empty key keeps the handshake's shape). */
+    if (!cfg->service) {
+        int token_len =
+            gc_token_read_file(cfg->token_file, relay->token,
+                               sizeof relay->token, err, sizeof err);
+        if (token_len < 0) {
+            gc_log_error("%s", err);
+            goto cleanup;
+        }
+        relay->token_len = (size_t)token_len;
     }
-    relay->token_len = (size_t)token_len;
 
     if (cfg->wan_plaintext) {
         gc_log_warn("wan.plaintext = true: WAN streams are NOT encrypted or "
                     "authenticated by certificate");
         relay->transport = &transport_plain;
     } else {
-        relay->ssl_ctx = tls_context_new(cfg, err, sizeof err);
+        relay->ssl_ctx = tls_context_new(cfg->tls_cert, cfg->tls_key,
+                                         cfg->tls_ca, err, sizeof err);
         if (relay->ssl_ctx == NULL) {
             gc_log_error("TLS: %s", err);
             goto cleanup;
@@ -386,39 +399,37 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
     if (relay->base == NULL)
         goto cleanup;
 
-    relay->slots = calloc(cfg->rank_count, sizeof *relay->slots);
     relay->links =
         calloc(cfg->peer_count ? cfg->peer_count : 1, sizeof *relay->links);
-    if (relay->slots == NULL || relay->links == NULL)
+    if (relay->links == NULL)
         goto cleanup;
-    for (uint32_t i = 0; i < cfg->rank_count; i++) {
-        relay->slots[i].rank = cfg->first_rank + i;
-        TAILQ_INIT(&relay->slots[i].pending);
-        TAILQ_INIT(&relay->slots[i].waiters);
-    }
     for (uint32_t i = 0; i < cfg->peer_count; i++)
         if (link_init(relay, &relay->links[i], &cfg->peers[i], (int)i) != 0)
             goto cleanup;
+    if (!cfg->service && job_from_config(relay) == NULL)
+        goto cleanup;
 
     if (cfg->local_unix[0] != '\0') {
         relay->local_unix_listener =
-            listen_on(relay, cfg->local_unix, on_local_accept, "local unix");
+            relay_listen(relay, cfg->local_unix, on_local_accept, "local unix");
         if (relay->local_unix_listener == NULL)
             goto cleanup;
     }
     if (cfg->local_tcp[0] != '\0') {
         relay->local_tcp_listener =
-            listen_on(relay, cfg->local_tcp, on_local_accept, "local tcp");
+            relay_listen(relay, cfg->local_tcp, on_local_accept, "local tcp");
         if (relay->local_tcp_listener == NULL)
             goto cleanup;
     }
     if (cfg->wan_listen[0] != '\0') {
         relay->wan_listener =
-            listen_on(relay, cfg->wan_listen, on_wan_accept, "wan");
+            relay_listen(relay, cfg->wan_listen, on_wan_accept, "wan");
         if (relay->wan_listener == NULL)
             goto cleanup;
     }
     if (cfg->http_listen[0] != '\0' && http_start(relay) != 0)
+        goto cleanup;
+    if (cfg->service && control_start(relay) != 0)
         goto cleanup;
 
     relay->tick_timer = event_new(relay->base, -1, EV_PERSIST, on_tick, relay);
@@ -444,10 +455,17 @@ cleanup:
 
 int relay_run(struct relay *relay)
 {
-    gc_log_info("site %s serving ranks %u..%u, %u peer(s), %s WAN",
-                relay->cfg->site_name, relay->cfg->first_rank,
-                relay->cfg->first_rank + relay->cfg->rank_count - 1,
-                relay->cfg->peer_count, relay->transport->name);
+    if (relay->service)
+        gc_log_info("site %s: service for jobs on %s, %u peer(s), %s WAN",
+                    relay->cfg->site_name, relay->cfg->service_control,
+                    relay->cfg->peer_count, relay->transport->name);
+    else
+        gc_log_info("site %s serving ranks %u..%u of job %u, %u peer(s), %s "
+                    "WAN",
+                    relay->cfg->site_name, relay->cfg->first_rank,
+                    relay->cfg->first_rank + relay->cfg->rank_count - 1,
+                    relay->cfg->job_id, relay->cfg->peer_count,
+                    relay->transport->name);
     return event_base_dispatch(relay->base) < 0 ? -1 : 0;
 }
 
@@ -462,15 +480,8 @@ void relay_free(struct relay *relay)
     if (relay->links != NULL)
         for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
             link_free(&relay->links[i]);
-    if (relay->slots != NULL) {
-        for (uint32_t i = 0; i < relay->cfg->rank_count; i++) {
-            struct chunk *c;
-            while ((c = TAILQ_FIRST(&relay->slots[i].pending)) != NULL) {
-                TAILQ_REMOVE(&relay->slots[i].pending, c, entry);
-                chunk_unref(c);
-            }
-        }
-    }
+    job_free_all(relay);
+    control_free(relay);
     if (relay->local_unix_listener != NULL) {
         evconnlistener_free(relay->local_unix_listener);
         unlink(relay->cfg->local_unix[0] == '/' ? relay->cfg->local_unix
@@ -488,7 +499,6 @@ void relay_free(struct relay *relay)
         if (events[i] != NULL)
             event_free(events[i]);
     free(relay->links);
-    free(relay->slots);
     if (relay->base != NULL)
         event_base_free(relay->base);
     if (relay->ssl_ctx != NULL)

@@ -19,6 +19,7 @@
 #define RELAY_H
 
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <openssl/ssl.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -32,6 +33,8 @@ struct evbuffer;
 struct bufferevent;
 struct link;
 struct session;
+struct job;
+struct control;
 
 /* ---- chunks ----------------------------------------------------------- */
 
@@ -40,6 +43,7 @@ struct session;
 struct chunk {
     int refs;
     struct relay *relay;
+    struct job *job;            /* holds a reference; NULL: job unknown here */
     struct gc_frame_header hdr; /* link_seq set when sent on a link */
     struct link *origin_link;   /* NULL: produced by a local session */
     uint32_t origin_generation; /* origin_link->generation when received */
@@ -49,7 +53,9 @@ struct chunk {
 };
 TAILQ_HEAD(chunk_queue, chunk);
 
-struct chunk *chunk_new(struct relay *relay, const struct gc_frame_header *hdr);
+/* A chunk of `job` (may be NULL: see handle_peer_data); takes a job ref. */
+struct chunk *chunk_new(struct relay *relay, struct job *job,
+                        const struct gc_frame_header *hdr);
 void chunk_ref(struct chunk *c);
 void chunk_unref(struct chunk *c);
 /* Budget a chunk consumes: payload plus one header. */
@@ -72,8 +78,10 @@ struct transport_ops {
 extern const struct transport_ops transport_plain;
 extern const struct transport_ops transport_tls;
 
-SSL_CTX *tls_context_new(const struct relay_config *cfg, char *err,
-                         size_t err_len);
+/* TLS 1.3, presenting `cert`/`key`, requiring a peer certificate that
+ * chains to `ca`. */
+SSL_CTX *tls_context_new(const char *cert, const char *key, const char *ca,
+                         char *err, size_t err_len);
 /* Apply tcp.* options; -1 with `err` when the kernel refuses one. */
 int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
                     char *err, size_t err_len);
@@ -81,6 +89,7 @@ int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
 /* ---- rank slots: one per local grid rank ------------------------------ */
 
 struct rank_slot {
+    struct job *job;
     uint32_t rank;
     struct session *session;       /* NULL while the rank is not connected */
     struct chunk_queue pending;    /* waiting for the session to connect */
@@ -155,8 +164,6 @@ struct link {
     struct chunk_queue resend; /* unacknowledged, in link_seq order */
     uint64_t unacked_bytes;
     uint64_t peer_credit;          /* per-rank credit the peer grants */
-    uint64_t *credit_consumed;     /* per peer rank */
-    uint64_t *credit_returned;     /* per peer rank, cumulative from CREDIT */
     TAILQ_HEAD(, session) waiters; /* sessions blocked on this link */
 
     /* receiving side */
@@ -164,10 +171,8 @@ struct link {
     struct chunk **reorder; /* ring indexed by link_seq - recv_cum - 1 */
     uint64_t reorder_cap;   /* power of two */
     uint64_t reorder_bytes;
-    uint64_t acked_sent;      /* last cumulative ACK we sent */
-    struct event *ack_timer;  /* flushes ACK and CREDIT frames */
-    uint64_t *returned_total; /* per local rank: bytes handed to ranks */
-    uint64_t *returned_sent;  /* per local rank: last CREDIT total sent */
+    uint64_t acked_sent;     /* last cumulative ACK we sent */
+    struct event *ack_timer; /* flushes ACK and CREDIT frames */
 
     /* counters */
     uint64_t bytes_out, bytes_in, chunks_out, chunks_in;
@@ -187,6 +192,7 @@ enum session_state {
 
 struct session {
     struct relay *relay;
+    struct job *job; /* set by HELLO; holds a reference */
     struct bufferevent *bev;
     enum session_state state;
     char peer_addr[128];
@@ -202,6 +208,108 @@ struct session {
     TAILQ_ENTRY(session) entry; /* relay->sessions */
     uint64_t bytes_in, bytes_out;
 };
+
+/* ---- jobs ------------------------------------------------------------- */
+
+/*
+ * A job the relay serves: the one of its configuration (a per-job relay),
+ * or one of those launchers registered with the service (job.c).  Frames
+ * carry the job id; a rank session belongs to one job and reaches only the
+ * job's ranks, and a peer link carries a job only between the job's sites.
+ *
+ * A job is reference counted (chunks and sessions hold references), so an
+ * ended job's memory goes only once nothing points at it any more.
+ */
+enum job_state {
+    JOB_WAITING = 0, /* registered; not every peer site confirmed it yet */
+    JOB_READY,       /* every site has it: ranks may connect */
+    JOB_ENDED,       /* removed from the table; freed with its last ref */
+};
+
+/* One other site of a job, and the job's state on the link to it. */
+struct job_peer {
+    char name[RELAY_NAME_MAX + 1];
+    uint32_t first_rank, rank_count;
+    struct link *link;
+    int confirmed; /* the peer's relay announced the same job */
+    /* sending side: credit per peer rank (bytes, cumulative) */
+    uint64_t *credit_consumed;
+    uint64_t *credit_returned;
+    /* receiving side: per local rank, bytes handed to ranks, and the last
+     * total reported back in CREDIT */
+    uint64_t *returned_total;
+    uint64_t *returned_sent;
+    uint64_t bytes_out, bytes_in, chunks_out, chunks_in;
+};
+
+struct job {
+    struct relay *relay;
+    int refs;
+    uint32_t id;
+    enum job_state state;
+    char owner[128]; /* launcher certificate's subject CN, or "config" */
+    uint8_t token[GC_TOKEN_MAX];
+    size_t token_len;
+    uint8_t token_hash[GC_JOB_HASH_SIZE];
+    uint32_t first_rank, rank_count; /* this site's ranks of the job */
+    struct rank_slot *slots;         /* rank_count entries */
+    uint32_t peer_count;
+    struct job_peer peers[RELAY_MAX_PEERS];
+    uint64_t lease_ns;          /* 0: no lease (the configuration's job) */
+    uint64_t lease_deadline_ns; /* launcher must renew before this */
+    uint64_t registered_ns;
+    uint32_t ranks_joined; /* slots whose `joins` is nonzero */
+    uint64_t sessions_refused;
+    uint64_t bytes_in, bytes_out, messages_in; /* from and to local ranks */
+    char end_reason[256];
+    TAILQ_ENTRY(job) entry; /* relay->jobs while not ended */
+};
+TAILQ_HEAD(job_list, job);
+
+/* What a launcher asks for when it registers a job (control.c). */
+struct job_request {
+    uint32_t id;
+    char owner[128];
+    uint8_t token[GC_TOKEN_MAX];
+    size_t token_len;
+    uint32_t lease_s;
+    uint32_t site_count;
+    struct gc_job_site sites[GC_JOB_SITES_MAX];
+};
+
+/* job.c */
+/* The job of a per-job relay's configuration (token from token_file). */
+struct job *job_from_config(struct relay *relay);
+/* Register a job with the service; NULL with an HTTP status (400, 409,
+ * 503) and a message in `err` when refused. */
+struct job *job_register(struct relay *relay, const struct job_request *req,
+                         int *http_status, char *err, size_t err_len);
+/* The launcher is still there: push the lease deadline back. */
+void job_renew(struct job *job);
+struct job *job_find(struct relay *relay, uint32_t id);
+void job_ref(struct job *job);
+void job_unref(struct job *job);
+struct rank_slot *job_local_slot(struct job *job, uint32_t rank);
+struct job_peer *job_peer_for_rank(struct job *job, uint32_t rank);
+struct job_peer *job_peer_on_link(struct job *job, const struct link *link);
+/* End a job: its sessions get `code` and `reason`, queued data is
+ * dropped, peers are told (unless `tell_peers` is 0), and it leaves the
+ * table. */
+void job_end(struct job *job, enum gc_error_code code, int tell_peers,
+             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A link (re)came up: announce every job that spans its peer. */
+void job_announce_all(struct link *link);
+/* A JOB frame arrived on `link`. */
+void job_handle_frame(struct link *link, const struct gc_frame_header *h,
+                      const uint8_t *payload);
+/* The link's peer restarted or was given up: its jobs cannot go on. */
+void job_link_lost(struct link *link, const char *why);
+/* Forget every job's credit state on `link` (link reset). */
+void job_link_reset(struct link *link);
+/* Expire leases; called from the relay's tick. */
+void job_tick(struct relay *relay, uint64_t now_ns);
+/* At exit: drop every job (sessions and links are gone already). */
+void job_free_all(struct relay *relay);
 
 /* ---- the relay -------------------------------------------------------- */
 
@@ -221,8 +329,14 @@ struct relay {
     struct event *tick_timer;
     struct event *sigterm_event, *sigint_event, *sighup_event;
 
-    struct rank_slot *slots; /* cfg->rank_count entries */
-    struct link *links;      /* cfg->peer_count entries */
+    int service; /* jobs come from the control endpoint */
+    /* Job id of the frames the relay sends outside any job (handshake,
+     * ACK, PING): the configuration's job_id, 0 in service mode. */
+    uint32_t link_job_id;
+    struct job_list jobs;
+    uint32_t job_count;
+    TAILQ_HEAD(, early_announce) early_announces; /* job.c */
+    struct link *links;                           /* cfg->peer_count entries */
     TAILQ_HEAD(, session) sessions;
     uint32_t session_count;
     TAILQ_HEAD(, stream) pending_streams; /* accepted, before HELLO */
@@ -233,21 +347,24 @@ struct relay {
     uint64_t started_ns;
     uint64_t sessions_refused;
     uint64_t frames_rejected;
-    uint32_t ranks_joined; /* slots whose `joins` is nonzero */
+    uint64_t
+        chunks_unknown_job;  /* from peers, for jobs not (or no more) here */
+    struct control *control; /* service mode: control.c */
 };
 
 /* relay.c */
 int relay_init(struct relay *relay, struct relay_config *cfg);
+/* Bind `text` (host:port or a Unix socket path); `cb` gets the relay. */
+struct evconnlistener *relay_listen(struct relay *relay, const char *text,
+                                    evconnlistener_cb cb, const char *what);
 int relay_run(struct relay *relay);
 void relay_free(struct relay *relay);
-struct rank_slot *relay_local_slot(struct relay *relay, uint32_t rank);
-struct link *relay_link_for_rank(struct relay *relay, uint32_t rank);
 struct link *relay_link_by_name(struct relay *relay, const char *name);
 /* Hand a chunk to a local rank (queue or session output); takes a ref. */
 void relay_deliver_local(struct relay *relay, struct rank_slot *slot,
                          struct chunk *c);
-/* Credit for a chunk delivered to `slot` is free again. */
-void relay_credit_returned(struct relay *relay, struct chunk *c);
+/* Credit for a chunk delivered to its rank is free again. */
+void relay_credit_returned(struct chunk *c);
 
 /* session.c */
 void session_accept(struct relay *relay, evutil_socket_t fd,
@@ -266,17 +383,25 @@ int link_init(struct relay *relay, struct link *link,
               const struct relay_peer_config *peer, int index);
 void link_free(struct link *link);
 void link_start(struct link *link);
-/* Can `link` take a chunk for `dst_rank` now?  1 yes, 0 blocked. */
-int link_can_accept(struct link *link, const struct chunk *c);
+/* Can `jp`'s link take chunk `c` of jp's job now?  1 yes, 0 blocked. */
+int link_can_accept(struct job_peer *jp, const struct chunk *c);
 /* Takes a ref; assigns link_seq and sends (or queues until a stream). */
 void link_send_chunk(struct link *link, struct chunk *c);
 void link_wake_waiters(struct link *link);
 void link_wan_accept(struct relay *relay, evutil_socket_t fd,
                      const char *peer_addr);
 void link_tick(struct link *link, uint64_t now_ns);
-/* Local rank `slot` drained `bytes` that came from `link`. */
-void link_credit_returned(struct link *link, uint32_t local_rank_index,
+/* Local rank `local_rank_index` of jp's job drained `bytes` that came
+ * from jp's link. */
+void link_credit_returned(struct job_peer *jp, uint32_t local_rank_index,
                           uint64_t bytes);
+/* Queue a control frame on the least loaded stream up (none: dropped). */
+void link_send_control(struct link *link, const struct gc_frame_header *h,
+                       const void *payload);
+/* Fail the ACTIVE sessions of the jobs `link` carries. */
+void link_fail_sessions(struct link *link, enum gc_error_code code,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Fault injection: break stream `index` (or any up stream if < 0). */
 int link_break_stream(struct link *link, int index);
 /* Orderly close of every stream up (relay shutting down). */
@@ -287,6 +412,14 @@ void link_free_pending_stream(struct stream *st);
 
 /* http.c */
 int http_start(struct relay *relay);
+/* One job as a JSON object (/status, and the control endpoint). */
+void http_job_json(struct evbuffer *out, const struct job *job);
+
+/* control.c: the service's HTTPS endpoint for launchers */
+int control_start(struct relay *relay);
+void control_free(struct relay *relay);
+/* Remember why a registered job ended, for its launcher's next request. */
+void control_job_ended(struct relay *relay, const struct job *job);
 
 /*
  * Decode the frame header at the front of `in`: 1 when `h` holds a valid

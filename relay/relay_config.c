@@ -34,6 +34,8 @@ enum key_flag {
     KF_NAME = 1u << 5,       /* site name: [a-zA-Z0-9_-]{1,63} */
     KF_CONGESTION = 1u << 6, /* listed by the kernel as available */
     KF_ENUM_INT = 1u << 7,   /* enum stored as its value, not as its word */
+    KF_JOB = 1u << 8,        /* describes one job: not in a service config */
+    KF_SERVICE = 1u << 9,    /* service mode only (the `service` group) */
 };
 
 struct enum_word {
@@ -90,6 +92,7 @@ static const struct key_spec keys[] = {
             "most 63 characters."},
     {.name = "job_id",
      .type = KEY_INT,
+     .flags = KF_JOB,
      CFG_FIELD(job_id),
      .def = 0,
      .min = 0,
@@ -98,6 +101,7 @@ static const struct key_spec keys[] = {
             "of one job must use the same value."},
     {.name = "first_rank",
      .type = KEY_INT,
+     .flags = KF_JOB,
      CFG_FIELD(first_rank),
      .def = 0,
      .min = 0,
@@ -105,7 +109,7 @@ static const struct key_spec keys[] = {
      .doc = "First grid rank hosted by this site."},
     {.name = "rank_count",
      .type = KEY_INT,
-     .flags = KF_REQUIRED,
+     .flags = KF_REQUIRED | KF_JOB,
      CFG_FIELD(rank_count),
      .min = 1,
      .max = (int64_t)GC_MAX_RANK + 1,
@@ -113,7 +117,7 @@ static const struct key_spec keys[] = {
             "rank_count - 1 may not exceed 16777215."},
     {.name = "token_file",
      .type = KEY_STRING,
-     .flags = KF_REQUIRED | KF_PATH,
+     .flags = KF_REQUIRED | KF_PATH | KF_JOB,
      CFG_FIELD(token_file),
      .def_str = "",
      .doc = "File holding the job token (trailing whitespace ignored) that "
@@ -399,6 +403,53 @@ static const struct key_spec keys[] = {
      .doc = "File log lines are appended to, reopened on SIGHUP; \"\" logs "
             "to stderr."},
 
+    /* service mode */
+    {.name = "service.control",
+     .type = KEY_STRING,
+     .flags = KF_SERVICE | KF_REQUIRED | KF_HOSTPORT | KF_UNIX,
+     CFG_FIELD(service_control),
+     .def_str = "",
+     .doc = "Where launchers register jobs: host:port, or unix:/path for "
+            "launchers on the gateway itself.  HTTPS either way, with this "
+            "relay's tls.cert and a client certificate from "
+            "service.client_ca.  A `service` group makes the relay a "
+            "service: no job in this file, jobs come and go at run time."},
+    {.name = "service.client_ca",
+     .type = KEY_STRING,
+     .flags = KF_SERVICE | KF_REQUIRED | KF_PATH,
+     CFG_FIELD(service_client_ca),
+     .def_str = "",
+     .doc = "PEM CA certificates that launchers' client certificates must "
+            "chain to; the certificate's common name is the job's owner."},
+    {.name = "service.lease",
+     .type = KEY_INT,
+     .flags = KF_SERVICE,
+     CFG_FIELD(service_lease_s),
+     .def = 30,
+     .min = 2,
+     .max = 86400,
+     .doc = "Seconds: a job whose launcher neither renewed nor removed it "
+            "for this long is ended (its launcher vanished).  Launchers may "
+            "ask for less."},
+    {.name = "service.max_jobs",
+     .type = KEY_INT,
+     .flags = KF_SERVICE,
+     CFG_FIELD(service_max_jobs),
+     .def = 64,
+     .min = 1,
+     .max = 4096,
+     .doc = "Jobs registered at once; more are refused (HTTP 503)."},
+    {.name = "service.job_memory",
+     .type = KEY_SIZE,
+     .flags = KF_SERVICE,
+     CFG_FIELD(service_job_memory),
+     .def = MIB(256),
+     .min = MIB(1),
+     .max = GIB(64),
+     .doc = "Bytes of one job this relay holds for its ranks from each "
+            "peer site; the peers stop sending the job's data beyond it, "
+            "so no job can exhaust the gateway's memory for the others."},
+
     /* one group per entry of the `peers` list */
     {.name = "peers.name",
      .type = KEY_STRING,
@@ -409,14 +460,14 @@ static const struct key_spec keys[] = {
             "own."},
     {.name = "peers.first_rank",
      .type = KEY_INT,
-     .flags = KF_PEER | KF_REQUIRED,
+     .flags = KF_PEER | KF_REQUIRED | KF_JOB,
      PEER_FIELD(first_rank),
      .min = 0,
      .max = GC_MAX_RANK,
      .doc = "First grid rank hosted by the peer."},
     {.name = "peers.rank_count",
      .type = KEY_INT,
-     .flags = KF_PEER | KF_REQUIRED,
+     .flags = KF_PEER | KF_REQUIRED | KF_JOB,
      PEER_FIELD(rank_count),
      .min = 1,
      .max = (int64_t)GC_MAX_RANK + 1,
@@ -458,6 +509,7 @@ struct loader {
     struct slot peer[RELAY_MAX_PEERS][KEY_COUNT];
     struct slot peer_group[RELAY_MAX_PEERS];
     struct slot local_group;
+    struct slot service_group;
 };
 
 static void report(struct loader *ld, const struct slot *at, const char *fmt,
@@ -779,8 +831,10 @@ static bool store_string(struct loader *ld, const struct key_spec *k,
     if (buf[0] != '\0' && (k->flags & (KF_HOSTPORT | KF_UNIX))) {
         struct gc_endpoint ep;
         char err[300];
+        bool either = (k->flags & KF_HOSTPORT) && (k->flags & KF_UNIX);
+        bool looks_unix = buf[0] == '/' || strncmp(buf, "unix:", 5) == 0;
         /* gc_endpoint_parse would take a relative name for host:port. */
-        if ((k->flags & KF_UNIX) && buf[0] != '/' &&
+        if ((k->flags & KF_UNIX) && (!either || looks_unix) && buf[0] != '/' &&
             strncmp(buf, "unix:/", 6) != 0) {
             report(ld, at, "%s: '%s' is not an absolute path", shown, buf);
             return false;
@@ -789,7 +843,7 @@ static bool store_string(struct loader *ld, const struct key_spec *k,
             report(ld, at, "%s: %s", shown, err);
             return false;
         }
-        if ((k->flags & KF_HOSTPORT) && ep.family == AF_UNIX) {
+        if ((k->flags & KF_HOSTPORT) && !either && ep.family == AF_UNIX) {
             report(ld, at, "%s: '%s' is a Unix socket path; want host:port",
                    shown, buf);
             return false;
@@ -960,6 +1014,10 @@ static void walk(struct loader *ld, const config_setting_t *group,
         } else {
             if (peer < 0 && strcmp(key, "local") == 0)
                 ld->local_group = at;
+            if (peer < 0 && strcmp(key, "service") == 0) {
+                ld->service_group = at;
+                ld->cfg->service = 1;
+            }
             walk(ld, s, key, peer);
         }
     }
@@ -1063,13 +1121,53 @@ static void check_watermarks(struct loader *ld, const char *low_key,
            high_key, format_size(high, b, sizeof b));
 }
 
+/* Whether key `k` is required, or allowed at all, in this kind of file. */
+static bool key_required(const struct loader *ld, const struct key_spec *k)
+{
+    return (k->flags & KF_REQUIRED) &&
+           !(k->flags & (ld->cfg->service ? KF_JOB : KF_SERVICE));
+}
+
+static void check_mode(struct loader *ld)
+{
+    bool service = ld->cfg->service;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const struct key_spec *k = &keys[i];
+        if (service && (k->flags & KF_JOB)) {
+            for (uint32_t p = 0; p < ld->cfg->peer_count; p++)
+                if ((k->flags & KF_PEER) && ld->peer[p][i].line > 0)
+                    report(ld, &ld->peer[p][i],
+                           "peers[%" PRIu32 "].%s: not in a service "
+                           "configuration (jobs bring their rank ranges "
+                           "when they register)",
+                           p, k->name + strlen("peers."));
+            if (!(k->flags & KF_PEER) && ld->global[i].line > 0)
+                report(ld, &ld->global[i],
+                       "%s: not in a service configuration (the `service` "
+                       "group at line %d: jobs register through "
+                       "service.control)",
+                       k->name, ld->service_group.line);
+        }
+        if (!(k->flags & KF_PEER) && key_required(ld, k) &&
+            ld->global[i].line == 0)
+            report(ld, NULL, "missing required key '%s'%s", k->name,
+                   service && (k->flags & KF_SERVICE) ? " (service mode)" : "");
+    }
+    if (service && ld->cfg->wan_plaintext &&
+        !global_slot(ld, "wan.plaintext")->bad)
+        report(ld, global_slot(ld, "wan.plaintext"),
+               "wan.plaintext: a service needs TLS: its links are shared by "
+               "every job and authenticated by certificate only");
+    if (service && !global_slot(ld, "service.client_ca")->bad &&
+        ld->cfg->service_client_ca[0] != '\0')
+        check_readable(ld, global_slot(ld, "service.client_ca"),
+                       "service.client_ca", ld->cfg->service_client_ca);
+}
+
 static void check_identity(struct loader *ld)
 {
     const struct relay_config *cfg = ld->cfg;
-    for (size_t i = 0; i < KEY_COUNT; i++)
-        if ((keys[i].flags & (KF_REQUIRED | KF_PEER)) == KF_REQUIRED &&
-            ld->global[i].line == 0)
-            report(ld, NULL, "missing required key '%s'", keys[i].name);
+    check_mode(ld);
 
     if (cfg->rank_count > 0 &&
         (uint64_t)cfg->first_rank + cfg->rank_count - 1 > GC_MAX_RANK)
@@ -1174,8 +1272,7 @@ static void check_peer(struct loader *ld, uint32_t i)
     bool site_ok = cfg->site_name[0] != '\0';
 
     for (size_t k = 0; k < KEY_COUNT; k++)
-        if ((keys[k].flags & (KF_REQUIRED | KF_PEER)) ==
-                (KF_REQUIRED | KF_PEER) &&
+        if ((keys[k].flags & KF_PEER) && key_required(ld, &keys[k]) &&
             ld->peer[i][k].line == 0)
             report(ld, group, "peers[%" PRIu32 "]: missing required key '%s'",
                    i, keys[k].name + strlen("peers."));

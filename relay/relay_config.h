@@ -82,6 +82,14 @@ struct relay_config {
     char log_file[RELAY_PATH_MAX]; /* "" = stderr */
     int admin_enabled;             /* POST /admin/break-stream allowed */
 
+    /* service mode (a `service` group): jobs register at run time */
+    int service;
+    char service_control[RELAY_PATH_MAX]; /* host:port or unix:/path */
+    char service_client_ca[RELAY_PATH_MAX];
+    uint32_t service_lease_s;    /* longest a launcher may stay silent */
+    uint32_t service_max_jobs;   /* registered at once */
+    uint64_t service_job_memory; /* bytes of one job held here per peer */
+
     uint32_t peer_count;
     struct relay_peer_config peers[RELAY_MAX_PEERS];
 

@@ -32,7 +32,7 @@ static void on_delivered(const void *data, size_t len, void *arg)
     (void)data;
     (void)len;
     struct chunk *c = arg;
-    relay_credit_returned(c->relay, c);
+    relay_credit_returned(c);
     chunk_unref(c);
 }
 
@@ -46,15 +46,16 @@ void session_send_chunk(struct session *s, struct chunk *c)
     struct evbuffer *out = bufferevent_get_output(s->bev);
     evbuffer_add(out, raw, sizeof raw);
     s->bytes_out += h.payload_len;
+    s->job->bytes_out += h.payload_len;
     if (h.payload_len == 0) {
-        relay_credit_returned(s->relay, c);
+        relay_credit_returned(c);
         return;
     }
     /* By reference: the budget returns only once the kernel has the bytes. */
     chunk_ref(c);
     if (evbuffer_add_reference(out, c->data, h.payload_len, on_delivered, c) !=
         0) {
-        relay_credit_returned(s->relay, c);
+        relay_credit_returned(c);
         chunk_unref(c);
     }
 }
@@ -100,6 +101,8 @@ void session_free(struct session *s)
     /* Freeing the output runs on_delivered for chunks never written; they
      * return their budget, which is right: they will never be read. */
     bufferevent_free(s->bev);
+    if (s->job != NULL)
+        job_unref(s->job);
     free(s);
 }
 
@@ -122,9 +125,10 @@ static void on_event(struct bufferevent *bev, short events, void *arg)
     }
     if (events & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         if (s->state == SESSION_ACTIVE && s->slot->departed)
-            gc_log_info("rank %u left", s->rank);
+            gc_log_info("job %u rank %u left", s->job->id, s->rank);
         else if (s->state == SESSION_ACTIVE)
-            gc_log_warn("rank %u disconnected without BYE (%s)", s->rank,
+            gc_log_warn("job %u rank %u disconnected without BYE (%s)",
+                        s->job->id, s->rank,
                         (events & BEV_EVENT_ERROR) ? strerror(errno) : "EOF");
         session_free(s);
     }
@@ -138,15 +142,15 @@ void session_fail(struct session *s, enum gc_error_code code, const char *fmt,
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    uint32_t job_id = s->job != NULL ? s->job->id : s->relay->link_job_id;
     if (s->state == SESSION_ACTIVE)
-        gc_log_warn("rank %u (%s): %s: %s", s->rank, s->peer_addr,
-                    gc_error_code_name(code), text);
+        gc_log_warn("job %u rank %u (%s): %s: %s", job_id, s->rank,
+                    s->peer_addr, gc_error_code_name(code), text);
     else
         gc_log_warn("session from %s refused: %s: %s", s->peer_addr,
                     gc_error_code_name(code), text);
     uint8_t frame[GC_HEADER_SIZE + 512];
-    size_t n =
-        gc_error_frame(s->relay->cfg->job_id, code, text, frame, sizeof frame);
+    size_t n = gc_error_frame(job_id, code, text, frame, sizeof frame);
     unblock(s);
     s->state = SESSION_CLOSING;
     bufferevent_disable(s->bev, EV_READ);
@@ -180,7 +184,8 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 static int handle_hello(struct session *s, const struct gc_frame_header *h,
                         const uint8_t *payload)
 {
-    const struct relay_config *cfg = s->relay->cfg;
+    struct relay *relay = s->relay;
+    const struct relay_config *cfg = relay->cfg;
     struct gc_hello hello;
     if (h->type != GC_FRAME_HELLO ||
         gc_hello_decode(payload, h->payload_len, &hello) != 0) {
@@ -197,11 +202,34 @@ static int handle_hello(struct session *s, const struct gc_frame_header *h,
                      hello.version_min, hello.version_max);
         return -1;
     }
+    struct job *job = job_find(relay, h->job_id);
+    if (job == NULL) {
+        relay->sessions_refused++;
+        if (relay->service)
+            session_fail(s, GC_ERR_AUTH, "no job %u at site %s", h->job_id,
+                         cfg->site_name);
+        else
+            session_fail(s, GC_ERR_BAD_FRAME,
+                         "frame for job %u, this is job %u", h->job_id,
+                         relay->link_job_id);
+        return -1;
+    }
+    if (job->state != JOB_READY) {
+        relay->sessions_refused++;
+        session_fail(s, GC_ERR_AUTH,
+                     "job %u is not ready at site %s: not every site has "
+                     "registered it",
+                     h->job_id, cfg->site_name);
+        return -1;
+    }
+    job_ref(job);
+    s->job = job;
     s->rank = h->src_rank;
-    s->slot = relay_local_slot(s->relay, h->src_rank);
+    s->slot = job_local_slot(job, h->src_rank);
     if (s->slot == NULL) {
-        session_fail(s, GC_ERR_BAD_RANK, "rank %u is not served by site %s",
-                     h->src_rank, cfg->site_name);
+        session_fail(s, GC_ERR_BAD_RANK,
+                     "rank %u is not served by site %s in job %u", h->src_rank,
+                     cfg->site_name, job->id);
         return -1;
     }
     memcpy(s->client_nonce, hello.nonce, GC_NONCE_SIZE);
@@ -224,7 +252,7 @@ static int handle_hello(struct session *s, const struct gc_frame_header *h,
     };
     memcpy(answer.nonce, s->relay_nonce, GC_NONCE_SIZE);
     snprintf(answer.name, sizeof answer.name, "%s", cfg->site_name);
-    frame_send_hello(s->bev, cfg->job_id, s->rank, &answer);
+    frame_send_hello(s->bev, job->id, s->rank, &answer);
     s->state = SESSION_AUTH;
     return 0;
 }
@@ -233,23 +261,27 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
                        const uint8_t *payload)
 {
     struct relay *relay = s->relay;
+    struct job *job = s->job;
     if (h->type != GC_FRAME_AUTH || h->src_rank != s->rank) {
         session_fail(s, GC_ERR_PROTOCOL, "expected AUTH for rank %u", s->rank);
         return -1;
     }
     uint8_t expected[GC_MAC_SIZE];
-    if (gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
+    if (gc_auth_mac(job->token, job->token_len, GC_AUTH_LABEL_INITIATOR,
                     s->client_nonce, s->relay_nonce, s->rank, expected) != 0) {
         session_fail(s, GC_ERR_INTERNAL, "HMAC failed");
         return -1;
     }
     if (!gc_auth_mac_equal(expected, payload)) {
         relay->sessions_refused++;
-        session_fail(s, GC_ERR_AUTH, "wrong job token for rank %u", s->rank);
+        job->sessions_refused++;
+        session_fail(s, GC_ERR_AUTH, "wrong job token for rank %u of job %u",
+                     s->rank, job->id);
         return -1;
     }
     if (s->slot->session != NULL) {
         relay->sessions_refused++;
+        job->sessions_refused++;
         session_fail(s, GC_ERR_DUPLICATE_RANK, "rank %u already has a session",
                      s->rank);
         return -1;
@@ -257,12 +289,12 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
     /* Recorded before AUTH_OK goes out: by the time the rank can have
      * finished and its mpiexec ended, /status says it joined. */
     if (s->slot->joins++ == 0)
-        relay->ranks_joined++;
+        job->ranks_joined++;
     uint8_t proof[GC_MAC_SIZE];
-    gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
+    gc_auth_mac(job->token, job->token_len, GC_AUTH_LABEL_RESPONDER,
                 s->client_nonce, s->relay_nonce, s->rank, proof);
     struct gc_frame_header reply = {.type = GC_FRAME_AUTH_OK,
-                                    .job_id = relay->cfg->job_id,
+                                    .job_id = job->id,
                                     .src_rank = s->rank,
                                     .payload_len = GC_MAC_SIZE};
     frame_send(s->bev, &reply, proof);
@@ -270,14 +302,15 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
     bufferevent_set_timeouts(s->bev, NULL, NULL); /* ranks may compute long */
     s->slot->session = s;
     s->slot->departed = 0;
-    gc_log_info("rank %u connected from %s", s->rank, s->peer_addr);
+    gc_log_info("job %u rank %u connected from %s", job->id, s->rank,
+                s->peer_addr);
     session_flush_pending(s);
     return 0;
 }
 
 /* Reserve the budget for one chunk; 0 when the session must wait. */
 static int reserve_budget(struct session *s, const struct gc_frame_header *h,
-                          struct rank_slot *local, struct link *link)
+                          struct rank_slot *local, struct job_peer *jp)
 {
     uint64_t cost = (uint64_t)h->payload_len + GC_HEADER_SIZE;
     if (local != NULL) {
@@ -289,11 +322,11 @@ static int reserve_budget(struct session *s, const struct gc_frame_header *h,
         TAILQ_INSERT_TAIL(&local->waiters, s, wait_entry);
         return 0;
     }
-    struct chunk probe = {.hdr = *h};
-    if (link_can_accept(link, &probe))
+    struct chunk probe = {.job = s->job, .hdr = *h};
+    if (link_can_accept(jp, &probe))
         return 1;
-    s->blocked_link = link;
-    TAILQ_INSERT_TAIL(&link->waiters, s, wait_entry);
+    s->blocked_link = jp->link;
+    TAILQ_INSERT_TAIL(&jp->link->waiters, s, wait_entry);
     return 0;
 }
 
@@ -301,28 +334,30 @@ static int reserve_budget(struct session *s, const struct gc_frame_header *h,
 static int handle_data(struct session *s, const struct gc_frame_header *h)
 {
     struct relay *relay = s->relay;
+    struct job *job = s->job;
     struct evbuffer *in = bufferevent_get_input(s->bev);
     if (h->src_rank != s->rank) {
         session_fail(s, GC_ERR_BAD_RANK, "DATA claims source rank %u",
                      h->src_rank);
         return -1;
     }
-    struct rank_slot *local = relay_local_slot(relay, h->dst_rank);
-    struct link *link = local ? NULL : relay_link_for_rank(relay, h->dst_rank);
-    if (local == NULL && link == NULL) {
+    struct rank_slot *local = job_local_slot(job, h->dst_rank);
+    struct job_peer *jp = local ? NULL : job_peer_for_rank(job, h->dst_rank);
+    if (local == NULL && jp == NULL) {
         session_fail(s, GC_ERR_BAD_RANK,
-                     "destination rank %u is not in the job", h->dst_rank);
+                     "destination rank %u is not in the job (job %u)",
+                     h->dst_rank, job->id);
         return -1;
     }
-    if (link != NULL && link->state == LINK_LOST) {
+    if (jp != NULL && jp->link->state == LINK_LOST) {
         session_fail(s, GC_ERR_PEER_UNREACHABLE, "site %s is unreachable",
-                     link->peer->name);
+                     jp->name);
         return -1;
     }
-    if (!reserve_budget(s, h, local, link))
+    if (!reserve_budget(s, h, local, jp))
         return 0;
 
-    struct chunk *c = chunk_new(relay, h);
+    struct chunk *c = chunk_new(relay, job, h);
     if (c == NULL) {
         session_fail(s, GC_ERR_INTERNAL, "out of memory");
         return -1;
@@ -330,11 +365,13 @@ static int handle_data(struct session *s, const struct gc_frame_header *h)
     evbuffer_drain(in, GC_HEADER_SIZE);
     evbuffer_remove(in, c->data, h->payload_len);
     s->bytes_in += h->payload_len;
+    job->bytes_in += h->payload_len;
+    job->messages_in += (h->flags & GC_FLAG_LAST_CHUNK) != 0;
     if (local != NULL) {
         local->local_credit_used += chunk_cost(c);
         relay_deliver_local(relay, local, c);
     } else {
-        link_send_chunk(link, c);
+        link_send_chunk(jp->link, c);
     }
     chunk_unref(c);
     return 1;
@@ -359,11 +396,12 @@ static void session_process_input(struct session *s)
                          "bad frame: %s", gc_decode_status_str(st));
             return;
         }
-        if (h.job_id != relay->cfg->job_id) {
+        /* A session speaks for one job, named by its HELLO. */
+        if (s->job != NULL && h.job_id != s->job->id) {
             relay->frames_rejected++;
             session_fail(s, GC_ERR_BAD_FRAME,
-                         "frame for job %u, this is job %u", h.job_id,
-                         relay->cfg->job_id);
+                         "frame for job %u, this session is job %u", h.job_id,
+                         s->job->id);
             return;
         }
         if (h.type == GC_FRAME_DATA && h.payload_len > relay->cfg->chunk_size) {
@@ -397,7 +435,7 @@ static void session_process_input(struct session *s)
         case SESSION_ACTIVE:
             if (h.type == GC_FRAME_PING) {
                 struct gc_frame_header pong = {.type = GC_FRAME_PONG,
-                                               .job_id = relay->cfg->job_id,
+                                               .job_id = s->job->id,
                                                .msg_seq = h.msg_seq};
                 frame_send(s->bev, &pong, NULL);
             } else if (h.type == GC_FRAME_BYE) {

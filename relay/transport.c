@@ -93,8 +93,8 @@ static void openssl_reason(char *err, size_t err_len, const char *what,
     ERR_clear_error();
 }
 
-SSL_CTX *tls_context_new(const struct relay_config *cfg, char *err,
-                         size_t err_len)
+SSL_CTX *tls_context_new(const char *cert, const char *key, const char *ca,
+                         char *err, size_t err_len)
 {
     SSL_CTX *ctx = SSL_CTX_new(TLS_method());
     if (ctx == NULL) {
@@ -112,21 +112,20 @@ SSL_CTX *tls_context_new(const struct relay_config *cfg, char *err,
         openssl_reason(err, err_len, "cipher suites", "TLS 1.3 defaults");
         goto fail;
     }
-    if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
-        openssl_reason(err, err_len, "certificate", cfg->tls_cert);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        openssl_reason(err, err_len, "certificate", cert);
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1) {
-        openssl_reason(err, err_len, "private key", cfg->tls_key);
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        openssl_reason(err, err_len, "private key", key);
         goto fail;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        openssl_reason(err, err_len, "private key does not match",
-                       cfg->tls_cert);
+        openssl_reason(err, err_len, "private key does not match", cert);
         goto fail;
     }
-    if (SSL_CTX_load_verify_locations(ctx, cfg->tls_ca, NULL) != 1) {
-        openssl_reason(err, err_len, "CA", cfg->tls_ca);
+    if (SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
+        openssl_reason(err, err_len, "CA", ca);
         goto fail;
     }
     /* Mutual authentication: both ends must show a certificate from our CA. */

@@ -128,6 +128,7 @@ static const struct rule rules[GC_FRAME_TYPE_MAX + 1] = {
     [GC_FRAME_ERROR] = {BIT(FLD_SRC) | BIT(FLD_DST) | BIT(FLD_TAG), 0, 0,
                         GC_MAX_CONTROL_PAYLOAD},
     [GC_FRAME_BYE] = {0, 0, 0, 0},
+    [GC_FRAME_JOB] = {0, 0, GC_JOB_FIXED_SIZE, GC_MAX_CONTROL_PAYLOAD},
 };
 
 static void set_field(struct gc_frame_header *h, enum field f, uint64_t v)
@@ -185,6 +186,7 @@ static struct gc_frame_header valid_header(unsigned type)
         h.tag = GC_ERR_AUTH;
         h.payload_len = 5;
         break;
+    case GC_FRAME_JOB: h.payload_len = GC_JOB_FIXED_SIZE; break;
     default: break;
     }
     return h;
@@ -767,7 +769,7 @@ static void test_names(void)
 
     static const char *const types[] = {
         NULL,     "HELLO", "AUTH", "AUTH_OK", "DATA", "ACK",
-        "CREDIT", "PING",  "PONG", "ERROR",   "BYE",
+        "CREDIT", "PING",  "PONG", "ERROR",   "BYE",  "JOB",
     };
     for (unsigned t = 1; t <= GC_FRAME_TYPE_MAX; t++)
         CHECK_AT(strcmp(gc_frame_type_name(t), types[t]) == 0, __LINE__,
@@ -776,7 +778,7 @@ static void test_names(void)
     static const char *const codes[] = {
         "none",     "bad-frame",      "version",          "auth",
         "bad-rank", "duplicate-rank", "peer-unreachable", "shutdown",
-        "protocol", "internal",
+        "protocol", "internal",       "job-ended",
     };
     for (unsigned c = 0; c <= GC_ERR_MAX; c++)
         CHECK_AT(strcmp(gc_error_code_name(c), codes[c]) == 0, __LINE__,
@@ -1120,6 +1122,104 @@ static void test_endpoint(void)
     CHECK(gc_endpoint_parse("unix:", &ep, NULL, 0) == -1);
 }
 
+/* ---- JOB payload (service links) --------------------------------------- */
+
+static struct gc_job_frame sample_job(void)
+{
+    struct gc_job_frame job = {.op = GC_JOB_ANNOUNCE,
+                               .site_count = 3,
+                               .job_credit = 0x0102030405060708ull};
+    for (unsigned i = 0; i < GC_JOB_HASH_SIZE; i++)
+        job.token_hash[i] = (uint8_t)(0xa0 + i);
+    static const char *const names[] = {"north", "south", "east"};
+    for (unsigned i = 0; i < 3; i++) {
+        snprintf(job.sites[i].name, sizeof job.sites[i].name, "%s", names[i]);
+        job.sites[i].first_rank = 4 * i;
+        job.sites[i].rank_count = 4;
+    }
+    job.sites[2].rank_count = GC_MAX_RANK + 1 - 8; /* up to the last rank */
+    return job;
+}
+
+static void test_job_frame(void)
+{
+    uint8_t buf[GC_MAX_CONTROL_PAYLOAD];
+    struct gc_job_frame job = sample_job(), back;
+    size_t len = gc_job_frame_encode(&job, buf, sizeof buf);
+    CHECK(len == GC_JOB_FIXED_SIZE + 3 * GC_JOB_SITE_SIZE);
+    /* The layout of docs/protocol.md §9, byte for byte. */
+    CHECK(buf[0] == GC_JOB_ANNOUNCE && buf[1] == 3 && buf[2] == 0 &&
+          buf[8] == 0x08 && buf[15] == 0x01 && buf[16] == 0xa0);
+    CHECK(buf[GC_JOB_FIXED_SIZE + GC_JOB_SITE_SIZE] == 4 &&
+          memcmp(buf + GC_JOB_FIXED_SIZE + 8, "north", 6) == 0);
+    CHECK(gc_job_frame_decode(buf, len, &back) == 0);
+    CHECK(back.op == job.op && back.site_count == 3 &&
+          back.job_credit == job.job_credit &&
+          memcmp(back.token_hash, job.token_hash, GC_JOB_HASH_SIZE) == 0);
+    for (unsigned i = 0; i < 3; i++)
+        CHECK(strcmp(back.sites[i].name, job.sites[i].name) == 0 &&
+              back.sites[i].first_rank == job.sites[i].first_rank &&
+              back.sites[i].rank_count == job.sites[i].rank_count);
+    /* Every truncation and every extension is refused. */
+    for (size_t n = 0; n < len; n++)
+        CHECK_AT(gc_job_frame_decode(buf, n, &back) == -1, __LINE__,
+                 "truncated to %zu", n);
+    CHECK(gc_job_frame_decode(buf, len + 1, &back) == -1);
+
+    struct gc_job_frame bad;
+    bad = job;
+    bad.sites[1].first_rank = 3; /* overlaps north's 0..3 */
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    bad = job;
+    snprintf(bad.sites[2].name, sizeof bad.sites[2].name, "north");
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    bad = job;
+    bad.sites[0].rank_count = 0;
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    bad = job;
+    bad.sites[2].rank_count++; /* one past the last grid rank */
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    bad = job;
+    bad.site_count = 0;
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    bad = job;
+    bad.op = 3;
+    CHECK(gc_job_frame_encode(&bad, buf, sizeof buf) == 0);
+    CHECK(gc_job_frame_encode(&job, buf, GC_JOB_FIXED_SIZE) == 0);
+
+    /* Decoding checks the same rules on bytes a peer could send. */
+    len = gc_job_frame_encode(&job, buf, sizeof buf);
+    buf[GC_JOB_FIXED_SIZE + GC_JOB_SITE_SIZE] = 3; /* south starts at 3 */
+    CHECK(gc_job_frame_decode(buf, len, &back) == -1);
+    len = gc_job_frame_encode(&job, buf, sizeof buf);
+    memset(buf + GC_JOB_FIXED_SIZE + 8, 'x', GC_NAME_MAX + 1); /* no NUL */
+    CHECK(gc_job_frame_decode(buf, len, &back) == -1);
+    len = gc_job_frame_encode(&job, buf, sizeof buf);
+    buf[4] = 1; /* reserved */
+    CHECK(gc_job_frame_decode(buf, len, &back) == -1);
+    len = gc_job_frame_encode(&job, buf, sizeof buf);
+    buf[1] = GC_JOB_SITES_MAX + 1;
+    CHECK(gc_job_frame_decode(buf, len, &back) == -1);
+
+    /* A withdrawal carries its reason instead of sites. */
+    struct gc_job_frame w = {.op = GC_JOB_WITHDRAW};
+    snprintf(w.reason, sizeof w.reason, "removed by its launcher (alice)");
+    len = gc_job_frame_encode(&w, buf, sizeof buf);
+    CHECK(len == GC_JOB_FIXED_SIZE + strlen(w.reason));
+    CHECK(gc_job_frame_decode(buf, len, &back) == 0 &&
+          back.op == GC_JOB_WITHDRAW &&
+          strcmp(back.reason, "removed by its launcher (alice)") == 0);
+    buf[GC_JOB_FIXED_SIZE + 3] = '\0'; /* NUL inside the reason */
+    CHECK(gc_job_frame_decode(buf, len, &back) == -1);
+    w.site_count = 1;
+    CHECK(gc_job_frame_encode(&w, buf, sizeof buf) == 0);
+
+    uint8_t hash[GC_JOB_HASH_SIZE];
+    /* SHA-256("abc"), FIPS 180-2 appendix B.1. */
+    CHECK(gc_job_token_hash((const uint8_t *)"abc", 3, hash) == 0 &&
+          hash[0] == 0xba && hash[1] == 0x78 && hash[31] == 0xad);
+}
+
 int main(void)
 {
     test_roundtrip_all_types();
@@ -1139,6 +1239,7 @@ int main(void)
     test_check_order();
     test_names();
     test_hello();
+    test_job_frame();
     test_auth_mac();
     test_error_frame();
     test_parse_size();
