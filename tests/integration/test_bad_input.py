@@ -6,52 +6,14 @@ it can, closes that one connection, and keeps every other session intact.
 Frames are built here independently of the C codec (struct + zlib.crc32),
 so a layout mistake in either would show."""
 
-import hashlib
-import hmac
 import os
 import socket
-import struct
 import time
-import zlib
 
 from harness import Grid, check, finish, main
-
-HEADER = struct.Struct("<IBBHIIIIiIQQQQI")  # up to the reserved field
-MAGIC = 0x4C4F4347
-HELLO, AUTH, AUTH_OK, DATA, ERROR = 1, 2, 3, 4, 9
-LAST_CHUNK = 1
-ERR_BAD_FRAME, ERR_BAD_RANK, ERR_PROTOCOL = 1, 4, 8
-
-
-def frame(ftype, job, payload=b"", src=0, dst=0, ctx=0, tag=0, flags=0,
-          seq=0, msg_len=0, offset=0, link_seq=0, payload_len=None):
-    plen = len(payload) if payload_len is None else payload_len
-    head = HEADER.pack(MAGIC, 1, ftype, flags, job, src, dst, ctx, tag, plen,
-                       seq, msg_len, offset, link_seq, 0)
-    return head + struct.pack("<I", zlib.crc32(head)) + payload
-
-
-def hello_payload(nonce, role=1):
-    return (struct.pack("<HHIIIIIQQ", 1, 1, 1, role, 0, 0, 0, 0, 0) + nonce +
-            b"\0" * 64)
-
-
-def read_frame(sock):
-    head = b""
-    while len(head) < 72:
-        part = sock.recv(72 - len(head))
-        if not part:
-            return None
-        head += part
-    fields = HEADER.unpack(head[:68])
-    payload = b""
-    while len(payload) < fields[9]:
-        part = sock.recv(fields[9] - len(payload))
-        if not part:
-            break
-        payload += part
-    return fields[2], fields[8], payload  # type, tag (error code), payload
-
+from wire import (AUTH_OK, DATA, ERR_BAD_FRAME, ERR_BAD_RANK, ERR_PROTOCOL,
+                  HELLO, LAST_CHUNK, expect_error, frame, hello_payload,
+                  rank_session)
 
 def connect(site):
     s = socket.socket(socket.AF_UNIX)
@@ -62,31 +24,10 @@ def connect(site):
 
 def authenticate(g, site, rank):
     s = connect(site)
-    nonce = os.urandom(32)
-    s.sendall(frame(HELLO, g.job_id, hello_payload(nonce), src=rank))
-    ftype, _, payload = read_frame(s)
-    check(ftype == HELLO, "no HELLO answer")
-    relay_nonce = payload[40:72]
     token = open(g.token_path, "rb").read().strip()
-    mac = hmac.new(token, b"gridcoll-v1 initiator" + nonce + relay_nonce +
-                   struct.pack("<I", rank), hashlib.sha256).digest()
-    s.sendall(frame(AUTH, g.job_id, mac, src=rank))
-    ftype, _, _ = read_frame(s)
-    check(ftype == AUTH_OK, "authentication failed")
+    reply = rank_session(s, g.job_id, token, rank)
+    check(reply is not None and reply[0] == AUTH_OK, "authentication failed")
     return s
-
-
-def expect_error(s, code, text=None):
-    reply = read_frame(s)
-    check(reply is not None, "connection closed without an ERROR frame")
-    ftype, tag, payload = reply
-    check(ftype == ERROR and tag == code,
-          "expected ERROR %d, got type %d tag %d (%r)" % (code, ftype, tag,
-                                                          payload))
-    if text:
-        check(text in payload.decode(), "error text %r lacks %r" % (payload,
-                                                                    text))
-    check(read_frame(s) is None, "connection not closed after ERROR")
 
 
 def hostile_rank_sessions():

@@ -3,7 +3,8 @@
 
 A rank joins the grid in MPI_Init, when libgridcoll's session with its
 site's relay authenticates; the relay records every rank that ever did
-(/status ranks_joined, ranks_never_joined; /metrics gridrelay_ranks_joined).
+(/status ranks_joined, ranks_never_joined; /metrics
+gridrelay_job_ranks_joined).
 When a site's mpiexec ends and some of its ranks never joined, the job ran
 as separate per-site MPI jobs: gridrun names the site and the ranks, lists
 the likely causes, tears the whole job down and exits 125, in local and in
@@ -220,8 +221,9 @@ def relay_records_joins():
         check(st["ranks_joined"] == 0 and st["ranks_never_joined"] == "3",
               "beta: %r" % st)
         metrics = alpha.http("/metrics")
-        check("\ngridrelay_ranks 3\n" in metrics and
-              "\ngridrelay_ranks_joined 2\n" in metrics, metrics)
+        check('\ngridrelay_job_ranks{job="%d"} 3\n' % g.job_id in metrics and
+              '\ngridrelay_job_ranks_joined{job="%d"} 2\n' % g.job_id
+              in metrics, metrics)
 
 
 # ---- Fortran, linked the documented ways -----------------------------------
