@@ -145,8 +145,11 @@ static int get_number(const config_setting_t *group, const char *name,
 {
     const config_setting_t *s = config_setting_get_member(group, name);
     if (s == NULL) {
-        snprintf(err, err_len, "line %d: missing '%s'",
-                 config_setting_source_line(group), name);
+        int line = config_setting_source_line(group);
+        if (line > 0)
+            snprintf(err, err_len, "line %d: missing '%s'", line, name);
+        else
+            snprintf(err, err_len, "missing '%s'", name);
         return -1;
     }
     int type = config_setting_type(s);
@@ -228,10 +231,13 @@ static int parse_request(const char *text, struct job_request *jr, char *err,
     if (get_number(root, "job_id", 1, UINT32_MAX, &id, err, err_len) != 0)
         goto cleanup;
     jr->id = (uint32_t)id;
-    if (!config_lookup_string(&lc, "token", &token) ||
-        parse_token(token, jr) != 0) {
+    const config_setting_t *t = config_setting_get_member(root, "token");
+    token = t != NULL ? config_setting_get_string(t) : NULL;
+    if (token == NULL || parse_token(token, jr) != 0) {
         snprintf(err, err_len,
-                 "'token' must be the job token in hex, 16 to %zu bytes",
+                 "line %d: 'token' must be the job token in hex, 16 to %zu "
+                 "bytes",
+                 t != NULL ? config_setting_source_line(t) : 0,
                  sizeof jr->token);
         goto cleanup;
     }
