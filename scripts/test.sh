@@ -26,7 +26,7 @@ cd "$repo"
 packages=(build-essential cmake ninja-build pkg-config clang clang-format
     libclang-rt-14-dev libevent-dev libconfig-dev libssl-dev zlib1g-dev
     openssl mpich libmpich-dev libucx-dev iperf3 iputils-ping python3 procps
-    iproute2 curl gnuplot-nox gfortran)
+    iproute2 curl gnuplot-nox gfortran dpkg-dev file systemd)
 format_dirs=(common relay libgridcoll launcher bench tools wan tests examples)
 
 failures=()

@@ -4,7 +4,9 @@ temporary prefix, then an MPI program built against it the two documented
 ways (pkg-config with mpicc, and a CMake project using find_package), run
 under mpiexec and under the installed gridrun; the static library through
 the CMake package; and the installed gridcoll.h on its own (strict C99, and
-C++ with C linkage).
+C++ with C linkage).  Then `cpack -G DEB` of the build tree: the two Debian
+packages, which file each holds, their dependencies and maintainer scripts,
+and the systemd unit (`systemd-analyze verify`).
 
 The programs include gridcoll.h but call only standard MPI: the GridColl_*
 extension functions are declared by the header, not yet provided by every
@@ -16,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import BUILD_DIR, SANITIZED, Skip, check, main
+from harness import BUILD_DIR, SANITIZED, SOURCE_DIR, Skip, check, main
 
 PROGRAM = r"""
 #include <gridcoll.h>
@@ -358,6 +360,258 @@ def header_cplusplus():
               % (fn, undefined))
 
 
+# ---- Debian packages (cmake/GridCollPackaging.cmake) -----------------------
+
+RELAY_FILES = {
+    "lib/systemd/system/gridrelay.service": 0o644,
+    "usr/bin/gridrelay": 0o755,
+    "usr/share/doc/gridcoll-relay/examples/gridrelay.conf": 0o644,
+    "usr/share/doc/gridcoll-relay/examples/make-certs.sh": 0o755,
+}
+GRIDCOLL_FILES = {
+    "usr/bin/gridrun": 0o755,
+    "usr/bin/gridcoll-info": 0o755,
+    "usr/bin/gridwan": 0o755,
+    "usr/bin/gridrelay-bench": 0o755,
+    "usr/bin/gridcoll-probe": 0o755,
+    "usr/bin/gridcoll-sched": 0o755,
+    "usr/lib/libgridcoll.so": 0o644,
+    "usr/lib/libgridcoll.a": 0o644,
+    "usr/lib/libgridcoll_client.a": 0o644,
+    "usr/lib/libgridcoll_sched.a": 0o644,
+    "usr/lib/libgridcoll_common.a": 0o644,
+    "usr/include/gridcoll.h": 0o644,
+    "usr/lib/pkgconfig/gridcoll.pc": 0o644,
+    "usr/lib/cmake/GridColl/GridCollConfig.cmake": 0o644,
+    "usr/lib/cmake/GridColl/GridCollConfigVersion.cmake": 0o644,
+    "usr/lib/cmake/GridColl/GridCollTargets.cmake": 0o644,
+}
+# Package names in Depends (versions aside), Debian 12's library packages.
+RELAY_DEPENDS = {"adduser", "libc6", "libconfig9", "libevent-2.1-7",
+                 "libevent-openssl-2.1-7", "libssl3", "zlib1g"}
+GRIDCOLL_DEPENDS = {"gridcoll-relay", "mpich", "libmpich-dev", "libmpich12",
+                    "libc6", "libconfig9", "libssl3", "zlib1g"}
+RELAY_SCRIPTS = ("postinst", "prerm", "postrm")
+# The unit's contract with the package (postinst, docs/install.md).
+UNIT_LINES = ("Type=exec", "User=gridrelay", "Group=gridrelay",
+              "ConditionPathExists=/etc/gridcoll/gridrelay.conf",
+              "ExecStartPre=/usr/bin/gridrelay --check "
+              "/etc/gridcoll/gridrelay.conf",
+              "ExecStart=/usr/bin/gridrelay -c /etc/gridcoll/gridrelay.conf",
+              "ExecReload=/bin/kill -HUP $MAINPID",
+              "RuntimeDirectory=gridrelay", "RuntimeDirectoryPreserve=yes",
+              "ProtectSystem=strict", "CapabilityBoundingSet=",
+              "NoNewPrivileges=yes", "WantedBy=multi-user.target")
+# systemd-analyze security: the score the unit has (1.2 with systemd 252);
+# dropping a hardening option pushes it over.
+MAX_EXPOSURE = 1.3
+
+
+def deb_contents(deb):
+    """{path: mode} of the regular files of DEB, paths without './'."""
+    r = run(["dpkg-deb", "-c", deb])
+    check(r.returncode == 0, "dpkg-deb -c %s: %s" % (deb, r.stdout))
+    files = {}
+    for line in r.stdout.splitlines():
+        perms, _owner, _size, _date, _time, path = line.split(None, 5)
+        check(perms[0] in "-d", "%s: not a file or directory: %s"
+              % (os.path.basename(deb), line))
+        if perms[0] == "-":
+            mode = 0
+            for i, c in enumerate(perms[1:10]):
+                if c != "-":
+                    mode |= 1 << (8 - i)
+            files[path[2:] if path.startswith("./") else path] = mode
+    return files
+
+
+def deb_field(deb, field):
+    r = run(["dpkg-deb", "-f", deb, field])
+    check(r.returncode == 0, "dpkg-deb -f %s %s: %s" % (deb, field, r.stdout))
+    return r.stdout.strip()
+
+
+def depends_names(depends):
+    """Package names of a Depends value: 'a (>= 1), b | c' -> {a, b, c}."""
+    names = set()
+    for alt in re.split(r"[,|]", depends):
+        alt = alt.strip()
+        if alt:
+            names.add(re.match(r"[a-z0-9][a-z0-9+.-]*", alt).group(0))
+    return names
+
+
+def check_files(what, files, want):
+    for path, mode in sorted(want.items()):
+        check(path in files, "%s does not hold /%s; it holds:\n  %s"
+              % (what, path, "\n  ".join(sorted(files))))
+        check(files[path] == mode, "%s: /%s has mode %o, want %o"
+              % (what, path, files[path], mode))
+
+
+def installed_as_packaged(inst):
+    """The files `cmake --install` put under the prefix, at the paths the
+    packages use: PREFIX/lib/systemd/system -> /lib/systemd/system, the
+    rest under /usr."""
+    paths = set()
+    for root, _dirs, names in os.walk(inst.prefix):
+        for name in names:
+            rel = os.path.relpath(os.path.join(root, name), inst.prefix)
+            paths.add(rel if rel.startswith("lib/systemd/") else "usr/" + rel)
+    return paths
+
+
+def debian_packages():
+    """cpack -G DEB: gridcoll-relay and gridcoll, each file in one of them,
+    their Depends, maintainer scripts and the unit."""
+    if shutil.which("dpkg-deb") is None:
+        raise Skip("not a Debian system (no dpkg-deb)")
+    if SANITIZED:
+        raise Skip("packages are made from the release build")
+    inst = Install.get()
+    out = inst.workdir("deb")
+    r = run(["dpkg", "--print-architecture"])
+    arch = r.stdout.strip()
+    cpack = "cpack"
+    with open(os.path.join(BUILD_DIR, "CMakeCache.txt")) as f:
+        m = re.search(r"^CMAKE_CPACK_COMMAND:INTERNAL=(.+)$", f.read(), re.M)
+    if m:
+        cpack = m.group(1)
+    r = run([cpack, "-G", "DEB", "-B", out, "--config",
+             os.path.join(BUILD_DIR, "CPackConfig.cmake")], cwd=out)
+    check(r.returncode == 0, "cpack -G DEB failed:\n" + r.stdout)
+    debs = sorted(f for f in os.listdir(out) if f.endswith(".deb"))
+    version = "%s-1" % inst.version
+    relay_deb = "gridcoll-relay_%s_%s.deb" % (version, arch)
+    gridcoll_deb = "gridcoll_%s_%s.deb" % (version, arch)
+    check(debs == sorted([relay_deb, gridcoll_deb]),
+          "cpack made %s, want %s and %s" % (debs, relay_deb, gridcoll_deb))
+    relay_deb = os.path.join(out, relay_deb)
+    gridcoll_deb = os.path.join(out, gridcoll_deb)
+    for deb, name in ((relay_deb, "gridcoll-relay"),
+                      (gridcoll_deb, "gridcoll")):
+        check(deb_field(deb, "Package") == name, "%s: Package %s"
+              % (deb, deb_field(deb, "Package")))
+        check(deb_field(deb, "Version") == version, "%s: Version %s"
+              % (deb, deb_field(deb, "Version")))
+        check(deb_field(deb, "Architecture") == arch, "%s: Architecture %s"
+              % (deb, deb_field(deb, "Architecture")))
+
+    # Which file is where: the relay package exactly its four, the other
+    # one the rest of `cmake --install`, nothing twice, nothing lost.
+    relay_files = deb_contents(relay_deb)
+    gridcoll_files = deb_contents(gridcoll_deb)
+    check(set(relay_files) == set(RELAY_FILES),
+          "gridcoll-relay holds %s, want %s"
+          % (sorted(relay_files), sorted(RELAY_FILES)))
+    check_files("gridcoll-relay", relay_files, RELAY_FILES)
+    check_files("gridcoll", gridcoll_files, GRIDCOLL_FILES)
+    both = set(relay_files) & set(gridcoll_files)
+    check(not both, "in both packages: %s" % sorted(both))
+    installed = installed_as_packaged(inst)
+    packaged = set(relay_files) | set(gridcoll_files)
+    check(packaged == installed,
+          "cmake --install and the packages differ: only installed %s, "
+          "only packaged %s" % (sorted(installed - packaged),
+                                sorted(packaged - installed)))
+
+    depends = deb_field(relay_deb, "Depends")
+    missing = RELAY_DEPENDS - depends_names(depends)
+    check(not missing, "gridcoll-relay Depends lacks %s: %s"
+          % (sorted(missing), depends))
+    depends = deb_field(gridcoll_deb, "Depends")
+    missing = GRIDCOLL_DEPENDS - depends_names(depends)
+    check(not missing, "gridcoll Depends lacks %s: %s"
+          % (sorted(missing), depends))
+    check("gridcoll-relay (= %s)" % version in depends,
+          "gridcoll does not depend on gridcoll-relay (= %s): %s"
+          % (version, depends))
+
+    # Maintainer scripts: the relay's are the committed ones, executable
+    # and valid sh; gridcoll's run ldconfig for /usr/lib/libgridcoll.so.
+    control = os.path.join(out, "control")
+    os.makedirs(control)
+    for deb, sub in ((relay_deb, "relay"), (gridcoll_deb, "gridcoll")):
+        r = run(["dpkg-deb", "-e", deb, os.path.join(control, sub)])
+        check(r.returncode == 0, "dpkg-deb -e %s: %s" % (deb, r.stdout))
+    for script in RELAY_SCRIPTS:
+        path = os.path.join(control, "relay", script)
+        check(os.path.isfile(path), "gridcoll-relay has no " + script)
+        check(os.stat(path).st_mode & 0o777 == 0o755,
+              "gridcoll-relay %s has mode %o" % (script,
+                                                 os.stat(path).st_mode))
+        with open(path) as f, open(os.path.join(
+                SOURCE_DIR, "cmake", "debian", "gridcoll-relay",
+                script)) as g:
+            check(f.read() == g.read(), "gridcoll-relay %s differs from "
+                  "cmake/debian/gridcoll-relay/%s" % (script, script))
+        r = run(["sh", "-n", path])
+        check(r.returncode == 0, "sh -n %s: %s" % (script, r.stdout))
+    with open(os.path.join(control, "relay", "postinst")) as f:
+        postinst = f.read()
+    check("adduser --system --group" in postinst and
+          "/etc/gridcoll" in postinst, "gridcoll-relay postinst creates "
+          "neither the user nor /etc/gridcoll")
+    for script in ("postinst", "postrm"):
+        path = os.path.join(control, "gridcoll", script)
+        check(os.path.isfile(path), "gridcoll has no " + script)
+        with open(path) as f:
+            check("ldconfig" in f.read(), "gridcoll %s runs no ldconfig"
+                  % script)
+
+    # The unit and the example configuration are the source's.
+    root = os.path.join(out, "root-relay")
+    r = run(["dpkg-deb", "-x", relay_deb, root])
+    check(r.returncode == 0, "dpkg-deb -x: " + r.stdout)
+    unit = os.path.join(root, "lib/systemd/system/gridrelay.service")
+    for packaged_file, source in (
+            (unit, "conf/systemd/gridrelay.service"),
+            (os.path.join(root, "usr/share/doc/gridcoll-relay/examples/"
+                          "gridrelay.conf"), "conf/gridrelay.conf.example")):
+        with open(packaged_file, "rb") as f, open(
+                os.path.join(SOURCE_DIR, source), "rb") as g:
+            check(f.read() == g.read(), "%s in gridcoll-relay differs from "
+                  "%s" % (packaged_file[len(root):], source))
+    with open(unit) as f:
+        lines = set(l.strip() for l in f)
+    missing = [l for l in UNIT_LINES if l not in lines]
+    check(not missing, "gridrelay.service lacks: %s" % missing)
+    check_unit(unit, inst)
+
+
+def check_unit(unit, inst):
+    """systemd-analyze verify, and the exposure score of
+    systemd-analyze security --offline, on the packaged unit (with the
+    binary path pointed at the build's gridrelay, which verify wants to
+    exist)."""
+    if shutil.which("systemd-analyze") is None:
+        print("debian_packages: systemd-analyze not installed (package "
+              "systemd): the unit was not verified", flush=True)
+        return
+    work = inst.workdir("unit")
+    copy = os.path.join(work, "gridrelay.service")
+    relay = os.path.realpath(os.path.join(BUILD_DIR, "bin", "gridrelay"))
+    with open(unit) as f, open(copy, "w") as g:
+        g.write(f.read().replace("/usr/bin/gridrelay", relay))
+    r = run(["systemd-analyze", "verify", copy], cwd=work)
+    check(r.returncode == 0 and r.stdout.strip() == "",
+          "systemd-analyze verify gridrelay.service: exit %d:\n%s"
+          % (r.returncode, r.stdout))
+    r = run(["systemd-analyze", "security", "--offline=true", copy],
+            cwd=work)
+    m = re.search(r"Overall exposure level for gridrelay\.service: "
+                  r"([0-9.]+)", r.stdout)
+    if r.returncode != 0 and m is None and "offline" in r.stdout:
+        print("debian_packages: systemd-analyze security has no --offline "
+              "here: exposure not checked", flush=True)
+        return
+    check(m is not None, "systemd-analyze security --offline: exit %d:\n%s"
+          % (r.returncode, r.stdout))
+    check(float(m.group(1)) <= MAX_EXPOSURE,
+          "gridrelay.service exposure %s > %.1f:\n%s"
+          % (m.group(1), MAX_EXPOSURE, r.stdout))
+
+
 if __name__ == "__main__":
     try:
         main([("installed_files", installed_files),
@@ -367,7 +621,8 @@ if __name__ == "__main__":
               ("installed_gridrun_runs_the_program",
                installed_gridrun_runs_the_program),
               ("header_strict_c99", header_strict_c99),
-              ("header_cplusplus", header_cplusplus)])
+              ("header_cplusplus", header_cplusplus),
+              ("debian_packages", debian_packages)])
     finally:
         if Install._instance is not None:
             shutil.rmtree(Install._instance.dir, ignore_errors=True)
