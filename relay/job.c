@@ -281,6 +281,7 @@ static void take_announce(struct job *job, struct link *link,
                 link->peer->name, job->id, why);
         return;
     }
+    jp->job_credit = frame->job_credit;
     confirm(job, jp);
 }
 
@@ -378,8 +379,10 @@ struct job *job_from_config(struct relay *relay)
         if (job_add_peer(job, p->name, p->first_rank, p->rank_count,
                          &relay->links[i]) != 0)
             goto fail;
-        /* The link's own handshake proves the peer has the token. */
+        /* The link's own handshake proves the peer has the token; the
+         * per-rank credit is its only budget. */
         job->peers[i].confirmed = 1;
+        job->peers[i].job_credit = UINT64_MAX;
     }
     job->state = JOB_READY;
     job_insert(relay, job);
@@ -567,6 +570,7 @@ void job_link_reset(struct link *link)
                job->rank_count * sizeof *jp->returned_total);
         memset(jp->returned_sent, 0,
                job->rank_count * sizeof *jp->returned_sent);
+        jp->job_in_flight = 0;
     }
 }
 

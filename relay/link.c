@@ -251,6 +251,9 @@ int link_can_accept(struct job_peer *jp, const struct chunk *c)
         return 0;
     if (queued_on_streams(link) >= cfg->link_high_watermark)
         return 0;
+    /* The job's budget at the peer bounds all its ranks together. */
+    if (jp->job_in_flight > 0 && jp->job_in_flight + cost > jp->job_credit)
+        return 0;
     uint32_t idx = peer_rank_index(jp, c->hdr.dst_rank);
     int nothing_in_flight =
         jp->credit_consumed[idx] == jp->credit_returned[idx];
@@ -354,6 +357,7 @@ void link_send_chunk(struct link *link, struct chunk *c)
     c->hdr.link_seq = link->next_link_seq++;
     c->stream_index = CHUNK_UNSENT;
     jp->credit_consumed[peer_rank_index(jp, c->hdr.dst_rank)] += chunk_cost(c);
+    jp->job_in_flight += chunk_cost(c);
     jp->bytes_out += c->hdr.payload_len;
     jp->chunks_out++;
     link->unacked_bytes += chunk_cost(c);
@@ -557,8 +561,10 @@ static void handle_credit(struct link *link, const struct gc_frame_header *h)
     uint32_t idx = peer_rank_index(jp, h->dst_rank);
     /* Totals only grow; an older frame arriving late changes nothing. */
     if (h->msg_len > jp->credit_returned[idx] &&
-        h->msg_len <= jp->credit_consumed[idx])
+        h->msg_len <= jp->credit_consumed[idx]) {
+        jp->job_in_flight -= h->msg_len - jp->credit_returned[idx];
         jp->credit_returned[idx] = h->msg_len;
+    }
     link->credits_in++;
     link_wake_waiters(link);
 }

@@ -235,6 +235,11 @@ struct job_peer {
     /* sending side: credit per peer rank (bytes, cumulative) */
     uint64_t *credit_consumed;
     uint64_t *credit_returned;
+    /* The job's budget at the peer (its service.job_memory, from its JOB
+     * announcement; unlimited for a per-job relay) and what of it is used:
+     * bytes sent whose credit has not come back, all ranks together. */
+    uint64_t job_credit;
+    uint64_t job_in_flight;
     /* receiving side: per local rank, bytes handed to ranks, and the last
      * total reported back in CREDIT */
     uint64_t *returned_total;
