@@ -84,6 +84,7 @@ struct line_fields {
     bool has_slots;
     uint32_t slots;
     const char *wan, *local, *service;
+    bool service_given; /* even with a bad value */
     enum mf_connect connect;
     struct gc_sched_fattree fattree; /* 0 levels: not given, or bad */
     char **program; /* program= and the words after it; NULL: not given */
@@ -473,6 +474,7 @@ static void parse_token(struct parser *p, int line, char *tok,
         break;
     case KEY_SERVICE:
         /* The control endpoint of the site's running gridrelay service. */
+        f->service_given = true;
         if (strlen(v) > MF_ENDPOINT_MAX)
             report(p, line,
                    "bad service= endpoint '%.32s...' (longer than %d "
@@ -547,6 +549,7 @@ static int add_line(struct parser *p, int line, const struct line_fields *f)
                 strcpy(s->relay_local, f->local);
             if (f->service != NULL)
                 strcpy(s->relay_service, f->service);
+            s->relay_names_service = f->service_given;
             s->relay_connect = f->connect;
         }
     }
@@ -731,7 +734,7 @@ int machinefile_load(const char *path, struct machinefile *mf, FILE *errors)
             continue;
         }
         const struct mf_site **first =
-            s->relay_service[0] != '\0' ? &first_service : &first_own;
+            s->relay_names_service ? &first_service : &first_own;
         if (*first == NULL)
             *first = s;
     }

@@ -21,6 +21,7 @@
 #ifndef MACHINEFILE_H
 #define MACHINEFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -58,6 +59,7 @@ struct mf_site {
     /* service=: the control endpoint (host:port or unix:/path) of the
      * site's running gridrelay service; "" = gridrun starts the relay. */
     char relay_service[MF_ENDPOINT_MAX + 1];
+    bool relay_names_service; /* service= given, even with a bad value */
     int relay_line;
 
     /* The site network as a fat tree (fattree=M1,M2,... on any line of

@@ -492,25 +492,47 @@ void control_job_ended(struct relay *relay, const struct job *job)
     snprintf(e->reason, sizeof e->reason, "%s", job->end_reason);
 }
 
+static SSL_CTX *control_context(const struct relay_config *cfg)
+{
+    char err[512];
+    /* The site's identity, but launchers' certificates come from their
+     * own CA (a site's users, not its peer sites). */
+    SSL_CTX *ctx = tls_context_new(cfg->tls_cert, cfg->tls_key,
+                                   cfg->service_client_ca, err, sizeof err);
+    if (ctx == NULL) {
+        gc_log_error("service.control: TLS: %s", err);
+        return NULL;
+    }
+    /* Tells clients which CA to pick a certificate from. */
+    STACK_OF(X509_NAME) *names =
+        SSL_load_client_CA_file(cfg->service_client_ca);
+    if (names != NULL)
+        SSL_CTX_set_client_CA_list(ctx, names);
+    return ctx;
+}
+
+int control_reload(struct relay *relay, const struct relay_config *next)
+{
+    struct control *ctl = relay->control;
+    SSL_CTX *ctx = control_context(next);
+    if (ctx == NULL)
+        return -1;
+    SSL_CTX_free(ctl->ssl_ctx);
+    ctl->ssl_ctx = ctx;
+    return 0;
+}
+
 int control_start(struct relay *relay)
 {
     const struct relay_config *cfg = relay->cfg;
-    char err[512];
     struct control *ctl = calloc(1, sizeof *ctl);
     if (ctl == NULL)
         return -1;
     relay->control = ctl;
     ctl->relay = relay;
-    /* The site's identity, but launchers' certificates come from their
-     * own CA (a site's users, not its peer sites). */
-    ctl->ssl_ctx = tls_context_new(cfg->tls_cert, cfg->tls_key,
-                                   cfg->service_client_ca, err, sizeof err);
-    if (ctl->ssl_ctx == NULL) {
-        gc_log_error("service.control: TLS: %s", err);
+    ctl->ssl_ctx = control_context(cfg);
+    if (ctl->ssl_ctx == NULL)
         return -1;
-    }
-    SSL_CTX_set_client_CA_list(ctl->ssl_ctx,
-                               SSL_load_client_CA_file(cfg->service_client_ca));
     ctl->http = evhttp_new(relay->base);
     if (ctl->http == NULL)
         return -1;

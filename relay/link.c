@@ -1263,6 +1263,19 @@ int link_init(struct relay *relay, struct link *link,
     return 0;
 }
 
+int link_set_address(struct link *link, const char *address)
+{
+    char err[256];
+    struct relay_peer_config *peer = &link->relay->cfg->peers[link->index];
+    if (link->dialer && gc_endpoint_parse(address, &link->peer_endpoint, err,
+                                          sizeof err) != 0) {
+        gc_log_error("peer %s: %s", peer->name, err);
+        return -1;
+    }
+    snprintf(peer->address, sizeof peer->address, "%s", address);
+    return 0;
+}
+
 void link_start(struct link *link)
 {
     if (!link->dialer) {

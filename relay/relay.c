@@ -11,6 +11,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -334,15 +335,159 @@ static void start_drain(struct relay *relay, const char *why)
         evconnlistener_disable(relay->local_tcp_listener);
 }
 
+/* ---- reload (SIGHUP) --------------------------------------------------- */
+
+static void warn_unreloadable(const char *key, void *arg)
+{
+    (void)arg;
+    gc_log_warn("SIGHUP: %s changed; it takes effect when the relay "
+                "restarts",
+                key);
+}
+
+/* Peers: a changed address is dialled next time, a new peer gets its link
+ * now; a peer gone from the file keeps its link (and its jobs) until the
+ * relay restarts. */
+static void reload_peers(struct relay *relay, const struct relay_config *next)
+{
+    struct relay_config *cfg = relay->cfg;
+    for (uint32_t i = 0; i < next->peer_count; i++) {
+        const struct relay_peer_config *p = &next->peers[i];
+        struct link *link = relay_link_by_name(relay, p->name);
+        if (link == NULL) {
+            struct relay_peer_config *slot = &cfg->peers[cfg->peer_count];
+            *slot = *p;
+            if (link_init(relay, &relay->links[cfg->peer_count], slot,
+                          (int)cfg->peer_count) != 0) {
+                link_free(&relay->links[cfg->peer_count]);
+                gc_log_error("SIGHUP: cannot add peer %s", p->name);
+                continue;
+            }
+            gc_log_info("SIGHUP: new peer %s", p->name);
+            link_start(&relay->links[cfg->peer_count++]);
+            continue;
+        }
+        struct relay_peer_config *mine = &cfg->peers[link->index];
+        if (p->connect != mine->connect)
+            gc_log_warn("SIGHUP: peers %s: connect changed; it takes effect "
+                        "when the relay restarts",
+                        p->name);
+        if (strcmp(p->address, mine->address) != 0 &&
+            link_set_address(link, p->address) == 0)
+            gc_log_info("SIGHUP: peer %s: next dials go to %s", p->name,
+                        p->address);
+    }
+    for (uint32_t i = 0; i < cfg->peer_count; i++) {
+        int kept = 0;
+        for (uint32_t j = 0; j < next->peer_count && !kept; j++)
+            kept = strcmp(cfg->peers[i].name, next->peers[j].name) == 0;
+        if (!kept)
+            gc_log_warn("SIGHUP: peer %s is no longer configured; its link "
+                        "stays until the relay restarts",
+                        cfg->peers[i].name);
+    }
+}
+
+/*
+ * Re-read the configuration and apply what can change under running jobs:
+ * log level and file, certificates and CAs (new connections use them;
+ * streams up keep their session), the service's limits, and the peers.
+ * A file with errors changes nothing.
+ */
+static void relay_reload(struct relay *relay)
+{
+    struct relay_config *cfg = relay->cfg;
+    struct relay_config *next = malloc(sizeof *next);
+    SSL_CTX *ctx = NULL;
+    char err[512];
+    if (next == NULL)
+        return;
+    char *errors = NULL;
+    size_t errors_len = 0;
+    FILE *mem = open_memstream(&errors, &errors_len);
+    int loaded =
+        mem != NULL ? relay_config_load(cfg->source_file, next, mem) : -1;
+    if (mem != NULL)
+        fclose(mem);
+    if (loaded != 0) {
+        /* Each problem as its own log line, file:line first. */
+        for (char *line = errors, *end; line != NULL && *line != '\0';
+             line = end + 1) {
+            end = strchr(line, '\n');
+            if (end == NULL)
+                end = line + strlen(line) - 1;
+            gc_log_error("SIGHUP: %.*s", (int)(end - line + (*end != '\n')),
+                         line);
+        }
+        gc_log_error("SIGHUP: %s has errors; nothing changed",
+                     cfg->source_file);
+        free(errors);
+        goto cleanup;
+    }
+    free(errors);
+    if (strcmp(next->site_name, cfg->site_name) != 0 ||
+        next->service != cfg->service) {
+        gc_log_error("SIGHUP: site or mode changed; restart the relay for "
+                     "that: nothing changed");
+        goto cleanup;
+    }
+    if (!cfg->wan_plaintext) {
+        ctx = tls_context_new(next->tls_cert, next->tls_key, next->tls_ca, err,
+                              sizeof err);
+        if (ctx == NULL) {
+            gc_log_error("SIGHUP: TLS: %s; nothing changed", err);
+            goto cleanup;
+        }
+    }
+    if (cfg->service && control_reload(relay, next) != 0)
+        goto cleanup;
+    relay_config_unreloadable(cfg, next, warn_unreloadable, NULL);
+    if (ctx != NULL) {
+        /* Live SSL objects hold their own reference to the old context. */
+        SSL_CTX_free(relay->ssl_ctx);
+        relay->ssl_ctx = ctx;
+        ctx = NULL;
+    }
+    memcpy(cfg->tls_cert, next->tls_cert, sizeof cfg->tls_cert);
+    memcpy(cfg->tls_key, next->tls_key, sizeof cfg->tls_key);
+    memcpy(cfg->tls_ca, next->tls_ca, sizeof cfg->tls_ca);
+    memcpy(cfg->service_client_ca, next->service_client_ca,
+           sizeof cfg->service_client_ca);
+    cfg->service_lease_s = next->service_lease_s;
+    cfg->service_max_jobs = next->service_max_jobs;
+    cfg->service_job_memory = next->service_job_memory;
+    reload_peers(relay, next);
+    if (strcmp(next->log_file, cfg->log_file) != 0) {
+        if (next->log_file[0] != '\0' && gc_log_open_file(next->log_file) != 0)
+            gc_log_error("SIGHUP: cannot open log file %s", next->log_file);
+        else
+            memcpy(cfg->log_file, next->log_file, sizeof cfg->log_file);
+    } else if (cfg->log_file[0] != '\0') {
+        /* logrotate moved the file away: write to a new one. */
+        if (gc_log_reopen() != 0)
+            gc_log_error("SIGHUP: cannot reopen log file %s", cfg->log_file);
+        else
+            gc_log_info("SIGHUP: log file reopened");
+    }
+    memcpy(cfg->log_level, next->log_level, sizeof cfg->log_level);
+    gc_log_set_level((enum gc_log_level)gc_log_level_parse(cfg->log_level));
+    gc_log_info("SIGHUP: reloaded %s (log level %s, %s, %u peer(s), %u "
+                "job(s) kept)",
+                cfg->source_file, cfg->log_level,
+                cfg->wan_plaintext ? "plaintext" : "certificates re-read",
+                cfg->peer_count, relay->job_count);
+cleanup:
+    if (ctx != NULL)
+        SSL_CTX_free(ctx);
+    free(next);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
     (void)what;
     struct relay *relay = arg;
     if (sig == SIGHUP) {
-        if (gc_log_reopen() != 0)
-            gc_log_error("SIGHUP: cannot reopen log file");
-        else
-            gc_log_info("SIGHUP: log file reopened");
+        relay_reload(relay);
         return;
     }
     start_drain(relay, sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -399,8 +544,8 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
     if (relay->base == NULL)
         goto cleanup;
 
-    relay->links =
-        calloc(cfg->peer_count ? cfg->peer_count : 1, sizeof *relay->links);
+    /* Room for every peer a reload may add: links never move. */
+    relay->links = calloc(RELAY_MAX_PEERS, sizeof *relay->links);
     if (relay->links == NULL)
         goto cleanup;
     for (uint32_t i = 0; i < cfg->peer_count; i++)

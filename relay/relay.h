@@ -407,6 +407,8 @@ void link_send_control(struct link *link, const struct gc_frame_header *h,
 void link_fail_sessions(struct link *link, enum gc_error_code code,
                         const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A reload changed the peer's address: dial it from now on. */
+int link_set_address(struct link *link, const char *address);
 /* Fault injection: break stream `index` (or any up stream if < 0). */
 int link_break_stream(struct link *link, int index);
 /* Orderly close of every stream up (relay shutting down). */
@@ -423,6 +425,9 @@ void http_job_json(struct evbuffer *out, const struct job *job);
 /* control.c: the service's HTTPS endpoint for launchers */
 int control_start(struct relay *relay);
 void control_free(struct relay *relay);
+/* SIGHUP: the launchers' CA (and the site's certificate) from `next`;
+ * -1 (logged) keeps the old ones. */
+int control_reload(struct relay *relay, const struct relay_config *next);
 /* Remember why a registered job ended, for its launcher's next request. */
 void control_job_ended(struct relay *relay, const struct job *job);
 

@@ -36,6 +36,7 @@ enum key_flag {
     KF_ENUM_INT = 1u << 7,   /* enum stored as its value, not as its word */
     KF_JOB = 1u << 8,        /* describes one job: not in a service config */
     KF_SERVICE = 1u << 9,    /* service mode only (the `service` group) */
+    KF_RELOAD = 1u << 10,    /* SIGHUP applies a new value (relay_reload) */
 };
 
 struct enum_word {
@@ -196,21 +197,21 @@ static const struct key_spec keys[] = {
     /* TLS */
     {.name = "tls.cert",
      .type = KEY_STRING,
-     .flags = KF_PATH,
+     .flags = KF_RELOAD | KF_PATH,
      CFG_FIELD(tls_cert),
      .def_str = "",
      .doc = "PEM certificate (chain) this relay presents to its peers.  "
             "Required unless wan.plaintext is true."},
     {.name = "tls.key",
      .type = KEY_STRING,
-     .flags = KF_PATH,
+     .flags = KF_RELOAD | KF_PATH,
      CFG_FIELD(tls_key),
      .def_str = "",
      .doc = "PEM private key of tls.cert.  Required unless wan.plaintext is "
             "true."},
     {.name = "tls.ca",
      .type = KEY_STRING,
-     .flags = KF_PATH,
+     .flags = KF_RELOAD | KF_PATH,
      CFG_FIELD(tls_ca),
      .def_str = "",
      .doc = "PEM CA certificates peer certificates must chain to (both "
@@ -391,13 +392,14 @@ static const struct key_spec keys[] = {
      .doc = "Allow POST /admin/break-stream (fault injection for tests)."},
     {.name = "log.level",
      .type = KEY_ENUM,
+     .flags = KF_RELOAD,
      CFG_FIELD(log_level),
      .def_str = "info",
      .words = log_levels,
      .doc = "Least severe level written to the log."},
     {.name = "log.file",
      .type = KEY_STRING,
-     .flags = KF_PATH,
+     .flags = KF_RELOAD | KF_PATH,
      CFG_FIELD(log_file),
      .def_str = "",
      .doc = "File log lines are appended to, reopened on SIGHUP; \"\" logs "
@@ -416,14 +418,14 @@ static const struct key_spec keys[] = {
             "service: no job in this file, jobs come and go at run time."},
     {.name = "service.client_ca",
      .type = KEY_STRING,
-     .flags = KF_SERVICE | KF_REQUIRED | KF_PATH,
+     .flags = KF_RELOAD | KF_SERVICE | KF_REQUIRED | KF_PATH,
      CFG_FIELD(service_client_ca),
      .def_str = "",
      .doc = "PEM CA certificates that launchers' client certificates must "
             "chain to; the certificate's common name is the job's owner."},
     {.name = "service.lease",
      .type = KEY_INT,
-     .flags = KF_SERVICE,
+     .flags = KF_RELOAD | KF_SERVICE,
      CFG_FIELD(service_lease_s),
      .def = 30,
      .min = 2,
@@ -433,7 +435,7 @@ static const struct key_spec keys[] = {
             "ask for less."},
     {.name = "service.max_jobs",
      .type = KEY_INT,
-     .flags = KF_SERVICE,
+     .flags = KF_RELOAD | KF_SERVICE,
      CFG_FIELD(service_max_jobs),
      .def = 64,
      .min = 1,
@@ -441,7 +443,7 @@ static const struct key_spec keys[] = {
      .doc = "Jobs registered at once; more are refused (HTTP 503)."},
     {.name = "service.job_memory",
      .type = KEY_SIZE,
-     .flags = KF_SERVICE,
+     .flags = KF_RELOAD | KF_SERVICE,
      CFG_FIELD(service_job_memory),
      .def = MIB(256),
      .min = MIB(1),
@@ -475,7 +477,7 @@ static const struct key_spec keys[] = {
             "ranges may overlap."},
     {.name = "peers.address",
      .type = KEY_STRING,
-     .flags = KF_PEER | KF_HOSTPORT,
+     .flags = KF_RELOAD | KF_PEER | KF_HOSTPORT,
      PEER_FIELD(address),
      .def_str = "",
      .doc = "host:port of the peer's wan.listen; required when we dial."},
@@ -1415,6 +1417,26 @@ cleanup:
     config_destroy(&lc);
     free(ld);
     return status;
+}
+
+void relay_config_unreloadable(const struct relay_config *a,
+                               const struct relay_config *b,
+                               void (*changed)(const char *key, void *arg),
+                               void *arg)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        const struct key_spec *k = &keys[i];
+        if (k->flags & (KF_RELOAD | KF_PEER))
+            continue;
+        const void *x = field_of((void *)a, k), *y = field_of((void *)b, k);
+        int differ = k->type == KEY_STRING || k->type == KEY_ENUM
+                         ? strcmp(x, y) != 0
+                         : memcmp(x, y, k->size) != 0;
+        if (differ)
+            changed(k->name, arg);
+    }
+    if (a->service != b->service)
+        changed("service", arg);
 }
 
 /* Print `text` wrapped at 76 columns, every line indented by `indent`. */

@@ -110,6 +110,17 @@ void relay_config_defaults(struct relay_config *cfg);
  */
 int relay_config_load(const char *path, struct relay_config *cfg, FILE *errors);
 
+/*
+ * The keys of the whole file (not per peer) that differ between `a` and
+ * `b` and that a reload (SIGHUP) does not apply: `changed` gets each
+ * name.  Reloaded: log.*, tls.*, service.client_ca, lease, max_jobs,
+ * job_memory, and the peers (relay_reload).
+ */
+void relay_config_unreloadable(const struct relay_config *a,
+                               const struct relay_config *b,
+                               void (*changed)(const char *key, void *arg),
+                               void *arg);
+
 /* Print every key with type, default, bounds and doc (for --help). */
 void relay_config_print_reference(FILE *out);
 

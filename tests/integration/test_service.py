@@ -513,6 +513,82 @@ def launcher_vanishes():
                   reply["error"], "%s: %d %r" % (site, code, reply))
 
 
+def fingerprint(pem):
+    r = subprocess.run(["openssl", "x509", "-noout", "-fingerprint",
+                        "-sha256"], input=pem, stdout=subprocess.PIPE,
+                       text=True, check=True)
+    return r.stdout.strip()
+
+
+def wan_certificate(svc, site, peer):
+    """The certificate `site` presents to a new WAN connection now."""
+    r = subprocess.run(["ip", "netns", "exec", svc.ns[peer], "openssl",
+                        "s_client", "-connect", "%s:7500" % svc.addr[site],
+                        "-cert", svc.path("wan", peer + ".crt"), "-key",
+                        svc.path("wan", peer + ".key"), "-CAfile",
+                        svc.path("wan", "ca.crt")],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True, timeout=20)
+    m = re.search(r"-----BEGIN CERTIFICATE-----.*?-----END CERTIFICATE-----",
+                  r.stdout, re.S)
+    check(m is not None, "no certificate from %s: %s" % (site, r.stdout))
+    return fingerprint(m.group(0))
+
+
+def sighup_during_a_job():
+    """SIGHUP with a renewed certificate, a new peer and a new log level
+    while a job streams: the job goes on untouched, new connections get the
+    new certificate; a broken file changes nothing."""
+    with Services() as svc:
+        tok, tok_file = svc.token_file("a")
+        svc.register(7001, tok)
+        sizes = "random:60:2M:11"
+        recv = svc.tool("beta", tok_file, 7001, 2, "recv", "--expect", 60,
+                        "--sizes", sizes)
+        send = svc.tool("alpha", tok_file, 7001, 0, "send", "--to", 2,
+                        "--sizes", sizes)
+        old = wan_certificate(svc, "alpha", "beta")
+        for ext in (".crt", ".key"):
+            os.unlink(svc.path("wan", "alpha" + ext))
+        make_certs(svc.path("wan"), ["alpha"])
+        with open(svc.path("wan", "alpha.crt")) as f:
+            new = fingerprint(f.read())
+        check(new != old, "the certificate was not renewed")
+        conf = svc.path("alpha.conf")
+        with open(conf) as f:
+            text = f.read()
+        with open(conf, "w") as f:
+            f.write(text.replace("peers = (", "log = { level = \"debug\"; };\n"
+                                 "peers = ( { name = \"gamma\"; connect = "
+                                 "\"listen\"; },"))
+        svc.procs["alpha"].send_signal(signal.SIGHUP)
+        out = send.communicate(timeout=120)[0]
+        check(send.returncode == 0, "sender: %s" % out)
+        out = recv.communicate(timeout=120)[0]
+        check(recv.returncode == 0, "receiver: %s" % out)
+        log = svc.log("alpha")
+        check("SIGHUP: new peer gamma" in log and "SIGHUP: reloaded" in log
+              and "(log level debug, certificates re-read, 2 peer(s), 1 "
+              "job(s) kept)" in log, tail(log))
+        check(wan_certificate(svc, "alpha", "beta") == new,
+              "a new connection still gets the old certificate")
+        links = {l["peer"]: l for l in svc.status("alpha")["links"]}
+        check(links["beta"]["streams_up"] == 4 and "gamma" in links,
+              "links after SIGHUP: %r" % links)
+        with open(conf, "w") as f:
+            f.write(text + "\nwan = { streams = 0; };\n")
+        svc.procs["alpha"].send_signal(signal.SIGHUP)
+        deadline = time.time() + 10
+        while "nothing changed" not in svc.log("alpha"):
+            check(time.time() < deadline, "no reaction to a broken file")
+            time.sleep(0.1)
+        log = svc.log("alpha")
+        check(re.search(r"SIGHUP: %s:\d+: " % re.escape(conf), log),
+              "the error does not name file:line:\n%s" % tail(log))
+        code, st = svc.control("alpha", "GET", "/jobs/7001")
+        check(code == 200 and st["state"] == "ready", "job after: %r" % st)
+
+
 def service_stops_and_restarts():
     with Services() as svc:
         tok, tok_file = svc.token_file("a")
@@ -551,4 +627,5 @@ if __name__ == "__main__":
           ("flood_does_not_stall_others", flood_does_not_stall_others),
           ("control_endpoint_refusals", control_endpoint_refusals),
           ("launcher_vanishes", launcher_vanishes),
+          ("sighup_during_a_job", sighup_during_a_job),
           ("service_stops_and_restarts", service_stops_and_restarts)])

@@ -395,7 +395,51 @@ static void test_relay_only(void)
     f = "err-relay-no-wan.machines";
     e = load_bad(f, 1);
     expect_at(e, fixture_dir, f, 3,
-              "relay line needs wan=HOST:PORT (the address peer relays dial)");
+              "relay line needs wan=HOST:PORT (the address peer relays dial), "
+              "or service=ENDPOINT (a running gridrelay service)");
+    free(e);
+}
+
+static void test_services(void)
+{
+    struct machinefile mf;
+    char *errors;
+    CHECK(load("valid-services.machines", &mf, &errors) == 0, "rejected:\n%s",
+          errors);
+    free(errors);
+    CHECK(mf.site_count == 2, "site_count %u", mf.site_count);
+    if (mf.site_count == 2) {
+        const struct mf_site *n = &mf.sites[0], *s = &mf.sites[1];
+        CHECK(strcmp(n->relay_service, "gw-n.example.org:7443") == 0 &&
+                  n->relay_wan[0] == '\0' && n->relay_line == 3,
+              "north: service '%s' wan '%s' line %d", n->relay_service,
+              n->relay_wan, n->relay_line);
+        CHECK(
+            strcmp(s->relay_service, "unix:/run/gridrelay/control.sock") == 0 &&
+                strcmp(s->relay_local, "10.2.0.1:7400") == 0,
+            "south: service '%s' local '%s'", s->relay_service, s->relay_local);
+    }
+    machinefile_free(&mf);
+
+    const char *f = "err-service.machines";
+    char *e = load_bad(f, 6);
+    expect_at(e, fixture_dir, f, 2,
+              "bad service= endpoint 'unix:relative.sock' (the Unix socket "
+              "path must be absolute)");
+    expect_at(e, fixture_dir, f, 3,
+              "wan= does not go with service= (the service's configuration "
+              "says how it reaches its peers)");
+    expect_at(e, fixture_dir, f, 4,
+              "connect= does not go with service= (the service's "
+              "configuration says how it reaches its peers)");
+    expect_at(e, fixture_dir, f, 5,
+              "site 's4' has no service= but site 's1' (line 2) names one: a "
+              "job uses running services at every site or at none");
+    expect_at(e, fixture_dir, f, 6,
+              "'service' is only valid on the relay line");
+    expect_at(e, fixture_dir, f, 6,
+              "site 's5' has no relay (mark one host "
+              "'relay')");
     free(e);
 }
 
@@ -797,6 +841,7 @@ int main(int argc, char **argv)
     test_cluster();
     test_host();
     test_relay_only();
+    test_services();
     test_wan();
     test_local();
     test_connect_fattree();
