@@ -57,8 +57,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_RELAY_PACKAGE_NAME gridcoll-relay)
 set(CPACK_DEBIAN_RELAY_PACKAGE_SECTION net)
 # adduser: postinst creates the service user (deb-systemd-helper comes from
-# init-system-helpers, which is essential).  openssl runs make-certs.sh.
-set(CPACK_DEBIAN_RELAY_PACKAGE_DEPENDS "adduser")
+# init-system-helpers, which is essential).  procps: the unit's ExecReload
+# runs /bin/kill, which a minimal Debian 12 lacks.  openssl runs
+# make-certs.sh.
+set(CPACK_DEBIAN_RELAY_PACKAGE_DEPENDS "adduser, procps")
 set(CPACK_DEBIAN_RELAY_PACKAGE_RECOMMENDS "openssl")
 set(CPACK_DEBIAN_RELAY_DESCRIPTION
     "GridColl site gateway relay (gridrelay)

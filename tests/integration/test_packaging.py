@@ -387,7 +387,7 @@ GRIDCOLL_FILES = {
     "usr/lib/cmake/GridColl/GridCollTargets.cmake": 0o644,
 }
 # Package names in Depends (versions aside), Debian 12's library packages.
-RELAY_DEPENDS = {"adduser", "libc6", "libconfig9", "libevent-2.1-7",
+RELAY_DEPENDS = {"adduser", "procps", "libc6", "libconfig9", "libevent-2.1-7",
                  "libevent-openssl-2.1-7", "libssl3", "zlib1g"}
 GRIDCOLL_DEPENDS = {"gridcoll-relay", "mpich", "libmpich-dev", "libmpich12",
                     "libc6", "libconfig9", "libssl3", "zlib1g"}
