@@ -38,7 +38,7 @@ static void tls_reason(char *err, size_t err_len, const char *what)
     unsigned long e = ERR_get_error();
     if (e != 0)
         ERR_error_string_n(e, reason, sizeof reason);
-    snprintf(err, err_len, "%s: %s", what, reason);
+    snprintf(err, err_len, "%.200s: %s", what, reason);
     ERR_clear_error();
 }
 

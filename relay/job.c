@@ -74,6 +74,7 @@ static int job_add_peer(struct job *job, const char *name, uint32_t first_rank,
     jp->first_rank = first_rank;
     jp->rank_count = rank_count;
     jp->link = link;
+    TAILQ_INIT(&jp->queue);
     jp->credit_consumed = calloc(rank_count, sizeof(uint64_t));
     jp->credit_returned = calloc(rank_count, sizeof(uint64_t));
     jp->returned_total = calloc(job->rank_count + 1, sizeof(uint64_t));
@@ -522,6 +523,8 @@ void job_end(struct job *job, enum gc_error_code code, int tell_peers,
             session_fail(s, code, "job %u: %s", job->id, job->end_reason);
     }
     drop_pending(job);
+    for (uint32_t i = 0; i < job->peer_count; i++)
+        link_drop_job_queue(&job->peers[i]);
     if (tell_peers) {
         struct gc_job_frame frame = {.op = GC_JOB_WITHDRAW};
         snprintf(frame.reason, sizeof frame.reason, "%s", job->end_reason);
@@ -571,6 +574,7 @@ void job_link_reset(struct link *link)
         memset(jp->returned_sent, 0,
                job->rank_count * sizeof *jp->returned_sent);
         jp->job_in_flight = 0;
+        link_drop_job_queue(jp);
     }
 }
 
@@ -599,6 +603,8 @@ void job_free_all(struct relay *relay)
     while ((job = TAILQ_FIRST(&relay->jobs)) != NULL) {
         TAILQ_REMOVE(&relay->jobs, job, entry);
         drop_pending(job);
+        for (uint32_t i = 0; i < job->peer_count; i++)
+            link_drop_job_queue(&job->peers[i]);
         job->state = JOB_ENDED;
         job_unref(job);
     }

@@ -121,16 +121,6 @@ static struct stream *least_loaded_stream(struct link *link,
     return best;
 }
 
-static size_t queued_on_streams(const struct link *link)
-{
-    size_t total = 0;
-    for (uint32_t i = 0; i < link->stream_count; i++)
-        if (link->streams[i].bev != NULL)
-            total += evbuffer_get_length(
-                bufferevent_get_output(link->streams[i].bev));
-    return total;
-}
-
 int link_streams_up(const struct link *link)
 {
     int up = 0;
@@ -141,7 +131,8 @@ int link_streams_up(const struct link *link)
 
 int link_idle(const struct link *link)
 {
-    return TAILQ_EMPTY(&link->resend) || link->state == LINK_LOST;
+    return (TAILQ_EMPTY(&link->resend) && link->queued_bytes == 0) ||
+           link->state == LINK_LOST;
 }
 
 void link_wake_waiters(struct link *link)
@@ -246,10 +237,10 @@ int link_can_accept(struct job_peer *jp, const struct chunk *c)
     if (link->peer_epoch == 0)
         return 0; /* the peer has not told us its credit yet */
     uint64_t cost = chunk_cost(c);
-    if (link->unacked_bytes > 0 &&
-        link->unacked_bytes + cost > cfg->link_window)
-        return 0;
-    if (queued_on_streams(link) >= cfg->link_high_watermark)
+    /* Each job queues up to the high watermark for the scheduler; the
+     * streams and the window take from the queues (link_pump). */
+    if (jp->queued_bytes > 0 &&
+        jp->queued_bytes + cost > cfg->link_high_watermark)
         return 0;
     /* The job's budget at the peer bounds all its ranks together. */
     if (jp->job_in_flight > 0 && jp->job_in_flight + cost > jp->job_credit)
@@ -350,21 +341,157 @@ static int worth_a_copy(const struct link *link, const struct chunk *c)
            gc_now_ns() < link->lossy_until_ns;
 }
 
-void link_send_chunk(struct link *link, struct chunk *c)
+/* ---- the scheduler: deficit round robin over jobs ---------------------- */
+
+/*
+ * Jobs share a link through per-job queues served in deficit round robin
+ * (Shreedhar and Varghese, "Efficient fair queuing using deficit round
+ * robin", SIGCOMM 1995): each turn a job with chunks queued may send up to
+ * one quantum (a full chunk) of bytes, so jobs with data waiting get equal
+ * shares of the link whatever their number of ranks.  A bulk chunk goes
+ * only to a stream with at most one chunk queued in user space, so what
+ * sits in front of a newcomer is bounded; a small chunk (at most
+ * RELAY_SMALL_FRAME) needs no room and goes on its job's turn at once, so
+ * a job's small messages wait behind another job's bulk for about one
+ * chunk per stream, not behind its whole queue.
+ */
+static uint64_t quantum(const struct link *link)
 {
-    struct job_peer *jp = job_peer_on_link(c->job, link);
-    chunk_ref(c);
+    return (uint64_t)cfg_of(link)->chunk_size + GC_HEADER_SIZE;
+}
+
+static int is_small(const struct chunk *c)
+{
+    return c->hdr.payload_len <= RELAY_SMALL_FRAME;
+}
+
+/* A stream that can take a bulk chunk now: the least loaded, if it has
+ * less than one chunk queued. */
+static int bulk_room(struct link *link)
+{
+    size_t least = SIZE_MAX;
+    for (uint32_t i = 0; i < link->stream_count; i++) {
+        const struct stream *st = &link->streams[i];
+        if (st->state != STREAM_UP)
+            continue;
+        size_t len = evbuffer_get_length(bufferevent_get_output(st->bev));
+        if (len < least)
+            least = len;
+    }
+    return least < quantum(link);
+}
+
+static int window_open(const struct link *link, const struct chunk *c)
+{
+    return link->unacked_bytes == 0 ||
+           link->unacked_bytes + chunk_cost(c) <= cfg_of(link)->link_window;
+}
+
+/* Give `c` its link sequence number and a stream (or the re-send queue's
+ * care until one is up). */
+static void transmit_first(struct link *link, struct chunk *c)
+{
     c->hdr.link_seq = link->next_link_seq++;
     c->stream_index = CHUNK_UNSENT;
-    jp->credit_consumed[peer_rank_index(jp, c->hdr.dst_rank)] += chunk_cost(c);
-    jp->job_in_flight += chunk_cost(c);
-    jp->bytes_out += c->hdr.payload_len;
-    jp->chunks_out++;
     link->unacked_bytes += chunk_cost(c);
     TAILQ_INSERT_TAIL(&link->resend, c, entry);
     struct stream *first = transmit_now(link, c, NULL, TRANSMIT_FIRST);
     if (first != NULL && worth_a_copy(link, c))
         transmit_now(link, c, first, TRANSMIT_COPY);
+}
+
+static void deactivate(struct link *link, struct job_peer *jp)
+{
+    TAILQ_REMOVE(&link->active, jp, active_entry);
+    jp->active = 0;
+    jp->deficit = 0;
+}
+
+/* Sessions whose job's queue drained to the low watermark read again
+ * (those waiting for credit too: they check it again). */
+static void wake_queue_waiters(struct link *link)
+{
+    uint64_t low = cfg_of(link)->link_low_watermark;
+    struct session *s, *next;
+    for (s = TAILQ_FIRST(&link->waiters); s != NULL; s = next) {
+        next = TAILQ_NEXT(s, wait_entry);
+        const struct job_peer *jp = job_peer_on_link(s->job, link);
+        if (jp != NULL && jp->queued_bytes > low)
+            continue;
+        TAILQ_REMOVE(&link->waiters, s, wait_entry);
+        s->blocked_link = NULL;
+        session_wake(s);
+    }
+}
+
+/* Serve the jobs' queues while the streams and the window have room. */
+static void link_pump(struct link *link)
+{
+    if (link_streams_up(link) == 0)
+        return;
+    int progress = 1, moved = 0;
+    while (progress && !TAILQ_EMPTY(&link->active)) {
+        progress = 0;
+        struct job_peer *jp, *next;
+        for (jp = TAILQ_FIRST(&link->active); jp != NULL; jp = next) {
+            next = TAILQ_NEXT(jp, active_entry);
+            struct chunk *c = TAILQ_FIRST(&jp->queue);
+            if (!window_open(link, c) || (!is_small(c) && !bulk_room(link)))
+                continue; /* its turn keeps its deficit */
+            jp->deficit += quantum(link);
+            while (c != NULL && chunk_cost(c) <= jp->deficit &&
+                   window_open(link, c) && (is_small(c) || bulk_room(link))) {
+                TAILQ_REMOVE(&jp->queue, c, entry);
+                jp->queued_bytes -= chunk_cost(c);
+                link->queued_bytes -= chunk_cost(c);
+                jp->deficit -= chunk_cost(c);
+                transmit_first(link, c); /* the queue's reference moves */
+                progress = moved = 1;
+                c = TAILQ_FIRST(&jp->queue);
+            }
+            if (c == NULL) {
+                deactivate(link, jp);
+            } else {
+                /* Round robin: the next turn starts after the others. */
+                TAILQ_REMOVE(&link->active, jp, active_entry);
+                TAILQ_INSERT_TAIL(&link->active, jp, active_entry);
+            }
+        }
+    }
+    if (moved)
+        wake_queue_waiters(link);
+}
+
+void link_send_chunk(struct link *link, struct chunk *c)
+{
+    struct job_peer *jp = job_peer_on_link(c->job, link);
+    chunk_ref(c);
+    jp->credit_consumed[peer_rank_index(jp, c->hdr.dst_rank)] += chunk_cost(c);
+    jp->job_in_flight += chunk_cost(c);
+    jp->bytes_out += c->hdr.payload_len;
+    jp->chunks_out++;
+    TAILQ_INSERT_TAIL(&jp->queue, c, entry);
+    jp->queued_bytes += chunk_cost(c);
+    link->queued_bytes += chunk_cost(c);
+    if (!jp->active) {
+        jp->active = 1;
+        TAILQ_INSERT_TAIL(&link->active, jp, active_entry);
+    }
+    link_pump(link);
+}
+
+void link_drop_job_queue(struct job_peer *jp)
+{
+    struct link *link = jp->link;
+    struct chunk *c;
+    while ((c = TAILQ_FIRST(&jp->queue)) != NULL) {
+        TAILQ_REMOVE(&jp->queue, c, entry);
+        jp->queued_bytes -= chunk_cost(c);
+        link->queued_bytes -= chunk_cost(c);
+        chunk_unref(c);
+    }
+    if (jp->active)
+        deactivate(link, jp);
 }
 
 static void on_stream_written(const void *data, size_t len, void *arg)
@@ -548,7 +675,7 @@ static void handle_ack(struct link *link, uint64_t acked)
         link->unacked_bytes -= chunk_cost(c);
         chunk_unref(c);
     }
-    link_wake_waiters(link);
+    link_pump(link);
 }
 
 static void handle_credit(struct link *link, const struct gc_frame_header *h)
@@ -640,6 +767,8 @@ static void stream_up(struct stream *st)
     /* A new stream may be the first that can carry what waited. */
     resend_orphans(link);
     flush_acks_and_credit(link, 1);
+    link_pump(link);
+    /* Sessions that waited for the peer's credit (link_can_accept). */
     link_wake_waiters(link);
 }
 
@@ -891,9 +1020,8 @@ static void on_stream_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     struct stream *st = arg;
-    if (st->link != NULL &&
-        queued_on_streams(st->link) <= cfg_of(st->link)->link_low_watermark)
-        link_wake_waiters(st->link);
+    if (st->link != NULL)
+        link_pump(st->link);
 }
 
 static void log_tls_errors(struct stream *st, const char *what)
@@ -1002,10 +1130,9 @@ static void on_redial(evutil_socket_t fd, short what, void *arg)
 static void set_stream_watermark(struct stream *st)
 {
     const struct relay_config *cfg = cfg_of(st->link);
-    uint32_t count = st->link->stream_count ? st->link->stream_count : 1;
-    /* on_stream_write fires when this stream drained to its share. */
-    bufferevent_setwatermark(st->bev, EV_WRITE, cfg->link_low_watermark / count,
-                             0);
+    /* on_stream_write fires when the stream can take a bulk chunk again
+     * (link_pump). */
+    bufferevent_setwatermark(st->bev, EV_WRITE, cfg->chunk_size / 2, 0);
 }
 
 /* TCP is up: wrap it in the transport (TLS) and start the handshake. */
@@ -1240,6 +1367,7 @@ int link_init(struct relay *relay, struct link *link,
     link->stream_count = link->dialer ? cfg->streams : 0;
     TAILQ_INIT(&link->resend);
     TAILQ_INIT(&link->waiters);
+    TAILQ_INIT(&link->active);
     if (link->dialer && gc_endpoint_parse(peer->address, &link->peer_endpoint,
                                           err, sizeof err) != 0) {
         gc_log_error("peer %s: %s", peer->name, err);

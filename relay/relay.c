@@ -252,6 +252,14 @@ struct evconnlistener *relay_listen(struct relay *relay, const char *text,
         gc_log_error("%s listener on %s: %s", what, text, strerror(errno));
         return NULL;
     }
+    /* Any local user's ranks and launchers may connect (the relay runs
+     * as its own user, under UMask=0077): the job token and the client
+     * certificate are what keeps strangers out. */
+    if (ep.family == AF_UNIX &&
+        chmod(((struct sockaddr_un *)&ep.addr)->sun_path, 0666) != 0)
+        gc_log_warn("%s listener: chmod 0666 %s: %s", what,
+                    ((struct sockaddr_un *)&ep.addr)->sun_path,
+                    strerror(errno));
     evconnlistener_set_error_cb(l, on_listener_error);
     gc_log_info("%s listener on %s", what, text);
     return l;

@@ -165,6 +165,8 @@ struct link {
     uint64_t unacked_bytes;
     uint64_t peer_credit;          /* per-rank credit the peer grants */
     TAILQ_HEAD(, session) waiters; /* sessions blocked on this link */
+    TAILQ_HEAD(, job_peer) active; /* jobs with chunks queued, DRR order */
+    uint64_t queued_bytes;         /* in every job's queue */
 
     /* receiving side */
     uint64_t recv_cum;      /* every link_seq <= recv_cum delivered */
@@ -240,6 +242,13 @@ struct job_peer {
      * bytes sent whose credit has not come back, all ranks together. */
     uint64_t job_credit;
     uint64_t job_in_flight;
+    /* The link's scheduler (link.c, deficit round robin over jobs):
+     * chunks accepted from the job's ranks, not yet given a stream. */
+    struct chunk_queue queue;
+    uint64_t queued_bytes;
+    uint64_t deficit;
+    int active; /* in link->active */
+    TAILQ_ENTRY(job_peer) active_entry;
     /* receiving side: per local rank, bytes handed to ranks, and the last
      * total reported back in CREDIT */
     uint64_t *returned_total;
@@ -390,8 +399,11 @@ void link_free(struct link *link);
 void link_start(struct link *link);
 /* Can `jp`'s link take chunk `c` of jp's job now?  1 yes, 0 blocked. */
 int link_can_accept(struct job_peer *jp, const struct chunk *c);
-/* Takes a ref; assigns link_seq and sends (or queues until a stream). */
+/* Takes a ref; queues `c` for the link's scheduler, which assigns its
+ * link_seq when it gives it a stream. */
 void link_send_chunk(struct link *link, struct chunk *c);
+/* Drop what `jp` has queued (its job ended, or the link was reset). */
+void link_drop_job_queue(struct job_peer *jp);
 void link_wake_waiters(struct link *link);
 void link_wan_accept(struct relay *relay, evutil_socket_t fd,
                      const char *peer_addr);

@@ -317,8 +317,9 @@ static const struct key_spec keys[] = {
      .def = MIB(32),
      .min = KIB(64),
      .max = GIB(4),
-     .doc = "Bytes queued on one link's streams at which the relay stops "
-            "reading from the local ranks that feed it."},
+     .doc = "Bytes one job may queue for one link (waiting for the link's "
+            "scheduler to give them a stream) before the relay stops "
+            "reading from the job's local ranks that feed it."},
     {.name = "flow.link_low_watermark",
      .type = KEY_SIZE,
      CFG_FIELD(link_low_watermark),
