@@ -14,7 +14,11 @@
 #    errors), then on a copy made valid with certificates from the installed
 #    make-certs.sh, as the service user; an MPI program built with
 #    `mpicc $(pkg-config --cflags --libs gridcoll)` and run as an ordinary
-#    user with `gridrun --sites 2 -n 4`.
+#    user with `gridrun --sites 2 -n 4`; then two gridrelay services (sites
+#    alpha and beta on loopback, run as the service user as the unit would)
+#    and the same program as a two-site job registered with them by
+#    `gridrun -f MACHINEFILE` (service=, a local stand-in for ssh); the
+#    services stopped with SIGTERM, nothing left running in the root.
 #
 # Environment:
 #   CHROOT=DIR       where the root goes (default: a new directory under
@@ -190,8 +194,15 @@ for m in proc sys dev/shm; do
     mounted+=("$root/$m")
 done
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+# The root shares this machine's host name and network: hydra's proxies
+# (machine-file mode) connect back to mpiexec by that name, which a fresh
+# root cannot resolve (mmdebstrap writes no /etc/hosts entry for it).
+cp -L /etc/hosts "$root/etc/hosts"
 mkdir -p "$root/tmp/debs"
 cp "$debs"/*.deb "$root/tmp/debs/"
+# gridrun's stand-in for ssh in its tests (not in a package): runs the
+# command on this machine whatever the host name.
+install -m 0755 "$repo/tests/integration/gridrun/fake-rsh.sh" "$root/tmp/fake-rsh.sh"
 
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
     HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
@@ -313,24 +324,230 @@ lib=$(ldd ~smoke/hello | sed -n 's/^[[:space:]]*libgridcoll\.so => \([^ ]*\) .*/
 [[ -n $lib && $(readlink -f "$lib") == $(readlink -f /usr/lib/libgridcoll.so) ]] ||
     fail "hello does not load /usr/lib/libgridcoll.so: $(ldd ~smoke/hello)"
 ok "mpicc \$(pkg-config --cflags --libs gridcoll): $(pkg-config --cflags --libs gridcoll)"
+# check_ranks OUTPUT: 4 lines "rank R of 4 site S of 2 sum 6", 2 sites;
+# prints the site of each rank in rank order.
+check_ranks() {
+    local ranks line r sites=""
+    ranks=$(echo "$1" | grep '^rank ' | sort)
+    for r in 0 1 2 3; do
+        line=$(echo "$ranks" | grep "^rank $r of 4 site [^ ]* of 2 sum 6$") ||
+            fail "no line for rank $r"
+        line=${line#* site }
+        sites+="${line%% *} "
+    done
+    [[ $(echo "$ranks" | wc -l) == 4 ]] || fail "not 4 rank lines"
+    [[ $(tr ' ' '\n' <<<"${sites% }" | sort -u | wc -l) == 2 ]] ||
+        fail "the 4 ranks are not on 2 sites: $ranks"
+    echo "${sites% }"
+}
 rc=0
 out=$(runuser -u smoke -- bash -c 'cd && gridrun --timeout 60 --sites 2 -n 4 -- ./hello' 2>&1) ||
     rc=$?
 echo "$out" | sed 's/^/   /'
 ((rc == 0)) || fail "gridrun --sites 2 -n 4: exit $rc"
-ranks=$(echo "$out" | grep '^rank ' | sort)
-want=""
-for r in 0 1 2 3; do
-    line=$(echo "$ranks" | grep "^rank $r of 4 site [^ ]* of 2 sum 6$") ||
-        fail "no line for rank $r"
-    want+="${line#* site }"$'\n'
-done
-[[ $(echo "$ranks" | wc -l) == 4 ]] || fail "not 4 rank lines"
-[[ $(echo "$want" | sed '/^$/d' | sort -u | wc -l) == 2 ]] ||
-    fail "the 4 ranks are not on 2 sites: $ranks"
+check_ranks "$out" >/dev/null
 ok "gridrun --sites 2 -n 4: 4 ranks on 2 sites, allreduce 6"
+
+# ---- service mode ----------------------------------------------------------
+# Two gridrelay services, sites alpha and beta, on loopback: each run as the
+# unit runs it (user gridrelay, UMask=0077, sockets in /run/gridrelay, the
+# configuration checked first), with WAN certificates from make-certs.sh
+# and a CA for the site's users.  Then the same program as a two-site job
+# of user smoke registered with both by gridrun (service= in the machine
+# file, a local stand-in for ssh).
+svc_pids=()
+stop_services() { # on any exit: nothing may stay running in the root
+    local p i
+    ((${#svc_pids[@]} > 0)) || return 0
+    for p in "${svc_pids[@]}"; do
+        kill -TERM "$p" 2>/dev/null || true
+    done
+    for p in "${svc_pids[@]}"; do # the relay's drain takes at most 10 s
+        for ((i = 0; i < 120; i++)); do
+            kill -0 "$p" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -KILL "$p" 2>/dev/null || true
+    done
+    svc_pids=()
+}
+trap stop_services EXIT
+
+# Free TCP ports on 127.0.0.1 (the root shares the host's network): none
+# listed in /proc/net/tcp*.
+used=" "
+while read -r _ addr _; do
+    [[ $addr == *:* ]] && used+="$((16#${addr##*:})) "
+done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+ports=()
+while ((${#ports[@]} < 4)); do
+    p=$((20000 + RANDOM % 30000))
+    [[ $used == *" $p "* ]] || { used+="$p "; ports+=("$p"); }
+done
+declare -A wan_port=([alpha]=${ports[0]} [beta]=${ports[1]})
+declare -A http_port=([alpha]=${ports[2]} [beta]=${ports[3]})
+
+examples=/usr/share/doc/gridcoll-relay/examples
+bash "$examples/make-certs.sh" /etc/gridcoll/wan alpha beta >/dev/null
+bash "$examples/make-certs.sh" /etc/gridcoll/users smoke >/dev/null
+for site in alpha beta; do
+    chgrp gridrelay "/etc/gridcoll/wan/$site.key"
+    chmod 0640 "/etc/gridcoll/wan/$site.key"
+done
+# The user's client certificate, in their home.
+install -d -o smoke -g smoke -m 0700 ~smoke/.gridcoll
+install -o smoke -g smoke -m 0600 /etc/gridcoll/users/smoke.crt \
+    /etc/gridcoll/users/smoke.key ~smoke/.gridcoll/
+rm /etc/gridcoll/users/smoke.key
+# systemd's RuntimeDirectory= and LogsDirectory=.
+install -d -o gridrelay -g gridrelay -m 0755 /run/gridrelay /var/log/gridrelay
+
+for site in alpha beta; do
+    peer=$([[ $site == alpha ]] && echo beta || echo alpha)
+    cat >"/etc/gridcoll/$site.conf" <<CONF
+site = "$site";
+local = { unix = "/run/gridrelay/$site-ranks.sock"; };
+service = {
+  control = "unix:/run/gridrelay/$site-control.sock";
+  client_ca = "/etc/gridcoll/users/ca.crt";
+  lease = 30;
+};
+wan = { listen = "127.0.0.1:${wan_port[$site]}"; streams = 2; };
+tls = {
+  cert = "/etc/gridcoll/wan/$site.crt";
+  key = "/etc/gridcoll/wan/$site.key";
+  ca = "/etc/gridcoll/wan/ca.crt";
+};
+http = { listen = "127.0.0.1:${http_port[$site]}"; };
+log = { file = "/var/log/gridrelay/$site.log"; };
+peers = ( { name = "$peer"; address = "127.0.0.1:${wan_port[$peer]}"; } );
+CONF
+    # ExecStartPre, then ExecStart: setpriv execs the relay in place, so
+    # $! is the relay's PID and `wait` gets its exit status.
+    if ! out=$(setpriv --reuid=gridrelay --regid=gridrelay --init-groups \
+        gridrelay --check "/etc/gridcoll/$site.conf" 2>&1); then
+        echo "$out" | sed 's/^/   /'
+        fail "gridrelay --check /etc/gridcoll/$site.conf"
+    fi
+    (umask 0077 && exec setpriv --reuid=gridrelay --regid=gridrelay \
+        --init-groups --no-new-privs gridrelay -c "/etc/gridcoll/$site.conf") \
+        >"/var/log/gridrelay/$site.stderr" 2>&1 &
+    svc_pids+=($!)
+done
+declare -A pid=([alpha]=${svc_pids[0]} [beta]=${svc_pids[1]})
+
+# GET /status on http.listen with bash's /dev/tcp (no curl in the root).
+status() {
+    local reply
+    reply=$( (exec 3<>"/dev/tcp/127.0.0.1/${http_port[$1]}" &&
+        printf 'GET /status HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+        timeout 5 cat <&3) 2>/dev/null) || return 1
+    [[ $reply == "HTTP/1."?" 200 "* ]] || return 1
+    printf '%s\n' "${reply#*$'\r\n\r\n'}"
+}
+svc_log() {
+    cat "/var/log/gridrelay/$1.stderr" "/var/log/gridrelay/$1.log" 2>/dev/null
+}
+svc_fail() {
+    local site
+    for site in alpha beta; do
+        echo "   --- $site's log:"
+        svc_log "$site" | tail -20 | sed 's/^/   /'
+    done
+    fail "$*"
+}
+link_up() { # $1 = site, $2 = its peer: the link up, both streams
+    status "$1" | grep -q "\"links\":\[{\"peer\":\"$2\",\"state\":\"up\",\"role\":\"[a-z]*\",\"streams_up\":2,\"streams\":2,"
+}
+t=$SECONDS
+until link_up alpha beta && link_up beta alpha; do
+    for site in alpha beta; do
+        kill -0 "${pid[$site]}" 2>/dev/null || svc_fail "service $site exited"
+    done
+    ((SECONDS - t < 20)) || svc_fail "links not up after 20 s"
+    sleep 0.2
+done
+for site in alpha beta; do
+    st=$(status "$site") || svc_fail "$site's /status"
+    [[ $st == *'"mode":"service"'* && $st == *'"jobs":[]'* ]] ||
+        svc_fail "$site's /status: $st"
+    [[ $(stat -c %U "/proc/${pid[$site]}") == gridrelay ]] ||
+        svc_fail "service $site does not run as gridrelay"
+    for sock in ranks control; do
+        [[ $(stat -c %a:%U "/run/gridrelay/$site-$sock.sock") == 666:gridrelay ]] ||
+            svc_fail "/run/gridrelay/$site-$sock.sock is $(stat -c %a:%U "/run/gridrelay/$site-$sock.sock")"
+    done
+done
+ok "services alpha (PID ${pid[alpha]}) and beta (PID ${pid[beta]}) as gridrelay, link up in $((SECONDS - t)) s (2 streams each way), sockets 0666"
+
+cat >~smoke/job.machines <<MF
+node-a cluster=alpha slots=2
+gw-a   cluster=alpha relay service=unix:/run/gridrelay/alpha-control.sock
+node-b cluster=beta slots=2
+gw-b   cluster=beta relay service=unix:/run/gridrelay/beta-control.sock
+MF
+chown smoke: ~smoke/job.machines
+rc=0
+out=$(runuser -u smoke -- bash -c 'cd && gridrun --timeout 60 -f job.machines -n 4 \
+    --rsh /tmp/fake-rsh.sh --service-cert .gridcoll/smoke.crt \
+    --service-key .gridcoll/smoke.key --service-ca /etc/gridcoll/wan/ca.crt \
+    -- ./hello' 2>&1) || rc=$?
+echo "$out" | sed 's/^/   /'
+((rc == 0)) || svc_fail "gridrun -f job.machines (services): exit $rc"
+sites=$(check_ranks "$out")
+[[ $sites == "alpha alpha beta beta" ]] ||
+    fail "ranks 0..3 on sites $sites, want alpha alpha beta beta"
+ok "gridrun -f job.machines (services): 4 ranks, 0-1 at alpha, 2-3 at beta, allreduce 6"
+
+# Both services served the job of smoke and had it removed by gridrun.
+job=$(svc_log alpha | sed -n 's/.*job \([0-9]*\) (smoke): registered.*/\1/p' | head -1)
+[[ -n $job ]] || svc_fail "alpha's log has no job registered by smoke"
+for site in alpha beta; do
+    log=$(svc_log "$site")
+    # gridrun removes the job from alpha first: beta may have it ended by
+    # alpha's withdrawal before gridrun's DELETE reaches it.
+    for want in "job $job (smoke): registered, ranks " \
+        "job $job (smoke): ready" \
+        "job $job (smoke): ended: \(ended at site alpha: \)\{0,1\}removed by its launcher (smoke)$"; do
+        grep -q "$want" <<<"$log" || svc_fail "$site's log lacks '$want'"
+    done
+    # Its ranks reached the service on local.unix (as smoke: mode 0666).
+    for r in $([[ $site == alpha ]] && echo 0 1 || echo 2 3); do
+        grep -qF "job $job rank $r connected from local-unix" <<<"$log" ||
+            svc_fail "$site's log: rank $r of job $job never connected"
+    done
+    st=$(status "$site") || svc_fail "$site's /status after the job"
+    [[ $st == *'"jobs":[]'* && $st == *'"state":"up"'* ]] ||
+        svc_fail "$site after the job: $st"
+done
+ok "job $job registered by smoke, ready, its ranks connected and removed by its launcher (smoke) at alpha and beta; links still up"
+for site in alpha beta; do
+    svc_log "$site" | grep -F "job $job " | sed 's/^[^ ]* //; s/^/   /'
+done
+
+# SIGTERM: each service drains and exits with status 0.
+for site in alpha beta; do
+    kill -TERM "${pid[$site]}"
+done
+for site in alpha beta; do
+    rc=0
+    wait "${pid[$site]}" || rc=$?
+    ((rc == 0)) || svc_fail "service $site exited with $rc after SIGTERM"
+done
+svc_pids=()
+ok "SIGTERM: services alpha and beta exited with status 0"
 EOF
 in_root bash /tmp/smoke.sh "$version"
+left=()
+for pid in /proc/[0-9]*; do
+    [[ $(readlink "$pid/root" 2>/dev/null) == "$root" ]] && left+=("${pid#/proc/}")
+done
+if ((${#left[@]} > 0)); then
+    echo "SMOKE FAIL: still running in the root:" >&2
+    ps -o pid,user,args -p "${left[*]}" >&2 || true
+    exit 1
+fi
+echo "ok: nothing left running in the root"
 step_done
 
 # shellcheck disable=SC2016 # expanded in the root
