@@ -1234,7 +1234,7 @@ static int wait_services_ready(struct runner *r)
             r->reason = END_ERROR;
             return -1;
         }
-        pump(r, 100);
+        pump(r, 20); /* a poll is one HTTPS request per site */
         if (r->reason != END_NONE)
             return -1;
     }

@@ -1108,7 +1108,8 @@ static void stream_down(struct stream *st, const char *why)
         gc_log_warn("link %s down: no stream left", link->peer->name);
     }
     resend_orphans(link);
-    if (st->is_dialer) {
+    /* A relay on its way out (goodbyes sent) does not dial again. */
+    if (st->is_dialer && !link->relay->exiting) {
         uint32_t min = cfg_of(link)->reconnect_min_ms;
         uint32_t max = cfg_of(link)->reconnect_max_ms;
         st->backoff_ms = st->backoff_ms == 0 ? min : st->backoff_ms * 2;

@@ -292,6 +292,9 @@ static void say_goodbye_and_exit(struct relay *relay)
     }
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
         link_say_bye(&relay->links[i]);
+    /* Peers that see our BYE re-dial; nothing new is taken on now. */
+    if (relay->wan_listener != NULL)
+        evconnlistener_disable(relay->wan_listener);
     struct timeval flush = {0, GOODBYE_FLUSH_MS * 1000};
     event_base_loopexit(relay->base, &flush);
 }

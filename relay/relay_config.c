@@ -272,6 +272,19 @@ static const struct key_spec keys[] = {
      .min = 1,
      .max = 7200,
      .doc = "Seconds of idleness before the first keepalive probe."},
+    {.name = "tcp.notsent_lowat",
+     .type = KEY_SIZE,
+     CFG_FIELD(tcp_notsent_lowat),
+     .def = 0,
+     .min = 0,
+     .max = GIB(1),
+     .doc = "TCP_NOTSENT_LOWAT of WAN streams: bytes a stream's socket may "
+            "hold not yet sent; more stay in the relay, where the link's "
+            "scheduler can still put another job's (or a small) message "
+            "first.  Bytes in flight are not limited.  0 leaves the kernel "
+            "its whole send buffer (several MB queued ahead of everything "
+            "on a busy link), which moves the most bytes per system call: "
+            "the default of a per-job relay; a service's default is 256K."},
 
     /* flow control */
     {.name = "flow.rank_credit",
@@ -1156,6 +1169,10 @@ static void check_mode(struct loader *ld)
             report(ld, NULL, "missing required key '%s'%s", k->name,
                    service && (k->flags & KF_SERVICE) ? " (service mode)" : "");
     }
+    /* Jobs share a service's streams: what the kernel holds unsent is
+     * what another job's small message waits behind. */
+    if (service && global_slot(ld, "tcp.notsent_lowat")->line == 0)
+        ld->cfg->tcp_notsent_lowat = (uint32_t)KIB(256);
     if (service && ld->cfg->wan_plaintext &&
         !global_slot(ld, "wan.plaintext")->bad)
         report(ld, global_slot(ld, "wan.plaintext"),

@@ -76,6 +76,7 @@ struct relay_config {
     int tcp_restart_after_idle; /* bbr from STARTUP after idling */
     int tcp_keepalive;
     uint32_t tcp_keepalive_idle_s;
+    uint32_t tcp_notsent_lowat; /* 0 keeps the kernel's default */
 
     /* operations */
     char log_level[16];

@@ -168,6 +168,14 @@ int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
             return -1;
         }
     }
+    if (cfg->tcp_notsent_lowat != 0) {
+        int lowat = (int)cfg->tcp_notsent_lowat;
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat,
+                       sizeof lowat) != 0) {
+            snprintf(err, err_len, "TCP_NOTSENT_LOWAT: %s", strerror(errno));
+            return -1;
+        }
+    }
     if (cfg->tcp_keepalive) {
         int idle = (int)cfg->tcp_keepalive_idle_s;
         if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) != 0 ||

@@ -52,12 +52,15 @@ AUTH_OK, ERR_AUTH = 3, 3
 class Services:
     """gridwan between two namespaces, a gridrelay service in each."""
 
-    def __init__(self, delay="5ms", rate="500mbit"):
+    def __init__(self, delay="5ms", rate="500mbit", streams=4, chunk=CHUNK,
+                 job_memory=JOB_MEMORY, extra=""):
         need_wan_devices([("ip", "iproute2")])
         tag = uuid.uuid4().hex[:6]
         self.ns = {"alpha": "gs%s-a" % tag, "beta": "gs%s-b" % tag}
         self.dir = tempfile.mkdtemp(prefix="gr-svc-")
         self.delay, self.rate = delay, rate
+        self.streams, self.chunk, self.job_memory = streams, chunk, job_memory
+        self.extra = extra  # more configuration text, e.g. "tcp = {...};"
         self.wan = None
         self.procs = {}
         self.addr = {}
@@ -81,16 +84,19 @@ service = {
   control = "%(control)s";
   client_ca = "users/ca.crt";
   lease = 30;
-  job_memory = "%(job_memory)s";
+  job_memory = %(job_memory)d;
 };
-wan = { listen = "%(me)s:7500"; streams = 4; chunk_size = 65536; };
+wan = { listen = "%(me)s:7500"; streams = %(streams)d;
+        chunk_size = %(chunk)d; };
 tls = { cert = "wan/%(site)s.crt"; key = "wan/%(site)s.key";
         ca = "wan/ca.crt"; };
 http = { listen = "127.0.0.1:7600"; };
 peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
+%(extra)s
 """ % {"site": site, "peer": peer, "dir": self.dir, "control": control,
                     "me": self.addr[site], "them": self.addr[peer],
-                    "job_memory": JOB_MEMORY})
+                    "job_memory": self.job_memory, "streams": self.streams,
+                    "chunk": self.chunk, "extra": self.extra})
 
     # -- processes -------------------------------------------------------
 
@@ -159,7 +165,8 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
         deadline = time.time() + timeout
         while time.time() < deadline:
             try:
-                if all(self.status(s)["links"][0]["streams_up"] == 4
+                if all(self.status(s)["links"][0]["streams_up"] ==
+                       self.streams
                        for s in ("alpha", "beta")):
                     return
             except Exception:  # not listening yet
