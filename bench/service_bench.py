@@ -80,7 +80,8 @@ def med(xs):
 
 
 def spread(xs):
-    return "%.1f .. %.1f" % (min(xs), max(xs))
+    digits = 3 if max(xs) < 10 else 1
+    return "%.*f .. %.*f" % (digits, min(xs), digits, max(xs))
 
 
 # ---- per-job relays in the services' namespaces ---------------------------
