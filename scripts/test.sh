@@ -26,7 +26,7 @@ cd "$repo"
 packages=(build-essential cmake ninja-build pkg-config clang clang-format
     libclang-rt-14-dev libevent-dev libconfig-dev libssl-dev zlib1g-dev
     openssl mpich libmpich-dev libucx-dev iperf3 iputils-ping python3 procps
-    iproute2 curl gnuplot-nox gfortran dpkg-dev file systemd)
+    iproute2 curl gnuplot-nox gfortran ccache dpkg-dev file systemd)
 format_dirs=(common relay libgridcoll launcher bench tools wan tests examples)
 
 failures=()
@@ -100,13 +100,14 @@ configure_and_build() {
     local dir=$1
     shift
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DGRIDCOLL_WERROR=ON "$@" &&
+        -DGRIDCOLL_WERROR=ON "${launcher[@]}" "$@" &&
         cmake --build "$dir"
 }
 
 configure_tsan() {
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DGRIDCOLL_WERROR=ON -DCMAKE_C_COMPILER=clang -DGRIDCOLL_TSAN=ON &&
+        -DGRIDCOLL_WERROR=ON "${launcher[@]}" -DCMAKE_C_COMPILER=clang \
+        -DGRIDCOLL_TSAN=ON &&
         cmake --build build-tsan --target gridrun gridrelay gridwan \
             nbc_check coll_check p2p_check thread_check
 }
@@ -122,6 +123,14 @@ run_ctest() {
 }
 
 step "Debian packages" install_packages || true
+
+# The three builds compile the same files again on every run: ccache keeps
+# their objects between runs (in ~/.cache/ccache), for any checkout path.
+launcher=()
+if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+    export CCACHE_BASEDIR=$repo CCACHE_NOHASHDIR=true
+fi
 step "Format check (clang-format)" format_check || true
 
 if step "Build: build/ (RelWithDebInfo)" configure_and_build build; then

@@ -23,6 +23,8 @@ crosses gridwan.  Alpha's control endpoint is TCP inside its namespace, so
 gridrun talks to it from there, as from a login node of the site.
 """
 
+import atexit
+import contextlib
 import json
 import os
 import re
@@ -250,6 +252,18 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
             time.sleep(0.1)
         raise AssertionError("job %d not ready: %r" % (job_id, states))
 
+    def clear_jobs(self, timeout=10):
+        """End every job still registered, as its owner."""
+        for site in ("alpha", "beta"):
+            for job in self.status(site)["jobs"]:
+                self.control(site, "DELETE", "/jobs/%d" % job["job_id"],
+                             user=job["owner"])
+        deadline = time.time() + timeout
+        while any(self.status(s)["jobs"] for s in ("alpha", "beta")):
+            check(time.time() < deadline, "jobs left: %r"
+                  % [self.status(s)["jobs"] for s in ("alpha", "beta")])
+            time.sleep(0.05)
+
     def wait_sessions(self, site, job_id, count, user="alice", timeout=10):
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -294,6 +308,21 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
         return token, path
 
 
+_shared = None
+
+
+@contextlib.contextmanager
+def shared_services():
+    """The services the cases that leave them as they found them share
+    (setting them up costs seconds); each case starts with no job."""
+    global _shared
+    if _shared is None:
+        _shared = Services().__enter__()
+        atexit.register(_shared.__exit__)
+    _shared.clear_jobs()
+    yield _shared
+
+
 def wait_out(proc, timeout=150):
     out, _ = proc.communicate(timeout=timeout)
     return proc.returncode, out
@@ -302,7 +331,7 @@ def wait_out(proc, timeout=150):
 # ---- the tests ------------------------------------------------------------
 
 def three_users_at_once():
-    with Services() as svc:
+    with shared_services() as svc:
         before = {s: svc.status(s)["links"][0] for s in ("alpha", "beta")}
         jobs = [svc.gridrun("alice", "coll_check"),
                 svc.gridrun("bob", "p2p_check", "send_recv", "nonblocking",
@@ -333,7 +362,7 @@ def three_users_at_once():
 
 
 def one_job_killed_mid_transfer():
-    with Services() as svc:
+    with shared_services() as svc:
         tok_a, file_a = svc.token_file("a")
         tok_b, file_b = svc.token_file("b")
         svc.register(1001, tok_a)
@@ -372,7 +401,7 @@ def pingpong_us(svc, user):
     median half round trip in microseconds."""
     rc, out = wait_out(svc.gridrun(user, "gridcoll-mpibench", "pingpong",
                                    "--peer", "2", "--bytes", "8", "--iters",
-                                   "400", "--csv"))
+                                   "100", "--csv"))
     rows = [l.split(",") for l in out.splitlines()
             if l.startswith("pingpong,")]
     check(rc == 0 and len(rows) == 1, "ping-pong exited %d:\n%s"
@@ -384,7 +413,7 @@ def flood_does_not_stall_others():
     """Job F floods two ranks that do not read; its data stops at the
     budget (service.job_memory at the receiving service), and job P's
     ping-pong keeps within twice its solo latency."""
-    with Services() as svc:
+    with shared_services() as svc:
         solo = pingpong_us(svc, "bob")
         tok, tok_file = svc.token_file("f")
         svc.register(6001, tok)
@@ -417,7 +446,7 @@ def flood_does_not_stall_others():
 
 
 def jobs_are_isolated():
-    with Services() as svc:
+    with shared_services() as svc:
         tok_a, file_a = svc.token_file("a")
         tok_b, file_b = svc.token_file("b")
         svc.register(2001, tok_a)
@@ -461,7 +490,7 @@ def jobs_are_isolated():
 
 
 def control_endpoint_refusals():
-    with Services() as svc:
+    with shared_services() as svc:
         tok, _ = svc.token_file("a")
         good = ("job_id = 3001; token = \"%s\"; sites = ( { name = \"alpha\";"
                 " first_rank = 0; rank_count = 2; }, { name = \"beta\"; "
@@ -510,13 +539,13 @@ def control_endpoint_refusals():
 
 
 def launcher_vanishes():
-    with Services() as svc:
+    with shared_services() as svc:
         tok, _ = svc.token_file("a")
-        svc.register(4001, tok, lease=2)
-        time.sleep(3.5)
+        svc.register(4001, tok, lease=1)
+        time.sleep(1.5)  # the services' tick checks leases every 100 ms
         for site in ("alpha", "beta"):
             code, reply = svc.control(site, "GET", "/jobs/4001")
-            check(code == 404 and "did not renew the job within 2 s" in
+            check(code == 404 and "did not renew the job within 1 s" in
                   reply["error"], "%s: %d %r" % (site, code, reply))
 
 
