@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "gc_util.h"
@@ -25,11 +24,10 @@
 #define IO_TIMEOUT_S    10
 #define MAX_REPLY_BYTES (1 << 20)
 
+/* Monotonic milliseconds, for the lease renewals. */
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)(gc_now_ns() / 1000000u);
 }
 
 static void tls_reason(char *err, size_t err_len, const char *what)
