@@ -6,21 +6,17 @@
  * credentials: gridrun runs on a login node of the site far more often
  * than on the gateway, so the endpoint must take connections from other
  * hosts, and those need TLS anyway.  The certificate's common name is the
- * job's owner: only the owner may renew, inspect or remove its job.  The
- * same endpoint can listen on a Unix socket (still HTTPS) for a launcher on
- * the gateway itself.
+ * job's owner: only the owner may renew, inspect or remove its job, and
+ * the operators named in service.admins may inspect and remove any.  The
+ * same endpoint can listen on a Unix socket (still HTTPS) for a launcher
+ * on the gateway itself.
  *
- *   POST   /jobs             register (body: libconfig text, see below)
- *   GET    /jobs             the caller's jobs
+ *   POST   /jobs             register (body: control_request.c)
+ *   GET    /jobs             the caller's jobs (an operator: all)
  *   GET    /jobs/ID          one job (state, ranks joined, counters)
  *   POST   /jobs/ID/renew    the launcher is alive: extend the lease
  *   DELETE /jobs/ID          end the job
- *
- * A registration body reuses the configuration's syntax (libconfig), so
- * errors name a line:
- *
- *   job_id = 4021; token = "<hex>"; lease = 30;
- *   sites = ( { name = "north"; first_rank = 0; rank_count = 4; }, ... );
+ *   GET    /status, /metrics as on http.listen, with the caller's jobs
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -28,7 +24,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/listener.h>
-#include <libconfig.h>
 #include <openssl/crypto.h>
 #include <openssl/x509.h>
 #include <stdlib.h>
@@ -39,8 +34,7 @@
 #include "gc_log.h"
 #include "relay.h"
 
-#define CONTROL_MAX_BODY (64 * 1024)
-#define ENDED_KEPT       64 /* recently ended jobs a launcher may ask about */
+#define ENDED_KEPT 64 /* recently ended jobs a launcher may ask about */
 
 struct ended_job {
     uint32_t id;
@@ -51,8 +45,7 @@ struct ended_job {
 struct control {
     struct relay *relay;
     SSL_CTX *ssl_ctx;
-    struct evhttp *http;
-    char unix_path[RELAY_PATH_MAX]; /* unlinked at exit; "" for TCP */
+    struct http_server server;
     struct ended_job ended[ENDED_KEPT];
     unsigned ended_next;
 };
@@ -71,11 +64,12 @@ static void reply_error(struct evhttp_request *req, int code, const char *text)
 {
     struct evbuffer *body = evbuffer_new();
     static const char *const reasons[] = {
-        [400 - 400] = "Bad Request", [403 - 400] = "Forbidden",
-        [404 - 400] = "Not Found",   [405 - 400] = "Method Not Allowed",
-        [409 - 400] = "Conflict",    [413 - 400] = "Payload Too Large",
+        [400 - 400] = "Bad Request",       [403 - 400] = "Forbidden",
+        [404 - 400] = "Not Found",         [405 - 400] = "Method Not Allowed",
+        [409 - 400] = "Conflict",          [413 - 400] = "Payload Too Large",
+        [429 - 400] = "Too Many Requests",
     };
-    const char *reason = code >= 400 && code <= 413 && reasons[code - 400]
+    const char *reason = code >= 400 && code <= 429 && reasons[code - 400]
                              ? reasons[code - 400]
                              : "Service Unavailable";
     if (body == NULL) {
@@ -98,160 +92,39 @@ static void reply_error(struct evhttp_request *req, int code, const char *text)
 /* The client certificate's common name; TLS already checked its chain. */
 static int request_owner(struct evhttp_request *req, char *out, size_t len)
 {
-    struct evhttp_connection *conn = evhttp_request_get_connection(req);
-    struct bufferevent *bev =
-        conn != NULL ? evhttp_connection_get_bufferevent(conn) : NULL;
+    struct bufferevent *bev = http_connection_tls(req);
     SSL *ssl = bev != NULL ? bufferevent_openssl_get_ssl(bev) : NULL;
     X509 *cert = ssl != NULL ? SSL_get0_peer_certificate(ssl) : NULL;
     if (cert == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
         return -1;
     int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
                                       NID_commonName, out, (int)len);
-    return n > 0 ? 0 : -1;
+    /* A name with a NUL or control bytes in it would read as another. */
+    if (n <= 0 || (size_t)n >= len || strlen(out) != (size_t)n)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+            return -1;
+    return 0;
+}
+
+/* Is `owner` one of service.admins (comma-separated names)? */
+static int is_admin(const struct relay_config *cfg, const char *owner)
+{
+    size_t len = strlen(owner);
+    for (const char *p = cfg->service_admins; *p != '\0';) {
+        p += strspn(p, ", ");
+        size_t n = strcspn(p, ",");
+        while (n > 0 && p[n - 1] == ' ')
+            n--;
+        if (n == len && n > 0 && strncmp(p, owner, n) == 0)
+            return 1;
+        p += strcspn(p, ",");
+    }
+    return 0;
 }
 
 /* ---- registration ----------------------------------------------------- */
-
-static int hex_value(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int parse_token(const char *hex, struct job_request *jr)
-{
-    size_t len = strlen(hex);
-    if (len < 32 || len % 2 != 0 || len / 2 > sizeof jr->token)
-        return -1;
-    for (size_t i = 0; i < len / 2; i++) {
-        int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return -1;
-        jr->token[i] = (uint8_t)(hi << 4 | lo);
-    }
-    jr->token_len = len / 2;
-    return 0;
-}
-
-/* A whole number setting within [min, max]; else a message in `err`. */
-static int get_number(const config_setting_t *group, const char *name,
-                      long long min, long long max, long long *out, char *err,
-                      size_t err_len)
-{
-    const config_setting_t *s = config_setting_get_member(group, name);
-    if (s == NULL) {
-        int line = config_setting_source_line(group);
-        if (line > 0)
-            snprintf(err, err_len, "line %d: missing '%s'", line, name);
-        else
-            snprintf(err, err_len, "missing '%s'", name);
-        return -1;
-    }
-    int type = config_setting_type(s);
-    if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64) {
-        snprintf(err, err_len, "line %d: '%s' must be an integer",
-                 config_setting_source_line(s), name);
-        return -1;
-    }
-    *out = config_setting_get_int64(s);
-    if (*out < min || *out > max) {
-        snprintf(err, err_len, "line %d: '%s' = %lld is outside %lld..%lld",
-                 config_setting_source_line(s), name, *out, min, max);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_sites(const config_setting_t *list, struct job_request *jr,
-                       char *err, size_t err_len)
-{
-    if (list == NULL || config_setting_type(list) != CONFIG_TYPE_LIST ||
-        config_setting_length(list) < 1 ||
-        config_setting_length(list) > (int)GC_JOB_SITES_MAX) {
-        snprintf(err, err_len, "'sites' must be a list of 1 to %u groups",
-                 GC_JOB_SITES_MAX);
-        return -1;
-    }
-    jr->site_count = (uint32_t)config_setting_length(list);
-    for (uint32_t i = 0; i < jr->site_count; i++) {
-        const config_setting_t *g = config_setting_get_elem(list, i);
-        struct gc_job_site *site = &jr->sites[i];
-        const char *name = NULL;
-        long long first, count;
-        if (config_setting_type(g) != CONFIG_TYPE_GROUP ||
-            !config_setting_lookup_string(g, "name", &name) ||
-            strlen(name) == 0 || strlen(name) > GC_NAME_MAX) {
-            snprintf(err, err_len, "line %d: sites[%u] needs a name",
-                     config_setting_source_line(g), i);
-            return -1;
-        }
-        if (get_number(g, "first_rank", 0, GC_MAX_RANK, &first, err, err_len) !=
-                0 ||
-            get_number(g, "rank_count", 1, (long long)GC_MAX_RANK + 1, &count,
-                       err, err_len) != 0)
-            return -1;
-        snprintf(site->name, sizeof site->name, "%s", name);
-        site->first_rank = (uint32_t)first;
-        site->rank_count = (uint32_t)count;
-    }
-    /* The wire format's own rules: distinct names, disjoint ranges. */
-    struct gc_job_frame probe = {.op = GC_JOB_ANNOUNCE,
-                                 .site_count = (uint8_t)jr->site_count};
-    memcpy(probe.sites, jr->sites, sizeof jr->sites);
-    uint8_t scratch[GC_MAX_CONTROL_PAYLOAD];
-    if (gc_job_frame_encode(&probe, scratch, sizeof scratch) == 0) {
-        snprintf(err, err_len,
-                 "sites: names must differ and rank ranges must not overlap "
-                 "or pass rank %u",
-                 GC_MAX_RANK);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_request(const char *text, struct job_request *jr, char *err,
-                         size_t err_len)
-{
-    int status = -1;
-    config_t lc;
-    config_init(&lc);
-    const char *token = NULL;
-    long long id, lease = 0;
-    if (config_read_string(&lc, text) != CONFIG_TRUE) {
-        snprintf(err, err_len, "line %d: %s", config_error_line(&lc),
-                 config_error_text(&lc));
-        goto cleanup;
-    }
-    const config_setting_t *root = config_root_setting(&lc);
-    if (get_number(root, "job_id", 1, UINT32_MAX, &id, err, err_len) != 0)
-        goto cleanup;
-    jr->id = (uint32_t)id;
-    const config_setting_t *t = config_setting_get_member(root, "token");
-    token = t != NULL ? config_setting_get_string(t) : NULL;
-    if (token == NULL || parse_token(token, jr) != 0) {
-        snprintf(err, err_len,
-                 "line %d: 'token' must be the job token in hex, 16 to %zu "
-                 "bytes",
-                 t != NULL ? config_setting_source_line(t) : 0,
-                 sizeof jr->token);
-        goto cleanup;
-    }
-    if (config_setting_get_member(root, "lease") != NULL &&
-        get_number(root, "lease", 1, 86400, &lease, err, err_len) != 0)
-        goto cleanup;
-    jr->lease_s = (uint32_t)lease;
-    if (parse_sites(config_lookup(&lc, "sites"), jr, err, err_len) != 0)
-        goto cleanup;
-    status = 0;
-cleanup:
-    config_destroy(&lc);
-    return status;
-}
 
 /* Where this site's ranks reach the relay, as seen by the launcher that
  * asked: a wildcard TCP address becomes the address it connected to. */
@@ -278,8 +151,7 @@ static void rank_endpoint(struct evhttp_request *req, const struct relay *relay,
         snprintf(out, len, "%s", cfg->local_tcp);
         return;
     }
-    struct evhttp_connection *conn = evhttp_request_get_connection(req);
-    struct bufferevent *bev = evhttp_connection_get_bufferevent(conn);
+    struct bufferevent *bev = http_connection_tls(req);
     struct gc_endpoint here = {0};
     here.addr_len = sizeof here.addr;
     uint16_t port = ep.family == AF_INET
@@ -336,11 +208,8 @@ static void on_register(struct evhttp_request *req, struct control *ctl,
     }
     evbuffer_copyout(in, text, len);
     text[len] = '\0';
-    if (memchr(text, '\0', len) != NULL) {
-        reply_error(req, 400, "the body is not text");
-        goto cleanup;
-    }
-    if (parse_request(text, jr, err, sizeof err) != 0) {
+    if (control_request_parse(text, len, jr, err, sizeof err) != 0) {
+        relay->registrations_refused++;
         gc_log_warn("control: registration from %s refused: %s", owner, err);
         reply_error(req, 400, err);
         goto cleanup;
@@ -348,6 +217,7 @@ static void on_register(struct evhttp_request *req, struct control *ctl,
     snprintf(jr->owner, sizeof jr->owner, "%s", owner);
     struct job *job = job_register(relay, jr, &code, err, sizeof err);
     if (job == NULL) {
+        relay->registrations_refused++;
         gc_log_warn("control: job %u of %s refused: %s", jr->id, owner, err);
         reply_error(req, code, err);
         goto cleanup;
@@ -381,24 +251,30 @@ static void reply_unknown_job(struct evhttp_request *req, struct control *ctl,
 }
 
 static void on_job(struct evhttp_request *req, struct control *ctl,
-                   const char *owner, uint32_t id, const char *action)
+                   const struct http_view *view, uint32_t id, int renew)
 {
     struct job *job = job_find(ctl->relay, id);
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     /* Someone else's job looks like no job at all. */
-    if (job == NULL || strcmp(job->owner, owner) != 0) {
-        reply_unknown_job(req, ctl, id, owner);
+    if (job == NULL || !http_view_has(view, job)) {
+        reply_unknown_job(req, ctl, id, view->owner);
         return;
     }
-    if (strcmp(action, "renew") == 0 && cmd == EVHTTP_REQ_POST) {
+    /* Only its launcher keeps a job alive. */
+    if (renew && cmd == EVHTTP_REQ_POST &&
+        strcmp(job->owner, view->owner) == 0) {
         job_renew(job);
         reply_job(req, 200, "OK", job, NULL);
-    } else if (action[0] == '\0' && cmd == EVHTTP_REQ_GET) {
+    } else if (!renew && cmd == EVHTTP_REQ_GET) {
         reply_job(req, 200, "OK", job, NULL);
-    } else if (action[0] == '\0' && cmd == EVHTTP_REQ_DELETE) {
+    } else if (!renew && cmd == EVHTTP_REQ_DELETE) {
         job_ref(job);
-        job_end(job, GC_ERR_JOB_ENDED, 1, "removed by its launcher (%s)",
-                owner);
+        if (strcmp(job->owner, view->owner) == 0)
+            job_end(job, GC_ERR_JOB_ENDED, 1, "removed by its launcher (%s)",
+                    view->owner);
+        else
+            job_end(job, GC_ERR_JOB_ENDED, 1,
+                    "removed by the site's operator (%s)", view->owner);
         reply_job(req, 200, "OK", job, NULL);
         job_unref(job);
     } else {
@@ -409,7 +285,7 @@ static void on_job(struct evhttp_request *req, struct control *ctl,
 }
 
 static void on_jobs_list(struct evhttp_request *req, struct control *ctl,
-                         const char *owner)
+                         const struct http_view *view)
 {
     struct evbuffer *body = evbuffer_new();
     if (body == NULL) {
@@ -421,7 +297,7 @@ static void on_jobs_list(struct evhttp_request *req, struct control *ctl,
     const struct job *job;
     TAILQ_FOREACH(job, &ctl->relay->jobs, entry)
     {
-        if (strcmp(job->owner, owner) != 0)
+        if (!http_view_has(view, job))
             continue;
         evbuffer_add_printf(body, "%s", sep);
         http_job_json(body, job);
@@ -432,54 +308,67 @@ static void on_jobs_list(struct evhttp_request *req, struct control *ctl,
     evbuffer_free(body);
 }
 
+/* GET /status and /metrics: the operations endpoint's, with the jobs the
+ * caller may see. */
+static void on_report(struct evhttp_request *req, struct control *ctl,
+                      const struct http_view *view, int metrics)
+{
+    struct evbuffer *body = evbuffer_new();
+    if (body == NULL) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    if (metrics)
+        http_metrics(body, ctl->relay, view);
+    else
+        http_status(body, ctl->relay, view);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      metrics ? "text/plain; version=0.0.4"
+                              : "application/json");
+    evhttp_send_reply(req, HTTP_OK, "OK", body);
+    evbuffer_free(body);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct control *ctl = arg;
     char owner[128];
     if (request_owner(req, owner, sizeof owner) != 0) {
         /* TLS refuses a connection without a valid certificate; this is
-         * one whose certificate has no common name. */
+         * one whose certificate has no usable common name. */
         reply_error(req, 403, "client certificate without a common name");
         return;
     }
+    struct http_view view = {.all = is_admin(ctl->relay->cfg, owner),
+                             .owner = owner};
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (path != NULL && strcmp(path, "/jobs") == 0) {
+    uint32_t id = 0;
+    switch (control_route_parse(path, &id)) {
+    case ROUTE_JOBS:
         if (cmd == EVHTTP_REQ_POST)
             on_register(req, ctl, owner);
         else if (cmd == EVHTTP_REQ_GET)
-            on_jobs_list(req, ctl, owner);
+            on_jobs_list(req, ctl, &view);
         else
             reply_error(req, 405, "use POST or GET /jobs");
         return;
-    }
-    char *end = NULL;
-    if (path != NULL && strncmp(path, "/jobs/", 6) == 0 && path[6] >= '0' &&
-        path[6] <= '9') {
-        unsigned long id = strtoul(path + 6, &end, 10);
-        if (id <= UINT32_MAX && (*end == '\0' || strcmp(end, "/renew") == 0)) {
-            on_job(req, ctl, owner, (uint32_t)id, *end ? end + 1 : "");
-            return;
-        }
+    case ROUTE_JOB: on_job(req, ctl, &view, id, 0); return;
+    case ROUTE_RENEW: on_job(req, ctl, &view, id, 1); return;
+    case ROUTE_STATUS:
+    case ROUTE_METRICS:
+        if (cmd != EVHTTP_REQ_GET)
+            reply_error(req, 405, "use GET");
+        else
+            on_report(req, ctl, &view,
+                      control_route_parse(path, &id) == ROUTE_METRICS);
+        return;
+    case ROUTE_NONE: break;
     }
     reply_error(req, 404, "no such resource (see docs/gridrelay.md)");
 }
 
 /* ---- the endpoint ----------------------------------------------------- */
-
-static struct bufferevent *new_tls_bufferevent(struct event_base *base,
-                                               void *arg)
-{
-    struct control *ctl = arg;
-    SSL *ssl = SSL_new(ctl->ssl_ctx);
-    if (ssl == NULL)
-        return NULL;
-    struct bufferevent *bev = bufferevent_openssl_socket_new(
-        base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL)
-        SSL_free(ssl);
-    return bev;
-}
 
 void control_job_ended(struct relay *relay, const struct job *job)
 {
@@ -533,29 +422,19 @@ int control_start(struct relay *relay)
     ctl->ssl_ctx = control_context(cfg);
     if (ctl->ssl_ctx == NULL)
         return -1;
-    ctl->http = evhttp_new(relay->base);
-    if (ctl->http == NULL)
+    if (http_server_start(&ctl->server, relay, cfg->service_control,
+                          "control (https)", &ctl->ssl_ctx,
+                          CONTROL_MAX_BODY) != 0)
         return -1;
-    evhttp_set_allowed_methods(ctl->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-                                              EVHTTP_REQ_DELETE);
-    evhttp_set_max_body_size(ctl->http, CONTROL_MAX_BODY);
-    evhttp_set_timeout(ctl->http, 10);
-    evhttp_set_bevcb(ctl->http, new_tls_bufferevent, ctl);
-    evhttp_set_gencb(ctl->http, on_request, ctl);
-    struct evconnlistener *l =
-        relay_listen(relay, cfg->service_control, NULL, "control (https)");
-    if (l == NULL)
-        return -1;
-    if (evhttp_bind_listener(ctl->http, l) == NULL) {
-        evconnlistener_free(l);
-        return -1;
-    }
-    const char *path = cfg->service_control;
-    if (strncmp(path, "unix:", 5) == 0)
-        path += 5;
-    if (path[0] == '/')
-        snprintf(ctl->unix_path, sizeof ctl->unix_path, "%s", path);
+    evhttp_set_allowed_methods(
+        ctl->server.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+    evhttp_set_gencb(ctl->server.http, on_request, ctl);
     return 0;
+}
+
+void control_tick(struct relay *relay)
+{
+    http_server_tick(&relay->control->server);
 }
 
 void control_free(struct relay *relay)
@@ -563,10 +442,7 @@ void control_free(struct relay *relay)
     struct control *ctl = relay->control;
     if (ctl == NULL)
         return;
-    if (ctl->http != NULL)
-        evhttp_free(ctl->http);
-    if (ctl->unix_path[0] != '\0')
-        unlink(ctl->unix_path);
+    http_server_free(&ctl->server);
     if (ctl->ssl_ctx != NULL)
         SSL_CTX_free(ctl->ssl_ctx);
     free(ctl);

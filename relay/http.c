@@ -1,13 +1,25 @@
 /*
  * Operations endpoint: Prometheus text at /metrics, JSON at /status, and
- * (only with http.admin = true) POST /admin/break-stream for fault tests.
+ * (only with http.admin = true) POST /admin/break-stream for fault tests;
+ * and the HTTP server both it and the control endpoint run on.
+ *
+ * Who sees what (docs/gridrelay.md, "Threat model"): a service's jobs
+ * belong to tenants, so on a TCP http.listen, which anyone who reaches the
+ * port may read, a service shows only aggregate figures; every job is
+ * shown on a Unix socket http.listen (the operator's: it keeps the umask's
+ * mode) and to the operators named in service.admins on the control
+ * endpoint; a tenant sees its own jobs there.  A per-job relay's endpoint
+ * shows its one job: the relay is its launcher's.
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gc_log.h"
 #include "relay.h"
@@ -141,12 +153,14 @@ void http_job_json(struct evbuffer *out, const struct job *job)
             out,
             "%s{\"site\":\"%s\",\"first_rank\":%u,\"rank_count\":%u,"
             "\"confirmed\":%s,\"bytes_sent\":%llu,\"bytes_received\":%llu,"
-            "\"chunks_sent\":%llu,\"chunks_received\":%llu}",
+            "\"chunks_sent\":%llu,\"chunks_received\":%llu,\"conflict\":",
             i ? "," : "", jp->name, jp->first_rank, jp->rank_count,
             jp->confirmed ? "true" : "false", (unsigned long long)jp->bytes_out,
             (unsigned long long)jp->bytes_in,
             (unsigned long long)jp->chunks_out,
             (unsigned long long)jp->chunks_in);
+        add_json_string(out, jp->conflict);
+        evbuffer_add_printf(out, "}");
     }
     evbuffer_add_printf(out, "]}");
 }
@@ -172,7 +186,8 @@ static void add_link_metric(struct evbuffer *out, const char *name,
     " " type "\n"
 
 /* One series per job (label job="ID"), and per job and peer site. */
-static void add_job_metrics(struct evbuffer *out, const struct relay *relay)
+static void add_job_metrics(struct evbuffer *out, const struct relay *relay,
+                            const struct http_view *view)
 {
     static const char *const heads[] = {
         JOB_METRIC("ranks", "gauge", "This site's ranks of the job."),
@@ -210,6 +225,8 @@ static void add_job_metrics(struct evbuffer *out, const struct relay *relay)
         const struct job *job;
         TAILQ_FOREACH(job, &relay->jobs, entry)
         {
+            if (!http_view_has(view, job))
+                continue;
             uint32_t sessions;
             uint64_t queued = job_queue_bytes(job, &sessions), value = 0;
             const char *name = heads[m] + strlen("# HELP ");
@@ -239,14 +256,65 @@ static void add_job_metrics(struct evbuffer *out, const struct relay *relay)
     }
 }
 
-static void on_metrics(struct evhttp_request *req, void *arg)
+int http_view_has(const struct http_view *view, const struct job *job)
 {
-    struct relay *relay = arg;
-    struct evbuffer *out = evbuffer_new();
-    if (out == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
+    return view->all ||
+           (view->owner != NULL && strcmp(job->owner, view->owner) == 0);
+}
+
+/* Per owner: what each tenant holds of the service (its quotas). */
+static void add_owner_metrics(struct evbuffer *out, const struct relay *relay,
+                              const struct http_view *view)
+{
+    evbuffer_add_printf(
+        out, "# HELP gridrelay_owner_jobs Jobs an owner has registered "
+             "(service.owner_jobs).\n# TYPE gridrelay_owner_jobs gauge\n"
+             "# HELP gridrelay_owner_ranks This site's ranks of an owner's "
+             "jobs (service.owner_ranks).\n"
+             "# TYPE gridrelay_owner_ranks gauge\n"
+             "# HELP gridrelay_owner_queue_bytes Bytes waiting for an "
+             "owner's ranks.\n# TYPE gridrelay_owner_queue_bytes gauge\n");
+    const struct job *job, *other;
+    TAILQ_FOREACH(job, &relay->jobs, entry)
+    {
+        int first = 1;
+        TAILQ_FOREACH(other, &relay->jobs, entry)
+        {
+            if (other == job)
+                break;
+            if (strcmp(other->owner, job->owner) == 0)
+                first = 0;
+        }
+        if (!first || !http_view_has(view, job))
+            continue;
+        uint64_t jobs = 0, ranks = 0, queued = 0;
+        TAILQ_FOREACH(other, &relay->jobs, entry)
+        {
+            if (strcmp(other->owner, job->owner) != 0)
+                continue;
+            uint32_t sessions;
+            jobs++;
+            ranks += other->rank_count;
+            queued += job_queue_bytes(other, &sessions);
+        }
+        /* Owners are certificate names: escape them as label values. */
+        static const char *const names[] = {"jobs", "ranks", "queue_bytes"};
+        const uint64_t values[] = {jobs, ranks, queued};
+        for (size_t i = 0; i < 3; i++) {
+            evbuffer_add_printf(out, "gridrelay_owner_%s{owner=", names[i]);
+            add_json_string(out, job->owner);
+            evbuffer_add_printf(out, "} %llu\n", (unsigned long long)values[i]);
+        }
     }
+}
+
+void http_metrics(struct evbuffer *out, const struct relay *relay,
+                  const struct http_view *view)
+{
+    uint32_t ready = 0;
+    const struct job *job;
+    TAILQ_FOREACH(job, &relay->jobs, entry)
+    ready += job->state == JOB_READY;
     evbuffer_add_printf(
         out,
         "# HELP gridrelay_sessions Rank sessions currently connected.\n"
@@ -266,7 +334,37 @@ static void on_metrics(struct evhttp_request *req, void *arg)
         relay->session_count, (unsigned long long)relay->sessions_refused,
         (unsigned long long)relay->frames_rejected, session_queue_bytes(relay),
         relay->job_count, (unsigned long long)relay->chunks_unknown_job);
-    add_job_metrics(out, relay);
+    evbuffer_add_printf(
+        out,
+        "# HELP gridrelay_jobs_ready Jobs every site has.\n"
+        "# TYPE gridrelay_jobs_ready gauge\ngridrelay_jobs_ready %u\n"
+        "# HELP gridrelay_bytes_from_ranks_total Payload bytes local ranks "
+        "sent, every job.\n"
+        "# TYPE gridrelay_bytes_from_ranks_total counter\n"
+        "gridrelay_bytes_from_ranks_total %llu\n"
+        "# HELP gridrelay_bytes_to_ranks_total Payload bytes handed to local "
+        "ranks, every job.\n"
+        "# TYPE gridrelay_bytes_to_ranks_total counter\n"
+        "gridrelay_bytes_to_ranks_total %llu\n"
+        "# HELP gridrelay_handshakes Connections in their handshake "
+        "(limits.handshakes).\n"
+        "# TYPE gridrelay_handshakes gauge\ngridrelay_handshakes %u\n"
+        "# HELP gridrelay_connections_refused_total Connections closed at "
+        "accept: limits.handshakes was reached.\n"
+        "# TYPE gridrelay_connections_refused_total counter\n"
+        "gridrelay_connections_refused_total %llu\n"
+        "# HELP gridrelay_registrations_refused_total Job registrations "
+        "refused (malformed, quota, conflict).\n"
+        "# TYPE gridrelay_registrations_refused_total counter\n"
+        "gridrelay_registrations_refused_total %llu\n",
+        ready, (unsigned long long)relay->bytes_from_ranks,
+        (unsigned long long)relay->bytes_to_ranks, relay->handshakes,
+        (unsigned long long)relay->connections_refused,
+        (unsigned long long)relay->registrations_refused);
+    if (view->all || view->owner != NULL) {
+        add_owner_metrics(out, relay, view);
+        add_job_metrics(out, relay, view);
+    }
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++) {
         const struct link *l = &relay->links[i];
         const char *p = l->peer->name;
@@ -303,6 +401,17 @@ static void on_metrics(struct evhttp_request *req, void *arg)
                 (unsigned long long)st->breaks);
         }
     }
+}
+
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+    struct http_server *srv = arg;
+    struct evbuffer *out = evbuffer_new();
+    if (out == NULL) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    http_metrics(out, srv->relay, &srv->view);
     send_ok(req, "text/plain; version=0.0.4", out);
 }
 
@@ -335,15 +444,10 @@ static void add_ranks(struct evbuffer *out, const struct job *job)
     }
 }
 
-static void on_status(struct evhttp_request *req, void *arg)
+void http_status(struct evbuffer *out, const struct relay *relay,
+                 const struct http_view *view)
 {
-    struct relay *relay = arg;
     const struct relay_config *cfg = relay->cfg;
-    struct evbuffer *out = evbuffer_new();
-    if (out == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
-    }
     /* Site and peer names are restricted to [A-Za-z0-9_-] by the config,
      * so they need no JSON escaping. */
     evbuffer_add_printf(
@@ -361,7 +465,8 @@ static void on_status(struct evhttp_request *req, void *arg)
         session_queue_bytes(relay));
     /* A per-job relay describes its job at the top level, as launchers
      * and tests have always read it. */
-    const struct job *only = relay->service ? NULL : TAILQ_FIRST(&relay->jobs);
+    const struct job *only =
+        relay->service || !view->all ? NULL : TAILQ_FIRST(&relay->jobs);
     if (only != NULL) {
         evbuffer_add_printf(out,
                             "\"job_id\":%u,\"first_rank\":%u,\"rank_count\":%u,"
@@ -373,13 +478,16 @@ static void on_status(struct evhttp_request *req, void *arg)
         add_ranks(out, only);
         evbuffer_add_printf(out, "],");
     }
-    evbuffer_add_printf(out, "\"jobs\":[");
+    evbuffer_add_printf(out, "\"job_count\":%u,\"jobs\":[", relay->job_count);
     const struct job *job;
+    const char *sep = "";
     TAILQ_FOREACH(job, &relay->jobs, entry)
     {
-        if (job != TAILQ_FIRST(&relay->jobs))
-            evbuffer_add_printf(out, ",");
+        if (!http_view_has(view, job))
+            continue;
+        evbuffer_add_printf(out, "%s", sep);
         http_job_json(out, job);
+        sep = ",";
     }
     evbuffer_add_printf(out, "],\"links\":[");
     for (uint32_t i = 0; i < cfg->peer_count; i++) {
@@ -417,12 +525,23 @@ static void on_status(struct evhttp_request *req, void *arg)
         evbuffer_add_printf(out, "]}");
     }
     evbuffer_add_printf(out, "]}\n");
+}
+
+static void on_status(struct evhttp_request *req, void *arg)
+{
+    struct http_server *srv = arg;
+    struct evbuffer *out = evbuffer_new();
+    if (out == NULL) {
+        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        return;
+    }
+    http_status(out, srv->relay, &srv->view);
     send_ok(req, "application/json", out);
 }
 
 static void on_break_stream(struct evhttp_request *req, void *arg)
 {
-    struct relay *relay = arg;
+    struct relay *relay = ((struct http_server *)arg)->relay;
     if (!relay->cfg->admin_enabled) {
         evhttp_send_error(req, HTTP_NOTFOUND, "admin endpoints disabled");
         return;
@@ -461,35 +580,155 @@ static void on_break_stream(struct evhttp_request *req, void *arg)
         evbuffer_free(out);
 }
 
+/* ---- the server ------------------------------------------------------- */
+
+/*
+ * libevent 2.1's evhttp tells nobody when it closes a connection, so the
+ * server keeps a reference to each connection's bufferevent: once evhttp
+ * has freed it (its callbacks are gone), http_server_tick drops ours and
+ * the descriptor closes.  With that count the number of open connections
+ * is bounded (limits.http_connections): the listener pauses at the limit,
+ * so further connections wait in the kernel's backlog instead of using
+ * descriptors.
+ */
+struct http_conn {
+    struct bufferevent *bev;
+    TAILQ_ENTRY(http_conn) entry;
+};
+
+static struct bufferevent *new_connection(struct event_base *base, void *arg)
+{
+    struct http_server *srv = arg;
+    struct bufferevent *bev = NULL;
+    struct http_conn *conn = calloc(1, sizeof *conn);
+    if (conn == NULL)
+        return NULL;
+    if (srv->tls != NULL) {
+        SSL *ssl = SSL_new(*srv->tls);
+        if (ssl != NULL) {
+            bev = bufferevent_openssl_socket_new(base, -1, ssl,
+                                                 BUFFEREVENT_SSL_ACCEPTING,
+                                                 BEV_OPT_CLOSE_ON_FREE);
+            if (bev == NULL)
+                SSL_free(ssl);
+        }
+    } else {
+        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    }
+    if (bev == NULL) {
+        free(conn);
+        return NULL;
+    }
+    bufferevent_incref(bev);
+    conn->bev = bev;
+    TAILQ_INSERT_TAIL(&srv->conns, conn, entry);
+    if (++srv->open >= srv->relay->cfg->http_max_connections && !srv->paused) {
+        srv->paused = 1;
+        evconnlistener_disable(srv->listener);
+        gc_log_warn("%s: %u connections open (limits.http_connections): "
+                    "not accepting more until one closes",
+                    srv->what, srv->open);
+    }
+    return bev;
+}
+
+void http_server_tick(struct http_server *srv)
+{
+    struct http_conn *conn, *next;
+    for (conn = TAILQ_FIRST(&srv->conns); conn != NULL; conn = next) {
+        next = TAILQ_NEXT(conn, entry);
+        bufferevent_data_cb readcb = NULL;
+        bufferevent_event_cb eventcb = NULL;
+        bufferevent_getcb(conn->bev, &readcb, NULL, &eventcb, NULL);
+        if (readcb != NULL || eventcb != NULL)
+            continue; /* evhttp still has it */
+        TAILQ_REMOVE(&srv->conns, conn, entry);
+        bufferevent_decref(conn->bev);
+        free(conn);
+        srv->open--;
+    }
+    if (srv->paused && srv->open < srv->relay->cfg->http_max_connections) {
+        srv->paused = 0;
+        evconnlistener_enable(srv->listener);
+    }
+}
+
+struct bufferevent *http_connection_tls(struct evhttp_request *req)
+{
+    struct evhttp_connection *conn = evhttp_request_get_connection(req);
+    return conn != NULL ? evhttp_connection_get_bufferevent(conn) : NULL;
+}
+
+#define HTTP_TIMEOUT_S   10
+#define HTTP_MAX_HEADERS 8192
+
+int http_server_start(struct http_server *srv, struct relay *relay,
+                      const char *addr, const char *what, SSL_CTX **tls,
+                      size_t max_body)
+{
+    srv->relay = relay;
+    srv->tls = tls;
+    TAILQ_INIT(&srv->conns);
+    snprintf(srv->what, sizeof srv->what, "%s", what);
+    srv->http = evhttp_new(relay->base);
+    if (srv->http == NULL)
+        return -1;
+    /* A client gets 10 s per request and for an idle connection, 8 KiB
+     * of headers and the body its endpoint needs: nothing it sends makes
+     * the relay hold more. */
+    evhttp_set_timeout(srv->http, HTTP_TIMEOUT_S);
+    evhttp_set_max_headers_size(srv->http, HTTP_MAX_HEADERS);
+    evhttp_set_max_body_size(srv->http, (ev_ssize_t)max_body);
+    evhttp_set_bevcb(srv->http, new_connection, srv);
+    srv->listener = relay_listen(relay, addr, NULL, what, tls != NULL);
+    if (srv->listener == NULL)
+        return -1;
+    if (evhttp_bind_listener(srv->http, srv->listener) == NULL) {
+        evconnlistener_free(srv->listener);
+        srv->listener = NULL;
+        return -1;
+    }
+    const char *path = strncmp(addr, "unix:", 5) == 0 ? addr + 5 : addr;
+    if (path[0] == '/')
+        snprintf(srv->unix_path, sizeof srv->unix_path, "%s", path);
+    return 0;
+}
+
+void http_server_free(struct http_server *srv)
+{
+    /* evhttp_free frees the bound listener and its open connections;
+     * then our references go. */
+    if (srv->http != NULL)
+        evhttp_free(srv->http);
+    srv->http = NULL;
+    struct http_conn *conn;
+    while (srv->conns.tqh_first != NULL) {
+        conn = TAILQ_FIRST(&srv->conns);
+        TAILQ_REMOVE(&srv->conns, conn, entry);
+        bufferevent_decref(conn->bev);
+        free(conn);
+    }
+    srv->open = 0;
+    if (srv->unix_path[0] != '\0')
+        unlink(srv->unix_path);
+    srv->unix_path[0] = '\0';
+}
+
 int http_start(struct relay *relay)
 {
-    struct gc_endpoint ep;
-    char err[256];
-    if (gc_endpoint_parse(relay->cfg->http_listen, &ep, err, sizeof err) != 0 ||
-        ep.family == AF_UNIX) {
-        gc_log_error("http.listen: %s", err);
+    struct http_server *srv = &relay->ops;
+    /* A service's TCP endpoint is anyone's: aggregates only.  The
+     * operator's Unix socket, and a per-job relay's endpoint, show all. */
+    srv->view.all = !relay->service ||
+                    strncmp(relay->cfg->http_listen, "unix:", 5) == 0 ||
+                    relay->cfg->http_listen[0] == '/';
+    srv->view.owner = NULL;
+    if (http_server_start(srv, relay, relay->cfg->http_listen, "http", NULL,
+                          1024) != 0)
         return -1;
-    }
-    relay->http = evhttp_new(relay->base);
-    if (relay->http == NULL)
-        return -1;
-    evhttp_set_allowed_methods(relay->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
-    evhttp_set_cb(relay->http, "/metrics", on_metrics, relay);
-    evhttp_set_cb(relay->http, "/status", on_status, relay);
-    evhttp_set_cb(relay->http, "/admin/break-stream", on_break_stream, relay);
-    /* Split host and port again: evhttp binds by name. */
-    char host[256];
-    gc_endpoint_format(&ep, host, sizeof host);
-    char *colon = strrchr(host, ':');
-    *colon = '\0';
-    unsigned port = (unsigned)atoi(colon + 1);
-    char *bare = host[0] == '[' ? host + 1 : host;
-    if (bare != host)
-        bare[strlen(bare) - 1] = '\0';
-    if (evhttp_bind_socket(relay->http, bare, (ev_uint16_t)port) != 0) {
-        gc_log_error("http.listen: cannot bind %s", relay->cfg->http_listen);
-        return -1;
-    }
-    gc_log_info("http endpoint on %s", relay->cfg->http_listen);
+    evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+    evhttp_set_cb(srv->http, "/metrics", on_metrics, srv);
+    evhttp_set_cb(srv->http, "/status", on_status, srv);
+    evhttp_set_cb(srv->http, "/admin/break-stream", on_break_stream, srv);
     return 0;
 }

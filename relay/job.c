@@ -221,27 +221,26 @@ void job_announce_all(struct link *link)
     }
 }
 
-/* Same sites with the same ranges, in any order, and the same token?  On a
- * mismatch `why` says what differs. */
-static int same_job(const struct job *job, const struct gc_job_frame *frame,
-                    char *why, size_t why_len)
+/* Does `frame` describe the job `mine` and `token_hash` describe: the same
+ * token, the same sites with the same ranges, in any order?  On a mismatch
+ * `why` says what differs. */
+static int same_job(const struct gc_job_frame *mine, const uint8_t *token_hash,
+                    const struct gc_job_frame *frame, char *why, size_t why_len)
 {
-    if (memcmp(frame->token_hash, job->token_hash, GC_JOB_HASH_SIZE) != 0) {
+    if (memcmp(frame->token_hash, token_hash, GC_JOB_HASH_SIZE) != 0) {
         snprintf(why, why_len, "a different job token");
         return 0;
     }
-    struct gc_job_frame mine = {0};
-    describe_sites(job, &mine);
-    if (mine.site_count != frame->site_count) {
+    if (mine->site_count != frame->site_count) {
         snprintf(why, why_len, "%u sites, here %u", frame->site_count,
-                 mine.site_count);
+                 mine->site_count);
         return 0;
     }
     for (unsigned i = 0; i < frame->site_count; i++) {
         const struct gc_job_site *a = &frame->sites[i], *b = NULL;
-        for (unsigned j = 0; j < mine.site_count && b == NULL; j++)
-            if (strcmp(mine.sites[j].name, a->name) == 0)
-                b = &mine.sites[j];
+        for (unsigned j = 0; j < mine->site_count && b == NULL; j++)
+            if (strcmp(mine->sites[j].name, a->name) == 0)
+                b = &mine->sites[j];
         if (b == NULL || a->first_rank != b->first_rank ||
             a->rank_count != b->rank_count) {
             snprintf(why, why_len, "site %s with ranks %u..%u", a->name,
@@ -257,6 +256,10 @@ static void confirm(struct job *job, struct job_peer *jp)
     if (jp->confirmed)
         return;
     jp->confirmed = 1;
+    jp->conflict[0] = '\0';
+    /* Our own announcement may have reached the peer while another job
+     * held the id there (refused, not kept): say it again, once. */
+    announce(job, jp);
     for (uint32_t i = 0; i < job->peer_count; i++)
         if (!job->peers[i].confirmed)
             return;
@@ -264,22 +267,32 @@ static void confirm(struct job *job, struct job_peer *jp)
     gc_log_info("job %u (%s): ready, every site has it", job->id, job->owner);
 }
 
+/*
+ * A peer announced a job with our job's id.  A different job under the
+ * same id (another launcher's, by accident or on purpose) must not end
+ * ours: a job's fate is its own launcher's and its own ranks' to decide.
+ * Ours stays unconfirmed at that site, with the conflict shown to its
+ * launcher (GET /jobs/ID), which registers again under another id.
+ */
 static void take_announce(struct job *job, struct link *link,
                           const struct gc_job_frame *frame)
 {
     struct job_peer *jp = job_peer_on_link(job, link);
-    char why[160];
+    char why[120];
     if (jp == NULL) {
         gc_log_warn("job %u: site %s announced it, but it is not one of "
                     "the job's sites here",
                     job->id, link->peer->name);
         return;
     }
-    if (!same_job(job, frame, why, sizeof why)) {
-        job_end(job, GC_ERR_JOB_ENDED, 1,
-                "site %s registered job %u with %s: two launchers use one "
-                "job id",
-                link->peer->name, job->id, why);
+    struct gc_job_frame mine = {0};
+    describe_sites(job, &mine);
+    if (!same_job(&mine, job->token_hash, frame, why, sizeof why)) {
+        snprintf(jp->conflict, sizeof jp->conflict,
+                 "site %s has another job %u (%s)", link->peer->name, job->id,
+                 why);
+        gc_log_warn("job %u (%s): %s; this one stays unconfirmed there",
+                    job->id, job->owner, jp->conflict);
         return;
     }
     jp->job_credit = frame->job_credit;
@@ -346,9 +359,15 @@ void job_handle_frame(struct link *link, const struct gc_frame_header *h,
             if (e->link == link && e->id == h->job_id)
                 forget_early(relay, e);
         }
-        if (job != NULL && job_peer_on_link(job, link) != NULL)
+        struct job_peer *jp = job != NULL ? job_peer_on_link(job, link) : NULL;
+        /* Another job under our id (see take_announce) ending there is not
+         * ours ending. */
+        if (jp != NULL &&
+            memcmp(frame.token_hash, job->token_hash, GC_JOB_HASH_SIZE) == 0)
             job_end(job, GC_ERR_JOB_ENDED, 1, "ended at site %s: %s",
                     link->peer->name, frame.reason);
+        else if (jp != NULL)
+            jp->conflict[0] = '\0';
         return;
     }
     if (job == NULL)
@@ -401,10 +420,97 @@ static void take_early_announces(struct job *job)
         next = TAILQ_NEXT(e, entry);
         if (e->id != job->id)
             continue;
-        if (job->state != JOB_ENDED)
-            take_announce(job, e->link, &e->frame);
+        take_announce(job, e->link, &e->frame);
         forget_early(relay, e);
     }
+}
+
+/* The request as a JOB announcement would describe it, and its hash. */
+static int describe_request(const struct job_request *req,
+                            struct gc_job_frame *frame, uint8_t *token_hash)
+{
+    frame->site_count = (uint8_t)req->site_count;
+    memcpy(frame->sites, req->sites, sizeof frame->sites);
+    return gc_job_token_hash(req->token, req->token_len, token_hash);
+}
+
+/*
+ * A peer site already announced another job under the requested id: the
+ * registration is refused and nothing changes, neither here nor there (a
+ * tenant must not end another's job by reusing its id).  0 or -1 with
+ * the reason in `err`.
+ */
+static int check_early_announces(struct relay *relay,
+                                 const struct job_request *req,
+                                 const struct gc_job_frame *mine,
+                                 const uint8_t *token_hash, char *err,
+                                 size_t err_len)
+{
+    const struct early_announce *e;
+    char why[160];
+    TAILQ_FOREACH(e, &relay->early_announces, entry)
+    {
+        if (e->id == req->id &&
+            !same_job(mine, token_hash, &e->frame, why, sizeof why)) {
+            snprintf(err, err_len,
+                     "job id %u is in use at site %s by another job (%s): "
+                     "register under another id",
+                     req->id, e->link->peer->name, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Quotas: the site's table, and what one owner may hold of it. */
+static int check_limits(struct relay *relay, const struct job_request *req,
+                        uint32_t own_ranks, int *http_status, char *err,
+                        size_t err_len)
+{
+    const struct relay_config *cfg = relay->cfg;
+    uint32_t owner_jobs = 0;
+    uint64_t owner_ranks = own_ranks;
+    const struct job *job;
+    if (req->rank_total > cfg->service_max_ranks) {
+        *http_status = 400;
+        snprintf(err, err_len,
+                 "the job has %llu ranks, more than service.max_ranks = %u",
+                 (unsigned long long)req->rank_total, cfg->service_max_ranks);
+        return -1;
+    }
+    TAILQ_FOREACH(job, &relay->jobs, entry)
+    {
+        if (strcmp(job->owner, req->owner) == 0) {
+            owner_jobs++;
+            owner_ranks += job->rank_count;
+        }
+    }
+    *http_status = 429;
+    if (owner_jobs >= cfg->service_owner_jobs) {
+        snprintf(err, err_len,
+                 "%s has %u jobs registered here: service.owner_jobs",
+                 req->owner, owner_jobs);
+        return -1;
+    }
+    if (owner_ranks > cfg->service_owner_ranks) {
+        snprintf(err, err_len,
+                 "%s's jobs would have %llu ranks here, more than "
+                 "service.owner_ranks = %u",
+                 req->owner, (unsigned long long)owner_ranks,
+                 cfg->service_owner_ranks);
+        return -1;
+    }
+    *http_status = 503;
+    if (relay->job_count >= cfg->service_max_jobs) {
+        snprintf(err, err_len, "%u jobs registered: service.max_jobs",
+                 relay->job_count);
+        return -1;
+    }
+    if (relay->draining) {
+        snprintf(err, err_len, "the service is stopping");
+        return -1;
+    }
+    return 0;
 }
 
 struct job *job_register(struct relay *relay, const struct job_request *req,
@@ -413,25 +519,11 @@ struct job *job_register(struct relay *relay, const struct job_request *req,
     const struct relay_config *cfg = relay->cfg;
     const struct gc_job_site *own = NULL;
     struct job *job = NULL;
+    struct gc_job_frame mine = {0};
+    uint8_t token_hash[GC_JOB_HASH_SIZE];
     *http_status = 400;
     if (req->id == 0) {
         snprintf(err, err_len, "job id 0 is reserved");
-        return NULL;
-    }
-    if (job_find(relay, req->id) != NULL) {
-        *http_status = 409;
-        snprintf(err, err_len, "job %u is already registered", req->id);
-        return NULL;
-    }
-    if (relay->job_count >= cfg->service_max_jobs) {
-        *http_status = 503;
-        snprintf(err, err_len, "%u jobs registered: service.max_jobs",
-                 relay->job_count);
-        return NULL;
-    }
-    if (relay->draining) {
-        *http_status = 503;
-        snprintf(err, err_len, "the service is stopping");
         return NULL;
     }
     for (uint32_t i = 0; i < req->site_count; i++) {
@@ -450,14 +542,25 @@ struct job *job_register(struct relay *relay, const struct job_request *req,
                  cfg->site_name);
         return NULL;
     }
+    if (check_limits(relay, req, own->rank_count, http_status, err, err_len) !=
+        0)
+        return NULL;
+    *http_status = 409;
+    if (job_find(relay, req->id) != NULL) {
+        snprintf(err, err_len, "job %u is already registered", req->id);
+        return NULL;
+    }
+    if (describe_request(req, &mine, token_hash) != 0)
+        goto no_memory;
+    if (check_early_announces(relay, req, &mine, token_hash, err, err_len) != 0)
+        return NULL;
     job = job_alloc(relay, req->id, own->first_rank, own->rank_count);
     if (job == NULL)
         goto no_memory;
     snprintf(job->owner, sizeof job->owner, "%s", req->owner);
     memcpy(job->token, req->token, req->token_len);
     job->token_len = req->token_len;
-    if (gc_job_token_hash(job->token, job->token_len, job->token_hash) != 0)
-        goto no_memory;
+    memcpy(job->token_hash, token_hash, GC_JOB_HASH_SIZE);
     for (uint32_t i = 0; i < req->site_count; i++) {
         const struct gc_job_site *site = &req->sites[i];
         if (site != own &&
@@ -480,11 +583,6 @@ struct job *job_register(struct relay *relay, const struct job_request *req,
     for (uint32_t i = 0; i < job->peer_count; i++)
         announce(job, &job->peers[i]);
     take_early_announces(job);
-    if (job->state == JOB_ENDED) {
-        *http_status = 409;
-        snprintf(err, err_len, "%s", job->end_reason);
-        return NULL;
-    }
     return job;
 no_memory:
     if (job != NULL)
@@ -527,6 +625,7 @@ void job_end(struct job *job, enum gc_error_code code, int tell_peers,
         link_drop_job_queue(&job->peers[i]);
     if (tell_peers) {
         struct gc_job_frame frame = {.op = GC_JOB_WITHDRAW};
+        memcpy(frame.token_hash, job->token_hash, GC_JOB_HASH_SIZE);
         snprintf(frame.reason, sizeof frame.reason, "%s", job->end_reason);
         for (uint32_t i = 0; i < job->peer_count; i++)
             send_job_frame(job->peers[i].link, job->id, &frame);
@@ -537,7 +636,7 @@ void job_end(struct job *job, enum gc_error_code code, int tell_peers,
     job_unref(job);
 }
 
-void job_link_lost(struct link *link, const char *why)
+void job_link_lost(struct link *link, int restarted, const char *why)
 {
     struct relay *relay = link->relay;
     if (!relay->service) {
@@ -550,9 +649,19 @@ void job_link_lost(struct link *link, const char *why)
     struct job *job, *next;
     for (job = TAILQ_FIRST(&relay->jobs); job != NULL; job = next) {
         next = TAILQ_NEXT(job, entry);
-        if (job_peer_on_link(job, link) != NULL)
+        struct job_peer *jp = job_peer_on_link(job, link);
+        /* A restarted peer lost only the jobs it had confirmed; one
+         * registered here since waits for the new incarnation's word. */
+        if (jp != NULL && (!restarted || jp->confirmed))
             job_end(job, GC_ERR_PEER_UNREACHABLE, 1, "site %s: %s",
                     link->peer->name, why);
+    }
+    /* What the old incarnation announced is not the new one's. */
+    struct early_announce *e, *enext;
+    for (e = TAILQ_FIRST(&relay->early_announces); e != NULL; e = enext) {
+        enext = TAILQ_NEXT(e, entry);
+        if (e->link == link)
+            forget_early(relay, e);
     }
     link_wake_waiters(link);
 }

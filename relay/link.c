@@ -34,6 +34,7 @@
 
 #define REORDER_MAX_AHEAD   (1u << 22) /* chunks beyond recv_cum accepted */
 #define HANDSHAKE_TIMEOUT_S 10
+#define PONG_MAX_BACKLOG    (4u << 20) /* stream output beyond: no PONG */
 
 /* How a chunk goes out: the first time, again after its stream broke
  * (§8.3 of docs/protocol.md), or as the redundant second copy a lossy
@@ -51,6 +52,7 @@ static void on_stream_write(struct bufferevent *bev, void *arg);
 static void on_stream_event(struct bufferevent *bev, short events, void *arg);
 static void send_error(struct stream *st, enum gc_error_code code,
                        const char *text);
+static void refuse_pending(struct stream *st);
 
 static const struct relay_config *cfg_of(const struct link *link)
 {
@@ -704,15 +706,16 @@ static void send_hello(struct stream *st, uint16_t chosen)
 {
     struct relay *relay = st->relay;
     const struct relay_config *cfg = relay->cfg;
+    const struct link *link = st->link != NULL ? st->link : st->claimed;
     struct gc_hello hello = {
         .version_min = chosen ? chosen : GC_PROTO_VERSION_MIN,
         .version_max = chosen ? chosen : GC_PROTO_VERSION,
         .capabilities = GC_CAPS_ALL,
         .role = GC_ROLE_RELAY,
         .stream_index = (uint32_t)st->index,
-        .stream_count = st->link ? st->link->stream_count : 0,
+        .stream_count = link != NULL ? link->stream_count : 0,
         .max_chunk = cfg->chunk_size,
-        .epoch = st->link ? st->link->local_epoch : 0,
+        .epoch = link != NULL ? link->local_epoch : 0,
         .credit = cfg->rank_credit,
     };
     memcpy(hello.nonce, st->my_nonce, GC_NONCE_SIZE);
@@ -727,6 +730,7 @@ static void send_error(struct stream *st, enum gc_error_code code,
     size_t n =
         gc_error_frame(st->relay->link_job_id, code, text, frame, sizeof frame);
     bufferevent_write(st->bev, frame, n);
+    st->error_sent = 1;
 }
 
 /* The peer's incarnation: a new one means its old state is gone. */
@@ -738,7 +742,7 @@ static void adopt_peer_epoch(struct link *link, const struct gc_hello *hello)
         gc_log_warn("link %s: peer relay restarted or reset the link; "
                     "data in flight is lost",
                     link->peer->name);
-        job_link_lost(link, "peer relay restarted");
+        job_link_lost(link, 1, "peer relay restarted");
         for (uint32_t i = 0; i < link->stream_count; i++)
             if (link->streams[i].state == STREAM_UP)
                 stream_down(&link->streams[i], "stale after peer restart");
@@ -772,9 +776,10 @@ static void stream_up(struct stream *st)
     link_wake_waiters(link);
 }
 
-/* Attach an accepted stream to its link once HELLO named the peer. */
-static struct stream *adopt_accepted(struct stream *pending,
-                                     const struct gc_hello *hello)
+/* An accepted stream's HELLO names a site: may it speak for that site?
+ * The link, or NULL with an ERROR queued.  Nothing changes yet. */
+static struct link *claim_link(struct stream *pending,
+                               const struct gc_hello *hello)
 {
     struct relay *relay = pending->relay;
     struct link *link = relay_link_by_name(relay, hello->name);
@@ -803,39 +808,54 @@ static struct stream *adopt_accepted(struct stream *pending,
         send_error(pending, GC_ERR_PROTOCOL, "bad stream index");
         return NULL;
     }
+    return link;
+}
+
+/*
+ * The accepted stream proved the peer (AUTH): only now does it take its
+ * place in the link, replacing a stream of the same index, and only now
+ * may its HELLO's epoch reset the link.  Before, one unauthenticated
+ * HELLO with a fresh epoch read as "peer relay restarted" and ended every
+ * job on the link.
+ */
+static struct stream *attach_accepted(struct stream *pending)
+{
+    struct relay *relay = pending->relay;
+    struct link *link = pending->claimed;
+    const struct gc_hello *hello = &pending->peer_hello;
     struct stream *st = &link->streams[hello->stream_index];
     if (st->state != STREAM_DOWN)
         stream_down(st, "replaced by a new connection");
     if (link->stream_count < hello->stream_count)
         link->stream_count = hello->stream_count;
     TAILQ_REMOVE(&relay->pending_streams, pending, pending_entry);
+    relay->handshakes--;
     st->bev = pending->bev;
     st->state = STREAM_HANDSHAKE;
     st->is_dialer = 0;
-    memcpy(st->peer_nonce, hello->nonce, GC_NONCE_SIZE);
+    st->peer_hello = *hello;
+    memcpy(st->peer_nonce, pending->peer_nonce, GC_NONCE_SIZE);
+    memcpy(st->my_nonce, pending->my_nonce, GC_NONCE_SIZE);
     snprintf(st->peer_addr, sizeof st->peer_addr, "%s", pending->peer_addr);
     free(pending);
     bufferevent_setcb(st->bev, on_stream_read, on_stream_write, on_stream_event,
                       st);
     set_stream_watermark(st);
-    gc_random_bytes(st->my_nonce, GC_NONCE_SIZE);
-    adopt_peer_epoch(link, hello);
-    send_hello(st, hello->version_max < GC_PROTO_VERSION
-                       ? hello->version_max
-                       : (uint16_t)GC_PROTO_VERSION);
+    adopt_peer_epoch(link, &st->peer_hello);
     return st;
 }
 
 /*
  * 0: go on (with *next, which differs from `st` once an accepted stream
  * joined its link), -1: the stream was closed, -2: the unattached accepted
- * stream must be freed.
+ * stream must be refused (its ERROR, if any, is queued).
  */
 static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
                             const uint8_t *payload, struct stream **next)
 {
     *next = st;
     struct relay *relay = st->relay;
+    struct link *link = st->link != NULL ? st->link : st->claimed;
     struct gc_hello hello;
     uint8_t mac[GC_MAC_SIZE];
     if (h->type == GC_FRAME_ERROR) {
@@ -844,7 +864,8 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
                      (const char *)payload);
         goto fail;
     }
-    if (h->type == GC_FRAME_HELLO) {
+    if (h->type == GC_FRAME_HELLO && link == NULL) {
+        /* An accepted stream's first frame. */
         if (gc_hello_decode(payload, h->payload_len, &hello) != 0 ||
             hello.role != GC_ROLE_RELAY) {
             send_error(st, GC_ERR_PROTOCOL, "malformed relay HELLO");
@@ -855,17 +876,38 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
             send_error(st, GC_ERR_VERSION, "no common protocol version");
             goto fail;
         }
-        if (st->link == NULL) {
-            *next = adopt_accepted(st, &hello);
-            return *next != NULL ? 0 : -2;
+        st->claimed = claim_link(st, &hello);
+        if (st->claimed == NULL)
+            return -2;
+        st->peer_hello = hello;
+        st->index = (int)hello.stream_index;
+        memcpy(st->peer_nonce, hello.nonce, GC_NONCE_SIZE);
+        if (gc_random_bytes(st->my_nonce, GC_NONCE_SIZE) != 0) {
+            send_error(st, GC_ERR_INTERNAL, "no randomness");
+            return -2;
         }
-        if (!st->is_dialer || strcmp(hello.name, st->link->peer->name) != 0) {
-            gc_log_error("link %s: peer answered as site '%s'",
-                         st->link->peer->name, hello.name);
+        send_hello(st, hello.version_max < GC_PROTO_VERSION
+                           ? hello.version_max
+                           : (uint16_t)GC_PROTO_VERSION);
+        return 0;
+    }
+    if (h->type == GC_FRAME_HELLO && st->is_dialer &&
+        st->peer_hello.version_max == 0) {
+        if (gc_hello_decode(payload, h->payload_len, &hello) != 0 ||
+            hello.role != GC_ROLE_RELAY ||
+            hello.version_max < GC_PROTO_VERSION_MIN ||
+            hello.version_min > GC_PROTO_VERSION) {
+            send_error(st, GC_ERR_PROTOCOL, "malformed relay HELLO");
             goto fail;
         }
+        if (strcmp(hello.name, link->peer->name) != 0) {
+            gc_log_error("link %s: peer answered as site '%s'",
+                         link->peer->name, hello.name);
+            send_error(st, GC_ERR_AUTH, "not the site dialled");
+            goto fail;
+        }
+        st->peer_hello = hello;
         memcpy(st->peer_nonce, hello.nonce, GC_NONCE_SIZE);
-        adopt_peer_epoch(st->link, &hello);
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
                     st->my_nonce, st->peer_nonce, 0, mac);
         struct gc_frame_header auth = {.type = GC_FRAME_AUTH,
@@ -874,15 +916,16 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
         frame_send(st->bev, &auth, mac);
         return 0;
     }
-    if (h->type == GC_FRAME_AUTH && st->link != NULL && !st->is_dialer) {
+    if (h->type == GC_FRAME_AUTH && st->claimed != NULL) {
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_INITIATOR,
                     st->peer_nonce, st->my_nonce, 0, mac);
         if (!gc_auth_mac_equal(mac, payload)) {
             gc_log_warn("link %s: peer stream from %s has the wrong job token",
-                        st->link->peer->name, st->peer_addr);
+                        link->peer->name, st->peer_addr);
             send_error(st, GC_ERR_AUTH, "wrong job token");
-            goto fail;
+            return -2;
         }
+        st = *next = attach_accepted(st);
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
                     st->peer_nonce, st->my_nonce, 0, mac);
         struct gc_frame_header ok = {.type = GC_FRAME_AUTH_OK,
@@ -892,14 +935,17 @@ static int handle_handshake(struct stream *st, const struct gc_frame_header *h,
         stream_up(st);
         return 0;
     }
-    if (h->type == GC_FRAME_AUTH_OK && st->link != NULL && st->is_dialer) {
+    if (h->type == GC_FRAME_AUTH_OK && st->is_dialer &&
+        st->peer_hello.version_max != 0) {
         gc_auth_mac(relay->token, relay->token_len, GC_AUTH_LABEL_RESPONDER,
                     st->my_nonce, st->peer_nonce, 0, mac);
         if (!gc_auth_mac_equal(mac, payload)) {
             gc_log_error("link %s: peer failed to prove the job token",
-                         st->link->peer->name);
+                         link->peer->name);
+            send_error(st, GC_ERR_AUTH, "wrong job token");
             goto fail;
         }
+        adopt_peer_epoch(link, &st->peer_hello);
         stream_up(st);
         return 0;
     }
@@ -931,6 +977,12 @@ static int handle_up_frame(struct stream *st, const struct gc_frame_header *h,
     case GC_FRAME_CREDIT: handle_credit(link, h); return 0;
     case GC_FRAME_JOB: job_handle_frame(link, h, payload); return 0;
     case GC_FRAME_PING: {
+        /* A peer that sends PINGs and does not read would grow our output
+         * without bound; while it is backed up, the peer's own reads
+         * (any byte) are what tells it we live. */
+        if (evbuffer_get_length(bufferevent_get_output(st->bev)) >
+            PONG_MAX_BACKLOG)
+            return 0;
         struct gc_frame_header pong = {
             .type = GC_FRAME_PONG, .job_id = h->job_id, .msg_seq = h->msg_seq};
         frame_send(st->bev, &pong, NULL);
@@ -981,15 +1033,18 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
                        why);
             if (st->link == NULL) {
                 gc_log_warn("WAN connection from %s: %s", st->peer_addr, why);
-                link_free_pending_stream(st);
+                refuse_pending(st);
             } else {
                 stream_down(st, why);
             }
             return;
         }
         if (h.payload_len > GC_MAX_CONTROL_PAYLOAD && st->state != STREAM_UP) {
+            relay->frames_rejected++;
+            send_error(st, GC_ERR_PROTOCOL,
+                       "DATA before the handshake finished");
             if (st->link == NULL)
-                link_free_pending_stream(st);
+                refuse_pending(st);
             else
                 stream_down(st, "DATA before the handshake finished");
             return;
@@ -1007,7 +1062,7 @@ static void on_stream_read(struct bufferevent *bev, void *arg)
         struct stream *next;
         int rc = handle_handshake(st, &h, payload, &next);
         if (rc == -2) {
-            link_free_pending_stream(st);
+            refuse_pending(st);
             return;
         }
         if (rc != 0)
@@ -1090,10 +1145,14 @@ static void stream_down(struct stream *st, const char *why)
         gc_log_debug("link %s: stream %d failed again: %s", link->peer->name,
                      st->index, why);
     /* Safe inside this bufferevent's own callback: libevent defers the
-     * final release until the callback returns. */
-    if (st->bev != NULL)
+     * final release until the callback returns.  An ERROR we queued still
+     * goes out first. */
+    if (st->bev != NULL && st->error_sent)
+        relay_close_after_flush(link->relay, st->bev);
+    else if (st->bev != NULL)
         bufferevent_free(st->bev);
     st->bev = NULL;
+    st->error_sent = 0;
     if (st->connect_fd >= 0) {
         close(st->connect_fd);
         st->connect_fd = -1;
@@ -1156,6 +1215,13 @@ static void stream_connected(struct stream *st)
     bufferevent_set_timeouts(st->bev, &hs, NULL);
     bufferevent_enable(st->bev, EV_READ | EV_WRITE);
     st->state = STREAM_HANDSHAKE;
+    /* A fresh nonce per dial: the peer's AUTH_OK proof covers it, so an
+     * answer recorded from an earlier handshake cannot be replayed. */
+    memset(&st->peer_hello, 0, sizeof st->peer_hello);
+    if (gc_random_bytes(st->my_nonce, GC_NONCE_SIZE) != 0) {
+        stream_down(st, "no randomness for the handshake");
+        return;
+    }
     send_hello(st, 0); /* TLS queues it until its own handshake is done */
 }
 
@@ -1200,11 +1266,16 @@ void link_wan_accept(struct relay *relay, evutil_socket_t fd,
                      const char *peer_addr)
 {
     char err[256];
+    if (!relay_admit_handshake(relay, "WAN connection", peer_addr)) {
+        close(fd);
+        return;
+    }
     if (tune_wan_socket(relay->cfg, fd, err, sizeof err) != 0)
         gc_log_warn("WAN connection from %s: %s", peer_addr, err);
     evutil_make_socket_nonblocking(fd);
     struct stream *st = calloc(1, sizeof *st);
     if (st == NULL) {
+        relay->handshakes--;
         close(fd);
         return;
     }
@@ -1214,6 +1285,7 @@ void link_wan_accept(struct relay *relay, evutil_socket_t fd,
     snprintf(st->peer_addr, sizeof st->peer_addr, "%s", peer_addr);
     st->bev = relay->transport->wrap(relay, fd, 1, NULL);
     if (st->bev == NULL) {
+        relay->handshakes--;
         close(fd);
         free(st);
         return;
@@ -1228,7 +1300,18 @@ void link_wan_accept(struct relay *relay, evutil_socket_t fd,
 void link_free_pending_stream(struct stream *st)
 {
     TAILQ_REMOVE(&st->relay->pending_streams, st, pending_entry);
+    st->relay->handshakes--;
     bufferevent_free(st->bev);
+    free(st);
+}
+
+/* An accepted stream we refuse: its ERROR leaves before the close. */
+static void refuse_pending(struct stream *st)
+{
+    struct relay *relay = st->relay;
+    TAILQ_REMOVE(&relay->pending_streams, st, pending_entry);
+    relay->handshakes--;
+    relay_close_after_flush(relay, st->bev);
     free(st);
 }
 
@@ -1306,14 +1389,21 @@ void link_tick(struct link *link, uint64_t now)
             st->ping_sent_ns = 0; /* lost with a broken peer: try again */
         }
     }
-    /* Also a peer that never came up: senders waiting on it must not hang. */
-    if (link->state == LINK_DOWN &&
-        now - link->down_since_ns >
-            (uint64_t)cfg->peer_give_up_ms * 1000000ull) {
-        gc_log_error("link %s: peer unreachable for %u ms; giving it up",
-                     link->peer->name, cfg->peer_give_up_ms);
+    /* Also a peer that never came up: senders waiting on it must not hang.
+     * A stream that timed out above went down after `now` was taken, so
+     * down_since_ns may be later than `now`: that is no time down at all
+     * (the difference wrapped and gave a link up on the spot). */
+    uint64_t down_ns = link->state == LINK_DOWN && now > link->down_since_ns
+                           ? now - link->down_since_ns
+                           : 0;
+    if (down_ns > (uint64_t)cfg->peer_give_up_ms * 1000000ull) {
+        char why[160];
+        snprintf(why, sizeof why,
+                 "link %s down for %.1f s (liveness.peer_give_up_ms = %u)",
+                 link->peer->name, (double)down_ns / 1e9, cfg->peer_give_up_ms);
+        gc_log_error("%s; giving the peer up", why);
         link->state = LINK_LOST;
-        job_link_lost(link, "peer relay unreachable");
+        job_link_lost(link, 0, why);
         link_reset(link);
         link->local_epoch++;
     }

@@ -123,6 +123,79 @@ int frame_send(struct bufferevent *bev, const struct gc_frame_header *h,
     return 0;
 }
 
+/* ---- closing connections -------------------------------------------- */
+
+/* A connection refused or failed by us: its last frame (an ERROR saying
+ * why) still has to reach the peer, which protocol §4 promises. */
+struct closing {
+    struct relay *relay;
+    struct bufferevent *bev;
+    TAILQ_ENTRY(closing) entry;
+};
+
+#define CLOSING_FLUSH_S 2
+
+static void closing_free(struct closing *c)
+{
+    TAILQ_REMOVE(&c->relay->closing, c, entry);
+    c->relay->handshakes--;
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+static void on_closing_write(struct bufferevent *bev, void *arg)
+{
+    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        closing_free(arg);
+}
+
+static void on_closing_event(struct bufferevent *bev, short events, void *arg)
+{
+    (void)bev;
+    (void)events;
+    closing_free(arg); /* hung up, error, or not reading within the limit */
+}
+
+void relay_close_after_flush(struct relay *relay, struct bufferevent *bev)
+{
+    struct closing *c = calloc(1, sizeof *c);
+    if (c == NULL || evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        free(c);
+        bufferevent_free(bev);
+        return;
+    }
+    c->relay = relay;
+    c->bev = bev;
+    TAILQ_INSERT_TAIL(&relay->closing, c, entry);
+    relay->handshakes++; /* it holds a descriptor like one */
+    struct timeval limit = {CLOSING_FLUSH_S, 0};
+    bufferevent_disable(bev, EV_READ);
+    bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+    bufferevent_set_timeouts(bev, NULL, &limit);
+    bufferevent_setcb(bev, NULL, on_closing_write, on_closing_event, c);
+    bufferevent_enable(bev, EV_WRITE);
+}
+
+int relay_admit_handshake(struct relay *relay, const char *what,
+                          const char *peer_addr)
+{
+    if (relay->handshakes < relay->cfg->max_handshakes) {
+        relay->handshakes++;
+        return 1;
+    }
+    /* Logged once per second at most: the refusals may be a flood. */
+    uint64_t now = gc_now_ns();
+    relay->connections_refused++;
+    if (now - relay->refusal_logged_ns > 1000000000ull) {
+        relay->refusal_logged_ns = now;
+        gc_log_warn("%s from %s closed: %u connections in their handshake "
+                    "(limits.handshakes); %llu refused so far",
+                    what, peer_addr, relay->handshakes,
+                    (unsigned long long)relay->connections_refused);
+    }
+    return 0;
+}
+
 /* ---- routing ---------------------------------------------------------- */
 
 struct link *relay_link_by_name(struct relay *relay, const char *name)
@@ -228,8 +301,46 @@ static void on_listener_error(struct evconnlistener *listener, void *arg)
                  evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
+/*
+ * A socket file left by a crashed relay would make bind fail, so it is
+ * removed; one a running relay listens on is not (a second gridrelay
+ * started on a live service's configuration unlinked the live rank
+ * socket, cutting the service off from every new rank): 0, or -1 logged.
+ */
+static int unix_socket_in_use(const struct gc_endpoint *ep, const char *what,
+                              const char *text)
+{
+    const char *path = ((const struct sockaddr_un *)&ep->addr)->sun_path;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return 0;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        gc_log_error("%s listener on %s: socket: %s", what, text,
+                     strerror(errno));
+        return -1;
+    }
+    int live = connect(fd, (const struct sockaddr *)&ep->addr, ep->addr_len);
+    int err = errno;
+    close(fd);
+    if (live == 0) {
+        gc_log_error("%s listener on %s: another relay is listening there",
+                     what, text);
+        return -1;
+    }
+    if (err != ECONNREFUSED)
+        gc_log_warn("%s listener: %s is not answering (%s); replacing it", what,
+                    path, strerror(err));
+    if (unlink(path) != 0 && errno != ENOENT) {
+        gc_log_error("%s listener: unlink %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 struct evconnlistener *relay_listen(struct relay *relay, const char *text,
-                                    evconnlistener_cb cb, const char *what)
+                                    evconnlistener_cb cb, const char *what,
+                                    int anyone)
 {
     struct gc_endpoint ep;
     char err[256];
@@ -237,13 +348,8 @@ struct evconnlistener *relay_listen(struct relay *relay, const char *text,
         gc_log_error("%s listener: %s", what, err);
         return NULL;
     }
-    if (ep.family == AF_UNIX) {
-        /* A stale socket from a crashed relay would make bind fail. */
-        const char *path = ((struct sockaddr_un *)&ep.addr)->sun_path;
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-            unlink(path);
-    }
+    if (ep.family == AF_UNIX && unix_socket_in_use(&ep, what, text) != 0)
+        return NULL;
     struct evconnlistener *l = evconnlistener_new_bind(
         relay->base, cb, relay,
         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
@@ -254,8 +360,9 @@ struct evconnlistener *relay_listen(struct relay *relay, const char *text,
     }
     /* Any local user's ranks and launchers may connect (the relay runs
      * as its own user, under UMask=0077): the job token and the client
-     * certificate are what keeps strangers out. */
-    if (ep.family == AF_UNIX &&
+     * certificate are what keeps strangers out.  The operator's socket
+     * (http.listen) keeps the umask's mode. */
+    if (ep.family == AF_UNIX && anyone &&
         chmod(((struct sockaddr_un *)&ep.addr)->sun_path, 0666) != 0)
         gc_log_warn("%s listener: chmod 0666 %s: %s", what,
                     ((struct sockaddr_un *)&ep.addr)->sun_path,
@@ -308,6 +415,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
         link_tick(&relay->links[i], now);
     job_tick(relay, now);
+    if (relay->ops.http != NULL)
+        http_server_tick(&relay->ops);
+    if (relay->control != NULL)
+        control_tick(relay);
     if (!relay->draining)
         return;
     if (relay->exiting)
@@ -467,6 +578,13 @@ static void relay_reload(struct relay *relay)
     cfg->service_lease_s = next->service_lease_s;
     cfg->service_max_jobs = next->service_max_jobs;
     cfg->service_job_memory = next->service_job_memory;
+    cfg->service_owner_jobs = next->service_owner_jobs;
+    cfg->service_max_ranks = next->service_max_ranks;
+    cfg->service_owner_ranks = next->service_owner_ranks;
+    memcpy(cfg->service_admins, next->service_admins,
+           sizeof cfg->service_admins);
+    cfg->max_handshakes = next->max_handshakes;
+    cfg->http_max_connections = next->http_max_connections;
     reload_peers(relay, next);
     if (strcmp(next->log_file, cfg->log_file) != 0) {
         if (next->log_file[0] != '\0' && gc_log_open_file(next->log_file) != 0)
@@ -516,6 +634,7 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
     relay->link_job_id = cfg->service ? 0 : cfg->job_id;
     TAILQ_INIT(&relay->sessions);
     TAILQ_INIT(&relay->pending_streams);
+    TAILQ_INIT(&relay->closing);
     TAILQ_INIT(&relay->jobs);
     TAILQ_INIT(&relay->early_announces);
     relay->started_ns = gc_now_ns();
@@ -566,20 +685,20 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
         goto cleanup;
 
     if (cfg->local_unix[0] != '\0') {
-        relay->local_unix_listener =
-            relay_listen(relay, cfg->local_unix, on_local_accept, "local unix");
+        relay->local_unix_listener = relay_listen(
+            relay, cfg->local_unix, on_local_accept, "local unix", 1);
         if (relay->local_unix_listener == NULL)
             goto cleanup;
     }
     if (cfg->local_tcp[0] != '\0') {
-        relay->local_tcp_listener =
-            relay_listen(relay, cfg->local_tcp, on_local_accept, "local tcp");
+        relay->local_tcp_listener = relay_listen(
+            relay, cfg->local_tcp, on_local_accept, "local tcp", 1);
         if (relay->local_tcp_listener == NULL)
             goto cleanup;
     }
     if (cfg->wan_listen[0] != '\0') {
         relay->wan_listener =
-            relay_listen(relay, cfg->wan_listen, on_wan_accept, "wan");
+            relay_listen(relay, cfg->wan_listen, on_wan_accept, "wan", 1);
         if (relay->wan_listener == NULL)
             goto cleanup;
     }
@@ -633,6 +752,9 @@ void relay_free(struct relay *relay)
     struct stream *st;
     while ((st = TAILQ_FIRST(&relay->pending_streams)) != NULL)
         link_free_pending_stream(st);
+    struct closing *c;
+    while ((c = TAILQ_FIRST(&relay->closing)) != NULL)
+        closing_free(c);
     if (relay->links != NULL)
         for (uint32_t i = 0; i < relay->cfg->peer_count; i++)
             link_free(&relay->links[i]);
@@ -647,8 +769,7 @@ void relay_free(struct relay *relay)
         evconnlistener_free(relay->local_tcp_listener);
     if (relay->wan_listener != NULL)
         evconnlistener_free(relay->wan_listener);
-    if (relay->http != NULL)
-        evhttp_free(relay->http);
+    http_server_free(&relay->ops);
     struct event *events[] = {relay->tick_timer, relay->sigterm_event,
                               relay->sigint_event, relay->sighup_event};
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)

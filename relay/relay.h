@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "control_request.h"
 #include "gc_proto.h"
 #include "gc_util.h"
 #include "relay_config.h"
@@ -35,6 +36,9 @@ struct link;
 struct session;
 struct job;
 struct control;
+struct evhttp_request;
+struct closing;
+struct http_conn;
 
 /* ---- chunks ----------------------------------------------------------- */
 
@@ -126,6 +130,13 @@ struct stream {
     int is_dialer;
     uint8_t my_nonce[GC_NONCE_SIZE];
     uint8_t peer_nonce[GC_NONCE_SIZE];
+    /* The peer's HELLO, acted on only once its AUTH (or AUTH_OK) proved
+     * it: which link and stream an accepted stream takes, the peer's
+     * epoch and credit.  `claimed` is that link while an accepted stream
+     * waits for AUTH. */
+    struct gc_hello peer_hello;
+    struct link *claimed;
+    int error_sent;      /* an ERROR is queued: flush it before closing */
     uint64_t last_rx_ns; /* refreshed by the tick when rx_seen */
     int rx_seen;
     uint64_t ping_sent_ns; /* 0 when no PING outstanding */
@@ -205,6 +216,8 @@ struct session {
     /* Blocked on a budget: stays off EV_READ until the resource frees. */
     struct link *blocked_link;
     struct rank_slot *blocked_slot;
+    int blocked_output; /* our answers pile up unread: wait for on_write */
+    int in_handshake;   /* counted in relay->handshakes */
     TAILQ_ENTRY(session) wait_entry;
     struct event *resume_event;
     TAILQ_ENTRY(session) entry; /* relay->sessions */
@@ -234,6 +247,8 @@ struct job_peer {
     uint32_t first_rank, rank_count;
     struct link *link;
     int confirmed; /* the peer's relay announced the same job */
+    /* Another job under this id at the peer, for the launcher to see. */
+    char conflict[256];
     /* sending side: credit per peer rank (bytes, cumulative) */
     uint64_t *credit_consumed;
     uint64_t *credit_returned;
@@ -280,22 +295,12 @@ struct job {
 };
 TAILQ_HEAD(job_list, job);
 
-/* What a launcher asks for when it registers a job (control.c). */
-struct job_request {
-    uint32_t id;
-    char owner[128];
-    uint8_t token[GC_TOKEN_MAX];
-    size_t token_len;
-    uint32_t lease_s;
-    uint32_t site_count;
-    struct gc_job_site sites[GC_JOB_SITES_MAX];
-};
-
 /* job.c */
 /* The job of a per-job relay's configuration (token from token_file). */
 struct job *job_from_config(struct relay *relay);
 /* Register a job with the service; NULL with an HTTP status (400, 409,
- * 503) and a message in `err` when refused. */
+ * 429 for an owner's quota, 503) and a message in `err` when refused;
+ * nothing changes then, here or at the peers. */
 struct job *job_register(struct relay *relay, const struct job_request *req,
                          int *http_status, char *err, size_t err_len);
 /* The launcher is still there: push the lease deadline back. */
@@ -316,14 +321,39 @@ void job_announce_all(struct link *link);
 /* A JOB frame arrived on `link`. */
 void job_handle_frame(struct link *link, const struct gc_frame_header *h,
                       const uint8_t *payload);
-/* The link's peer restarted or was given up: its jobs cannot go on. */
-void job_link_lost(struct link *link, const char *why);
+/* The link's peer was given up (`restarted` 0) or restarted: the jobs it
+ * carried cannot go on (those it never confirmed survive a restart). */
+void job_link_lost(struct link *link, int restarted, const char *why);
 /* Forget every job's credit state on `link` (link reset). */
 void job_link_reset(struct link *link);
 /* Expire leases; called from the relay's tick. */
 void job_tick(struct relay *relay, uint64_t now_ns);
 /* At exit: drop every job (sessions and links are gone already). */
 void job_free_all(struct relay *relay);
+
+/* ---- HTTP endpoints (http.c) ------------------------------------------ */
+
+/* Which jobs a request may see: every one (the operator), one owner's
+ * (`owner`), or none (NULL owner: aggregate figures only). */
+struct http_view {
+    int all;
+    const char *owner;
+};
+
+/* An HTTP server of the relay: the operations endpoint, or the control
+ * endpoint (TLS).  Bounded: connections, time, header and body size. */
+struct http_server {
+    struct relay *relay;
+    struct evhttp *http;
+    struct evconnlistener *listener;
+    SSL_CTX **tls; /* NULL: plain HTTP; else the context, kept current */
+    struct http_view view;         /* the operations endpoint's */
+    TAILQ_HEAD(, http_conn) conns; /* open connections (http.c) */
+    unsigned open;                 /* how many */
+    int paused;                    /* listener off: limits.http_connections */
+    char what[32];
+    char unix_path[RELAY_PATH_MAX]; /* unlinked at exit; "" for TCP */
+};
 
 /* ---- the relay -------------------------------------------------------- */
 
@@ -339,7 +369,7 @@ struct relay {
     struct evconnlistener *local_unix_listener;
     struct evconnlistener *local_tcp_listener;
     struct evconnlistener *wan_listener;
-    struct evhttp *http;
+    struct http_server ops; /* http.listen */
     struct event *tick_timer;
     struct event *sigterm_event, *sigint_event, *sighup_event;
 
@@ -353,7 +383,13 @@ struct relay {
     struct link *links;                           /* cfg->peer_count entries */
     TAILQ_HEAD(, session) sessions;
     uint32_t session_count;
-    TAILQ_HEAD(, stream) pending_streams; /* accepted, before HELLO */
+    TAILQ_HEAD(, stream) pending_streams; /* accepted, before AUTH */
+    /* Connections that have not proven who they are yet (accepted WAN
+     * streams, rank sessions before AUTH_OK): limits.handshakes. */
+    uint32_t handshakes;
+    uint64_t connections_refused; /* closed at accept: a limit was hit */
+    uint64_t refusal_logged_ns;
+    TAILQ_HEAD(, closing) closing; /* relay_close_after_flush */
     int draining;
     int exiting;           /* goodbyes sent, loop ends after a short flush */
     int cc_restart_failed; /* tcp.restart_after_idle refused: stop trying */
@@ -361,6 +397,8 @@ struct relay {
     uint64_t started_ns;
     uint64_t sessions_refused;
     uint64_t frames_rejected;
+    uint64_t registrations_refused;
+    uint64_t bytes_from_ranks, bytes_to_ranks; /* every job, ever */
     uint64_t
         chunks_unknown_job;  /* from peers, for jobs not (or no more) here */
     struct control *control; /* service mode: control.c */
@@ -368,9 +406,19 @@ struct relay {
 
 /* relay.c */
 int relay_init(struct relay *relay, struct relay_config *cfg);
-/* Bind `text` (host:port or a Unix socket path); `cb` gets the relay. */
+/* Free `bev` once its queued output (an ERROR) left, within a few
+ * seconds; it no longer reads. */
+void relay_close_after_flush(struct relay *relay, struct bufferevent *bev);
+/* May one more connection start its handshake (limits.handshakes)?  1
+ * and counted in relay->handshakes, or 0 (logged, counted as refused):
+ * close it. */
+int relay_admit_handshake(struct relay *relay, const char *what,
+                          const char *peer_addr);
+/* Bind `text` (host:port or a Unix socket path); `cb` gets the relay.  A
+ * Unix socket is made usable by `anyone` on the host, or keeps the umask. */
 struct evconnlistener *relay_listen(struct relay *relay, const char *text,
-                                    evconnlistener_cb cb, const char *what);
+                                    evconnlistener_cb cb, const char *what,
+                                    int anyone);
 int relay_run(struct relay *relay);
 void relay_free(struct relay *relay);
 struct link *relay_link_by_name(struct relay *relay, const char *name);
@@ -431,12 +479,28 @@ void link_free_pending_stream(struct stream *st);
 
 /* http.c */
 int http_start(struct relay *relay);
+int http_server_start(struct http_server *srv, struct relay *relay,
+                      const char *addr, const char *what, SSL_CTX **tls,
+                      size_t max_body);
+void http_server_free(struct http_server *srv);
+/* From the relay's tick: account for the connections evhttp closed. */
+void http_server_tick(struct http_server *srv);
+/* The bufferevent of a request's connection (TLS on the control
+ * endpoint). */
+struct bufferevent *http_connection_tls(struct evhttp_request *req);
+int http_view_has(const struct http_view *view, const struct job *job);
+/* /metrics and /status as `view` may see them. */
+void http_metrics(struct evbuffer *out, const struct relay *relay,
+                  const struct http_view *view);
+void http_status(struct evbuffer *out, const struct relay *relay,
+                 const struct http_view *view);
 /* One job as a JSON object (/status, and the control endpoint). */
 void http_job_json(struct evbuffer *out, const struct job *job);
 
 /* control.c: the service's HTTPS endpoint for launchers */
 int control_start(struct relay *relay);
 void control_free(struct relay *relay);
+void control_tick(struct relay *relay);
 /* SIGHUP: the launchers' CA (and the site's certificate) from `next`;
  * -1 (logged) keeps the old ones. */
 int control_reload(struct relay *relay, const struct relay_config *next);

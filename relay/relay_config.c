@@ -394,11 +394,13 @@ static const struct key_spec keys[] = {
     /* operations */
     {.name = "http.listen",
      .type = KEY_STRING,
-     .flags = KF_HOSTPORT,
+     .flags = KF_HOSTPORT | KF_UNIX,
      CFG_FIELD(http_listen),
      .def_str = "",
-     .doc = "host:port of the HTTP endpoint serving /metrics and /status; "
-            "\"\" disables it."},
+     .doc = "Where /metrics and /status are served: host:port, or "
+            "unix:/path for the operator (a service shows every job there, "
+            "and only aggregate figures on host:port, as anyone who "
+            "reaches the port may read it); \"\" disables it."},
     {.name = "http.admin",
      .type = KEY_BOOL,
      CFG_FIELD(admin_enabled),
@@ -465,6 +467,64 @@ static const struct key_spec keys[] = {
      .doc = "Bytes of one job this relay holds for its ranks from each "
             "peer site; the peers stop sending the job's data beyond it, "
             "so no job can exhaust the gateway's memory for the others."},
+    {.name = "service.owner_jobs",
+     .type = KEY_INT,
+     .flags = KF_RELOAD | KF_SERVICE,
+     CFG_FIELD(service_owner_jobs),
+     .def = 16,
+     .min = 1,
+     .max = 4096,
+     .doc = "Jobs one owner (launcher certificate name) may have registered "
+            "at once; more are refused (HTTP 429), so one user cannot take "
+            "every slot of service.max_jobs."},
+    {.name = "service.max_ranks",
+     .type = KEY_INT,
+     .flags = KF_RELOAD | KF_SERVICE,
+     CFG_FIELD(service_max_ranks),
+     .def = 65536,
+     .min = 1,
+     .max = 16777216,
+     .doc = "Ranks one job may have over all its sites; a registration "
+            "asking for more is refused (HTTP 400).  The relay's memory "
+            "for a job grows with its ranks."},
+    {.name = "service.owner_ranks",
+     .type = KEY_INT,
+     .flags = KF_RELOAD | KF_SERVICE,
+     CFG_FIELD(service_owner_ranks),
+     .def = 65536,
+     .min = 1,
+     .max = 16777216,
+     .doc = "This site's ranks of one owner's jobs together; more are "
+            "refused (HTTP 429)."},
+    {.name = "service.admins",
+     .type = KEY_STRING,
+     .flags = KF_RELOAD | KF_SERVICE,
+     CFG_FIELD(service_admins),
+     .def_str = "",
+     .doc = "Comma-separated certificate names (from service.client_ca) of "
+            "the site's operators: on the control endpoint they see every "
+            "job in GET /jobs, /status and /metrics and may DELETE any "
+            "job.  Everyone else sees only their own jobs."},
+    {.name = "limits.handshakes",
+     .type = KEY_INT,
+     .flags = KF_RELOAD,
+     CFG_FIELD(max_handshakes),
+     .def = 256,
+     .min = 1,
+     .max = 65536,
+     .doc = "Connections (rank sessions and WAN streams) that may be in "
+            "their handshake at once; newer ones are closed at accept, so "
+            "strangers cannot use up the relay's descriptors."},
+    {.name = "limits.http_connections",
+     .type = KEY_INT,
+     .flags = KF_RELOAD,
+     CFG_FIELD(http_max_connections),
+     .def = 64,
+     .min = 1,
+     .max = 65536,
+     .doc = "Open connections each HTTP endpoint (http.listen, "
+            "service.control) keeps; newer ones are closed at accept.  "
+            "Idle ones are closed after 10 s."},
 
     /* one group per entry of the `peers` list */
     {.name = "peers.name",

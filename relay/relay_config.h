@@ -40,7 +40,9 @@ struct relay_config {
     char local_unix[RELAY_PATH_MAX]; /* Unix socket path for ranks */
     char local_tcp[256];             /* host:port for ranks */
     char wan_listen[256];            /* host:port peers dial */
-    char http_listen[256];           /* host:port for /metrics, /status */
+    /* host:port (tenants see aggregates) or unix:/path (the operator's
+     * socket: everything) for /metrics and /status */
+    char http_listen[RELAY_PATH_MAX];
 
     /* data path */
     uint32_t streams;               /* K parallel TCP streams per peer link */
@@ -87,9 +89,17 @@ struct relay_config {
     int service;
     char service_control[RELAY_PATH_MAX]; /* host:port or unix:/path */
     char service_client_ca[RELAY_PATH_MAX];
-    uint32_t service_lease_s;    /* longest a launcher may stay silent */
-    uint32_t service_max_jobs;   /* registered at once */
-    uint64_t service_job_memory; /* bytes of one job held here per peer */
+    uint32_t service_lease_s;     /* longest a launcher may stay silent */
+    uint32_t service_max_jobs;    /* registered at once */
+    uint64_t service_job_memory;  /* bytes of one job held here per peer */
+    uint32_t service_owner_jobs;  /* registered at once by one owner */
+    uint32_t service_max_ranks;   /* ranks of one job, all sites together */
+    uint32_t service_owner_ranks; /* this site's ranks of one owner's jobs */
+    char service_admins[512];     /* operators' certificate names, a,b,c */
+
+    /* limits on connections that have not proven who they are */
+    uint32_t max_handshakes;       /* rank sessions + WAN streams at once */
+    uint32_t http_max_connections; /* each HTTP endpoint */
 
     uint32_t peer_count;
     struct relay_peer_config peers[RELAY_MAX_PEERS];
@@ -114,8 +124,8 @@ int relay_config_load(const char *path, struct relay_config *cfg, FILE *errors);
 /*
  * The keys of the whole file (not per peer) that differ between `a` and
  * `b` and that a reload (SIGHUP) does not apply: `changed` gets each
- * name.  Reloaded: log.*, tls.*, service.client_ca, lease, max_jobs,
- * job_memory, and the peers (relay_reload).
+ * name.  Reloaded: log.*, tls.*, the service.* limits and admins, the
+ * connection limits, and the peers (relay_reload).
  */
 void relay_config_unreloadable(const struct relay_config *a,
                                const struct relay_config *b,

@@ -47,6 +47,7 @@ void session_send_chunk(struct session *s, struct chunk *c)
     evbuffer_add(out, raw, sizeof raw);
     s->bytes_out += h.payload_len;
     s->job->bytes_out += h.payload_len;
+    s->relay->bytes_to_ranks += h.payload_len;
     if (h.payload_len == 0) {
         relay_credit_returned(c);
         return;
@@ -94,6 +95,8 @@ void session_free(struct session *s)
     unblock(s);
     TAILQ_REMOVE(&relay->sessions, s, entry);
     relay->session_count--;
+    if (s->in_handshake)
+        relay->handshakes--;
     if (s->slot != NULL && s->slot->session == s)
         s->slot->session = NULL;
     if (s->resume_event != NULL)
@@ -177,7 +180,7 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
         return;
     session_process_input(s);
     if (s->state != SESSION_CLOSING && s->blocked_link == NULL &&
-        s->blocked_slot == NULL)
+        s->blocked_slot == NULL && !s->blocked_output)
         bufferevent_enable(s->bev, EV_READ);
 }
 
@@ -299,6 +302,8 @@ static int handle_auth(struct session *s, const struct gc_frame_header *h,
                                     .payload_len = GC_MAC_SIZE};
     frame_send(s->bev, &reply, proof);
     s->state = SESSION_ACTIVE;
+    s->in_handshake = 0;
+    relay->handshakes--;
     bufferevent_set_timeouts(s->bev, NULL, NULL); /* ranks may compute long */
     s->slot->session = s;
     s->slot->departed = 0;
@@ -366,6 +371,7 @@ static int handle_data(struct session *s, const struct gc_frame_header *h)
     evbuffer_remove(in, c->data, h->payload_len);
     s->bytes_in += h->payload_len;
     job->bytes_in += h->payload_len;
+    relay->bytes_from_ranks += h->payload_len;
     job->messages_in += (h->flags & GC_FLAG_LAST_CHUNK) != 0;
     if (local != NULL) {
         local->local_credit_used += chunk_cost(c);
@@ -382,7 +388,7 @@ static void session_process_input(struct session *s)
     struct relay *relay = s->relay;
     struct evbuffer *in = bufferevent_get_input(s->bev);
     while (s->state != SESSION_CLOSING && s->blocked_link == NULL &&
-           s->blocked_slot == NULL) {
+           s->blocked_slot == NULL && !s->blocked_output) {
         struct gc_frame_header h;
         enum gc_decode_status st;
         int r = frame_peek(in, &h, &st);
@@ -419,6 +425,16 @@ static void session_process_input(struct session *s)
                 return;
             }
             continue;
+        }
+        if (h.type == GC_FRAME_PING && s->state == SESSION_ACTIVE &&
+            evbuffer_get_length(bufferevent_get_output(s->bev)) >=
+                relay->cfg->session_high_watermark) {
+            /* A rank that sends PINGs and never reads the answers would
+             * grow our output without bound: its frames wait in its
+             * socket until it has read (on_write). */
+            s->blocked_output = 1;
+            bufferevent_disable(s->bev, EV_READ);
+            return;
         }
         uint8_t payload[GC_MAX_CONTROL_PAYLOAD];
         if (h.payload_len > sizeof payload) {
@@ -463,19 +479,30 @@ static void on_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
     struct session *s = arg;
-    if (s->state == SESSION_ACTIVE)
-        session_flush_pending(s);
+    if (s->state != SESSION_ACTIVE)
+        return;
+    session_flush_pending(s);
+    if (s->blocked_output) {
+        s->blocked_output = 0;
+        session_wake(s);
+    }
 }
 
 void session_accept(struct relay *relay, evutil_socket_t fd,
                     const char *peer_addr)
 {
+    if (!relay_admit_handshake(relay, "rank connection", peer_addr)) {
+        evutil_closesocket(fd);
+        return;
+    }
     struct session *s = calloc(1, sizeof *s);
     if (s == NULL) {
+        relay->handshakes--;
         evutil_closesocket(fd);
         return;
     }
     s->relay = relay;
+    s->in_handshake = 1;
     snprintf(s->peer_addr, sizeof s->peer_addr, "%s", peer_addr);
     evutil_make_socket_nonblocking(fd);
     int one = 1;
@@ -490,6 +517,7 @@ void session_accept(struct relay *relay, evutil_socket_t fd,
         if (s->resume_event != NULL)
             event_free(s->resume_event);
         free(s);
+        relay->handshakes--;
         return;
     }
     relay_tune_bufferevent(s->bev);

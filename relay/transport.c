@@ -45,7 +45,10 @@ static struct bufferevent *tls_wrap(struct relay *relay, evutil_socket_t fd,
     if (ssl == NULL)
         return NULL;
     if (!accepting) {
-        /* The dialled relay must present a certificate for its site. */
+        /* The dialled relay must present a certificate for its site, by
+         * name in its subjectAltName: a common name alone does not count
+         * (it is free text any CA-signed certificate may carry). */
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
         if (SSL_set1_host(ssl, peer_name) != 1 ||
             SSL_set_tlsext_host_name(ssl, peer_name) != 1) {
             SSL_free(ssl);
@@ -73,7 +76,9 @@ static int tls_peer_matches(struct bufferevent *bev, const char *peer_name)
     if (ssl == NULL)
         return 0;
     X509 *cert = SSL_get0_peer_certificate(ssl);
-    return cert != NULL && X509_check_host(cert, peer_name, 0, 0, NULL) == 1;
+    return cert != NULL &&
+           X509_check_host(cert, peer_name, 0,
+                           X509_CHECK_FLAG_NEVER_CHECK_SUBJECT, NULL) == 1;
 }
 
 const struct transport_ops transport_tls = {
