@@ -143,7 +143,7 @@ wan = {{ listen = "127.0.0.1:{wan}"; streams = {streams}; chunk_size = {chunk};
 http = {{ listen = "127.0.0.1:{http}"; admin = true; }};
 log = {{ level = "info"; file = "{log}"; }};
 liveness = {{ reconnect_min_ms = 50; reconnect_max_ms = 500;
-             peer_give_up_ms = {give_up}; }};
+             peer_give_up_ms = {give_up}; {liveness} }};
 {extra}
 peers = ( {peers} );
 """.format(name=self.name, job=g.job_id, first=self.first_rank,
@@ -151,7 +151,7 @@ peers = ( {peers} );
            local_tcp=self.local_tcp,
            wan=self.wan_port, streams=g.streams, chunk=g.chunk,
            plain="false" if g.tls else "true", tls=tls, http=self.http_port,
-           log=self.log_path, give_up=g.give_up_ms,
+           log=self.log_path, give_up=g.give_up_ms, liveness=g.liveness,
            extra=g.extra_config + extra, peers=", ".join(peers))
         with open(self.config_path, "w") as f:
             f.write(text)
@@ -245,12 +245,14 @@ class Grid:
     """Sites with `sizes[i]` ranks each, rank numbers assigned in order."""
 
     def __init__(self, sizes=(1, 1), names=None, tls=True, streams=4,
-                 chunk=262144, give_up_ms=30000, extra_config="", job_id=7):
+                 chunk=262144, give_up_ms=30000, extra_config="", job_id=7,
+                 liveness=""):
         self.dir = tempfile.mkdtemp(prefix="gridrelay-test-")
         self.tls = tls
         self.streams = streams
         self.chunk = chunk
         self.give_up_ms = give_up_ms
+        self.liveness = liveness  # more liveness.* settings
         self.extra_config = extra_config
         self.job_id = job_id
         self.token_path = os.path.join(self.dir, "job.token")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Broken streams, killed and restarted peer relays."""
 
+import re
 import signal
 import threading
 import time
@@ -68,7 +69,9 @@ def peer_killed_for_good():
         out = finish(recv, timeout=30, expect_ok=False)
         check(recv.returncode != 0 and "FAIL" in out,
               "receiver did not notice its relay died: " + out)
-        check("giving it up" in a.log(), "give-up not logged")
+        check(re.search(r"link beta down for [0-9.]+ s \(liveness.peer_give_up_ms "
+                        r"= 1500\); giving the peer up", a.log()),
+              "give-up not logged:\n" + a.log())
 
 
 def peer_restarted():

@@ -46,6 +46,7 @@ GRIDRUN = os.path.join(BIN, "gridrun")
 FAKE_RSH = os.path.join(SOURCE_DIR, "tests", "integration", "gridrun",
                         "fake-rsh.sh")
 USERS = ("alice", "bob", "carol")
+ADMIN = "ops"  # service.admins: the site's operator
 JOB_MEMORY = 16 << 20  # service.job_memory
 CHUNK = 64 << 10       # wan.chunk_size
 AUTH_OK, ERR_AUTH = 3, 3
@@ -74,7 +75,7 @@ class Services:
 
     def write_configs(self):
         make_certs(self.path("wan"), ["alpha", "beta"])
-        make_certs(self.path("users"), USERS)
+        make_certs(self.path("users"), USERS + (ADMIN,))
         make_certs(self.path("others"), ["mallory"])
         for site, peer in (("alpha", "beta"), ("beta", "alpha")):
             control = ("%s:7443" % self.addr[site] if site == "alpha" else
@@ -87,6 +88,7 @@ service = {
   client_ca = "users/ca.crt";
   lease = 30;
   job_memory = %(job_memory)d;
+  admins = "%(admin)s";
 };
 wan = { listen = "%(me)s:7500"; streams = %(streams)d;
         chunk_size = %(chunk)d; };
@@ -98,6 +100,7 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
 """ % {"site": site, "peer": peer, "dir": self.dir, "control": control,
                     "me": self.addr[site], "them": self.addr[peer],
                     "job_memory": self.job_memory, "streams": self.streams,
+                    "admin": ADMIN,
                     "chunk": self.chunk, "extra": self.extra})
 
     # -- processes -------------------------------------------------------
@@ -161,7 +164,10 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
         return r.stdout
 
     def status(self, site):
-        return json.loads(self.http(site, "/status"))
+        """/status as the site's operator sees it (every job)."""
+        code, st = self.control(site, "GET", "/status", user=ADMIN)
+        check(code == 200, "GET /status as %s at %s: %d" % (ADMIN, site, code))
+        return st
 
     def wait_links(self, timeout=20):
         deadline = time.time() + timeout
@@ -179,10 +185,17 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
 
     # -- launchers ---------------------------------------------------------
 
+    def control_text(self, site, path, user):
+        """GET `path` from a site's control endpoint as `user`: the body."""
+        code, text = self.control(site, "GET", path, user=user, as_text=True)
+        check(code == 200, "GET %s as %s at %s: %d" % (path, user, site, code))
+        return text
+
     def control(self, site, method, path, body=None, user="alice",
-                ca_dir="users"):
+                ca_dir="users", as_text=False):
         """One HTTPS request to a site's control endpoint with `user`'s
-        client certificate (None: no certificate); (status, JSON)."""
+        client certificate (None: no certificate); (status, JSON), or
+        (status, text) when `as_text`."""
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.load_verify_locations(self.path("wan", "ca.crt"))
         if user is not None:
@@ -190,7 +203,8 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
                                 self.path(ca_dir, user + ".key"))
         if site == "alpha":
             # TCP inside alpha's namespace: through a helper there.
-            return self._control_in_ns(site, method, path, body, user, ca_dir)
+            return self._control_in_ns(site, method, path, body, user, ca_dir,
+                                       as_text)
         raw = socket.socket(socket.AF_UNIX)
         raw.settimeout(10)
         raw.connect(self.path("beta-control.sock"))
@@ -207,9 +221,12 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
                     break
                 reply += part
         head, _, payload = reply.partition(b"\r\n\r\n")
+        if as_text:
+            return int(head.split()[1]), payload.decode()
         return int(head.split()[1]), json.loads(payload or b"{}")
 
-    def _control_in_ns(self, site, method, path, body, user, ca_dir):
+    def _control_in_ns(self, site, method, path, body, user, ca_dir,
+                       as_text):
         args = ["ip", "netns", "exec", self.ns[site], "curl", "-sS",
                 "--max-time", "10", "-o", "-", "-w", "\n%{http_code}",
                 "--cacert", self.path("wan", "ca.crt"), "-X", method,
@@ -225,6 +242,8 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
         if r.returncode != 0:
             raise ssl.SSLError(r.stderr.strip())
         payload, _, code = r.stdout.rpartition("\n")
+        if as_text:
+            return int(code), payload
         return int(code), json.loads(payload or "{}")
 
     def register(self, job_id, token, sizes=(2, 2), user="alice", lease=30,
