@@ -344,7 +344,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
     enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
     uint32_t id = 0;
-    switch (control_route_parse(path, &id)) {
+    enum control_route route = control_route_parse(path, &id);
+    switch (route) {
     case ROUTE_JOBS:
         if (cmd == EVHTTP_REQ_POST)
             on_register(req, ctl, owner);
@@ -360,8 +361,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         if (cmd != EVHTTP_REQ_GET)
             reply_error(req, 405, "use GET");
         else
-            on_report(req, ctl, &view,
-                      control_route_parse(path, &id) == ROUTE_METRICS);
+            on_report(req, ctl, &view, route == ROUTE_METRICS);
         return;
     case ROUTE_NONE: break;
     }

@@ -702,8 +702,7 @@ void http_server_free(struct http_server *srv)
         evhttp_free(srv->http);
     srv->http = NULL;
     struct http_conn *conn;
-    while (srv->conns.tqh_first != NULL) {
-        conn = TAILQ_FIRST(&srv->conns);
+    while ((conn = TAILQ_FIRST(&srv->conns)) != NULL) {
         TAILQ_REMOVE(&srv->conns, conn, entry);
         bufferevent_decref(conn->bev);
         free(conn);
