@@ -391,6 +391,45 @@ def unauthenticated_hello_changes_nothing():
         s.close()
 
 
+def per_job_relay_http_limits():
+    """The operations endpoint of a per-job relay under gridrun keeps the
+    service's bounds: idle connections close, the listener pauses at
+    limits.http_connections, oversized headers are refused, and the job's
+    data goes on meanwhile."""
+    with Grid(sizes=(1, 1), tls=False) as g:
+        g.start()
+        a, b = g.sites
+        idle = [socket.create_connection(("127.0.0.1", b.http_port))
+                for _ in range(100)]
+        # One request with 9 KiB of headers on a connection of its own.
+        big = socket.create_connection(("127.0.0.1", a.http_port))
+        big.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\nX-Pad: " +
+                    b"p" * 9216 + b"\r\n\r\n")
+        big.settimeout(5)
+        answer = big.recv(200)
+        check(answer.startswith(b"HTTP/1.1 400 "),
+              "9 KiB of headers answered %r" % answer[:80])
+        big.close()
+        small_transfer(g)
+        # The first limits.http_connections (64) were taken and close after
+        # 10 s idle; then the listener takes the backlog and answers again.
+        time.sleep(11)
+        closed = 0
+        for s in idle:
+            s.settimeout(0.2)
+            try:
+                closed += s.recv(1) == b""
+            except OSError:
+                pass
+            s.close()
+        check(closed >= 64, "idle connections kept: %d of 100 closed" % closed)
+        check(b.status()["links"][0]["streams_up"] == 4,
+              "beta's link after the idle connections: %r"
+              % b.status()["links"][0])
+        check("gridrelay_connections_refused_total" in b.http("/metrics"),
+              "no refusal metric on beta")
+
+
 def certificate_without_san_is_refused():
     with Grid(sizes=(1, 1), tls=True) as g:
         g.start()
@@ -530,6 +569,7 @@ if __name__ == "__main__":
           ("job_after_peer_restart", job_after_peer_restart),
           ("unauthenticated_hello_changes_nothing",
            unauthenticated_hello_changes_nothing),
+          ("per_job_relay_http_limits", per_job_relay_http_limits),
           ("certificate_without_san_is_refused",
            certificate_without_san_is_refused),
           ("second_relay_leaves_sockets_alone",
