@@ -2,10 +2,9 @@
  * What a launcher sends the service's control endpoint, parsed without the
  * event loop: the request line's target (method and path) and the
  * registration body.  Both come from a tenant, so both are hostile input:
- * bounded in size, parsed in bounded time, with no file access (libconfig's
- * @include is refused before the parser sees the text).  Kept apart from
- * control.c so the fuzz target (tests/fuzz/fuzz_control.c) runs exactly
- * this code.
+ * bounded in size, parsed in bounded time, allocating nothing, with no file
+ * access.  Kept apart from control.c so the fuzz target
+ * (tests/fuzz/fuzz_control.c) runs exactly this code.
  */
 #ifndef CONTROL_REQUEST_H
 #define CONTROL_REQUEST_H
@@ -30,8 +29,9 @@ struct job_request {
     uint64_t rank_total; /* ranks of the job over all its sites */
 };
 
-/* Parse a registration body of `len` bytes (libconfig syntax, see
- * control.c).  0, or -1 with "line N: ..." in `err`. */
+/* Parse a registration body of `len` bytes (the subset of libconfig's
+ * syntax control_request.c describes).  0, or -1 with "line N: ..." in `err`.
+ */
 int control_request_parse(const char *text, size_t len, struct job_request *jr,
                           char *err, size_t err_len);
 

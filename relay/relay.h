@@ -351,6 +351,7 @@ struct http_server {
     TAILQ_HEAD(, http_conn) conns; /* open connections (http.c) */
     unsigned open;                 /* how many */
     int paused;                    /* listener off: limits.http_connections */
+    size_t read_max;               /* input one connection may buffer */
     char what[32];
     char unix_path[RELAY_PATH_MAX]; /* unlinked at exit; "" for TCP */
 };

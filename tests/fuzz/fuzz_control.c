@@ -3,7 +3,7 @@
  * service: the control endpoint's registration body and request path
  * (relay/control_request.c) and the JOB frame (common/gc_proto.c).
  *
- * Random bytes rarely make a libconfig document with the right keys, or a
+ * Random bytes rarely make a registration document with the right keys, or a
  * JOB payload whose sites pass the decoder's checks, so most of the input
  * is read as a structure and turned into those (structure-aware): the
  * first byte picks what, the rest drive the choices.
@@ -17,7 +17,7 @@
  *
  * Properties checked besides memory safety (a violation aborts):
  *   - a body with an '@' anywhere is refused, with the directive message,
- *     so libconfig never sees an @include (no file is ever opened);
+ *     as the message names @include;
  *   - an accepted registration is within the limits the relay relies on:
  *     id nonzero, a token of 16..GC_TOKEN_MAX bytes, 1..GC_JOB_SITES_MAX
  *     sites with valid names, rank_total the sum of the sites' counts;
