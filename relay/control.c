@@ -437,6 +437,11 @@ void control_tick(struct relay *relay)
     http_server_tick(&relay->control->server);
 }
 
+unsigned control_connections(const struct relay *relay)
+{
+    return relay->control != NULL ? relay->control->server.open : 0;
+}
+
 void control_free(struct relay *relay)
 {
     struct control *ctl = relay->control;

@@ -356,11 +356,17 @@ void http_metrics(struct evbuffer *out, const struct relay *relay,
         "# HELP gridrelay_registrations_refused_total Job registrations "
         "refused (malformed, quota, conflict).\n"
         "# TYPE gridrelay_registrations_refused_total counter\n"
-        "gridrelay_registrations_refused_total %llu\n",
+        "gridrelay_registrations_refused_total %llu\n"
+        "# HELP gridrelay_http_connections Connections open on an HTTP "
+        "endpoint (limits.http_connections each).\n"
+        "# TYPE gridrelay_http_connections gauge\n"
+        "gridrelay_http_connections{endpoint=\"operations\"} %u\n"
+        "gridrelay_http_connections{endpoint=\"control\"} %u\n",
         ready, (unsigned long long)relay->bytes_from_ranks,
         (unsigned long long)relay->bytes_to_ranks, relay->handshakes,
         (unsigned long long)relay->connections_refused,
-        (unsigned long long)relay->registrations_refused);
+        (unsigned long long)relay->registrations_refused, relay->ops.open,
+        control_connections(relay));
     if (view->all || view->owner != NULL) {
         add_owner_metrics(out, relay, view);
         add_job_metrics(out, relay, view);

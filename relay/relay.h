@@ -502,6 +502,8 @@ void http_job_json(struct evbuffer *out, const struct job *job);
 int control_start(struct relay *relay);
 void control_free(struct relay *relay);
 void control_tick(struct relay *relay);
+/* Connections open on the control endpoint (0 without one). */
+unsigned control_connections(const struct relay *relay);
 /* SIGHUP: the launchers' CA (and the site's certificate) from `next`;
  * -1 (logged) keeps the old ones. */
 int control_reload(struct relay *relay, const struct relay_config *next);
