@@ -409,16 +409,25 @@ void http_metrics(struct evbuffer *out, const struct relay *relay,
     }
 }
 
-static void on_metrics(struct evhttp_request *req, void *arg)
+/* GET of a whole report: what `render` writes for the server's view. */
+static void send_report(struct evhttp_request *req,
+                        const struct http_server *srv,
+                        void (*render)(struct evbuffer *, const struct relay *,
+                                       const struct http_view *),
+                        const char *content_type)
 {
-    struct http_server *srv = arg;
     struct evbuffer *out = evbuffer_new();
     if (out == NULL) {
         evhttp_send_error(req, HTTP_INTERNAL, NULL);
         return;
     }
-    http_metrics(out, srv->relay, &srv->view);
-    send_ok(req, "text/plain; version=0.0.4", out);
+    render(out, srv->relay, &srv->view);
+    send_ok(req, content_type, out);
+}
+
+static void on_metrics(struct evhttp_request *req, void *arg)
+{
+    send_report(req, arg, http_metrics, "text/plain; version=0.0.4");
 }
 
 static void add_ranks(struct evbuffer *out, const struct job *job)
@@ -535,14 +544,7 @@ void http_status(struct evbuffer *out, const struct relay *relay,
 
 static void on_status(struct evhttp_request *req, void *arg)
 {
-    struct http_server *srv = arg;
-    struct evbuffer *out = evbuffer_new();
-    if (out == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
-    }
-    http_status(out, srv->relay, &srv->view);
-    send_ok(req, "application/json", out);
+    send_report(req, arg, http_status, "application/json");
 }
 
 static void on_break_stream(struct evhttp_request *req, void *arg)

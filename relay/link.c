@@ -1297,22 +1297,28 @@ void link_wan_accept(struct relay *relay, evutil_socket_t fd,
     bufferevent_enable(st->bev, EV_READ | EV_WRITE);
 }
 
-void link_free_pending_stream(struct stream *st)
-{
-    TAILQ_REMOVE(&st->relay->pending_streams, st, pending_entry);
-    st->relay->handshakes--;
-    bufferevent_free(st->bev);
-    free(st);
-}
-
-/* An accepted stream we refuse: its ERROR leaves before the close. */
-static void refuse_pending(struct stream *st)
+/* An accepted stream leaves the handshake table: closed at once, or
+ * (refused) once the ERROR frame queued on it has left. */
+static void drop_pending(struct stream *st, int flush)
 {
     struct relay *relay = st->relay;
     TAILQ_REMOVE(&relay->pending_streams, st, pending_entry);
     relay->handshakes--;
-    relay_close_after_flush(relay, st->bev);
+    if (flush)
+        relay_close_after_flush(relay, st->bev);
+    else
+        bufferevent_free(st->bev);
     free(st);
+}
+
+void link_free_pending_stream(struct stream *st)
+{
+    drop_pending(st, 0);
+}
+
+static void refuse_pending(struct stream *st)
+{
+    drop_pending(st, 1);
 }
 
 /* ---- link lifecycle --------------------------------------------------- */
