@@ -270,6 +270,8 @@ static void usage(FILE *out)
         "           without root\n"
         "  124      --timeout expired\n"
         "  125      ranks of a site never joined the grid (see above)\n"
+        "  126/127  a host could not start the program: not executable/not\n"
+        "           found\n"
         "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
         GR_MAX_SITES);
 }

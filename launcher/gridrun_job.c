@@ -48,6 +48,9 @@
 #define JOIN_QUERY_TRIES    3
 /* Exit status of a job some of whose ranks never joined the grid. */
 #define EXIT_NOT_JOINED 125
+/* A program hydra could not start, as a shell reports it. */
+#define EXIT_NOT_EXECUTABLE 126
+#define EXIT_NOT_FOUND      127
 /* The never-joined ranks a message lists at most (as the relay's ranges). */
 #define NEVER_JOINED_SHOWN 160
 #define UNIX_PATH_MAX      (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
@@ -874,9 +877,77 @@ static bool take_hydra_exit_codes(struct outsrc *o, const char *line,
     return o->in_exit_codes;
 }
 
+/* Host number `index` of a site's mpiexec -hosts ("h1:n1,h2:n2"): hydra
+ * numbers its proxies in that order, one per host. */
+static bool nth_mpi_host(const struct gr_site *s, unsigned long index,
+                         char *out, size_t len)
+{
+    const char *p = s->mpi_hosts;
+    for (; p != NULL && index > 0; index--) {
+        p = strchr(p, ',');
+        if (p != NULL)
+            p++;
+    }
+    if (p == NULL || *p == '\0')
+        return false;
+    snprintf(out, len, "%.*s", (int)strcspn(p, ":,"), p);
+    return true;
+}
+
+/*
+ * A proxy that cannot start the program says so on mpiexec's stderr,
+ *   [proxy:PG:ID@HOST] HYDU_create_process (...): execvp error on file
+ *   PROGRAM (REASON)
+ * and its ranks then never join the grid, which would blame the wrong
+ * things: gridrun reports this instead (report_exec_failure), naming the
+ * machine file's host (HOST is the proxy's own hostname, which a host
+ * alias of the machine file need not be).  The first failure of a site is
+ * kept; the line itself is still forwarded.
+ */
+static void take_exec_failure(struct gr_site *s, const char *line, size_t len)
+{
+    static const char head[] = "[proxy:", what[] = " execvp error on file ";
+    if (s->exec_prog[0] != '\0' || len <= sizeof(head) ||
+        memcmp(line, head, sizeof(head) - 1) != 0)
+        return;
+    const char *file = memmem(line, len, what, sizeof(what) - 1);
+    const char *close = line + len;
+    while (close > line && (close[-1] == '\n' || close[-1] == '\r'))
+        close--;
+    if (file == NULL || close == line || close[-1] != ')')
+        return;
+    file += sizeof(what) - 1;
+    close--;
+    /* The reason is the last parenthesis: PROGRAM may contain one. */
+    const char *open = NULL;
+    for (const char *p = file; p + 1 < close; p++)
+        if (p[0] == ' ' && p[1] == '(')
+            open = p;
+    const char *at = memchr(line, '@', (size_t)(file - line));
+    const char *bracket =
+        at != NULL ? memchr(at, ']', (size_t)(file - at)) : NULL;
+    const char *id = memchr(line + sizeof(head) - 1, ':',
+                            (size_t)(file - line) - (sizeof(head) - 1));
+    if (open == NULL || open == file || bracket == NULL || id == NULL ||
+        id > at)
+        return;
+    char *end;
+    unsigned long proxy = strtoul(id + 1, &end, 10);
+    if (end != at ||
+        !nth_mpi_host(s, proxy, s->exec_host, sizeof(s->exec_host)))
+        snprintf(s->exec_host, sizeof(s->exec_host), "%.*s",
+                 (int)(bracket - at - 1), at + 1);
+    snprintf(s->exec_reason, sizeof(s->exec_reason), "%.*s",
+             (int)(close - open - 2), open + 2);
+    snprintf(s->exec_prog, sizeof(s->exec_prog), "%.*s", (int)(open - file),
+             file);
+}
+
 static void emit_line(struct runner *r, struct outsrc *o, char *line,
                       size_t len)
 {
+    if (o->is_err)
+        take_exec_failure(o->site, line, len);
     int fd = o->is_err ? 2 : 1;
     if (take_hydra_exit_codes(o, line, len)) {
         vlog(r->job, "site %s: hydra: %.*s", o->site->name,
@@ -1881,9 +1952,41 @@ static void report_not_joined(const struct gr_job *job)
             prog);
 }
 
+/* Like a shell: 127 for a program not found, 126 for one found but not
+ * executable (any other reason of execvp, e.g. ENOEXEC, is the kernel's
+ * text).  One line per site whose hosts could not start it; returns the
+ * first site's status, 0 when no site had such a failure. */
+static int report_exec_failure(const struct gr_job *job)
+{
+    int status = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        if (s->exec_prog[0] == '\0')
+            continue;
+        bool missing = strcmp(s->exec_reason, strerror(ENOENT)) == 0;
+        bool denied = strcmp(s->exec_reason, strerror(EACCES)) == 0;
+        fprintf(stderr,
+                "gridrun: site %s: cannot start program %s on host %s: %s\n",
+                s->name, s->exec_prog, s->exec_host,
+                missing  ? "not found"
+                : denied ? "not executable"
+                         : s->exec_reason);
+        if (status == 0)
+            status = missing ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE;
+    }
+    return status;
+}
+
 static int final_status(struct runner *r)
 {
     struct gr_job *job = r->job;
+    /* Ranks that could not be started never joined and failed their
+     * mpiexec: what explains both is the exec failure. */
+    if (r->reason == END_MPI_FAILED || r->reason == END_NOT_JOINED) {
+        int st = report_exec_failure(job);
+        if (st != 0)
+            return st;
+    }
     char what[64];
     switch (r->reason) {
     case END_SUCCESS: return 0;

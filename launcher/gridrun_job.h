@@ -75,6 +75,12 @@ struct gr_site {
     bool join_failed; /* the job failed for it: reported as never joined */
     int64_t ranks_joined;
     char *never_joined;
+    /* Hydra could not start the program on one of the site's hosts: its
+     * proxy's "execvp error on file PROGRAM (REASON)", the first of the
+     * site.  exec_prog[0] == '\0': none seen. */
+    char exec_prog[PATH_MAX];
+    char exec_host[MF_HOST_MAX + 1];
+    char exec_reason[128];
 };
 
 struct gr_job {

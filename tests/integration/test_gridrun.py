@@ -478,6 +478,43 @@ def mf_tls():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# One host per site, so which host a message names is known.
+TWO_HOSTS = """
+gwA cluster=alpha relay slots=1 wan=WAN1
+gwB cluster=beta relay slots=1 wan=WAN2
+"""
+
+
+def mf_program_cannot_start():
+    """A program the hosts cannot start is reported as a shell would (127
+    not found, 126 not executable), naming the site, program and host,
+    not as ranks that never joined the grid."""
+    d, path = machine_file(TWO_HOSTS)
+    try:
+        noexec = os.path.join(d, "noexec.sh")
+        with open(noexec, "w") as f:
+            f.write("#!/bin/sh\necho never\n")
+        os.chmod(noexec, 0o644)
+        missing = os.path.join(d, "no-such-program")
+        for prog, status, why in ((missing, 127, "not found"),
+                                  (noexec, 126, "not executable")):
+            r = subprocess.run(
+                [GRIDRUN, "-f", path, "-n", "2", "--rsh", FAKE_RSH,
+                 "--plaintext-wan", "--job-dir", d, "--", prog],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                timeout=30)
+            mine = [l for l in r.stderr.splitlines()
+                    if l.startswith("gridrun: ")]
+            want = ["gridrun: site %s: cannot start program %s on host %s: %s"
+                    % (site, prog, host, why)
+                    for site, host in (("alpha", "gwA"), ("beta", "gwB"))]
+            check(r.returncode == status and mine[:2] == want and
+                  "never joined" not in r.stderr,
+                  "%s: exit %d, %r" % (prog, r.returncode, r.stderr))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def mf_errors():
     d, path = machine_file(THREE_SITES)
     bad = os.path.join(d, "bad.machines")
@@ -531,4 +568,5 @@ if __name__ == "__main__":
           ("local_tls", local_tls),
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
+          ("mf_program_cannot_start", mf_program_cannot_start),
           ("mf_errors", mf_errors)])
