@@ -60,7 +60,12 @@ enum {
     OPT_SERVICE_CERT,
     OPT_SERVICE_KEY,
     OPT_SERVICE_CA,
+    OPT_KEEP_FAILED,
 };
+
+/* Failed jobs' directories kept by default (--keep-failed). */
+#define KEEP_FAILED_DEFAULT 5
+#define KEEP_FAILED_MAX     100000
 
 #define MAX_RSH_WORDS  64
 #define MAX_RELAY_SETS 64
@@ -206,7 +211,11 @@ static void usage(FILE *out)
         "  --preload            set LD_PRELOAD=<bindir>/../lib/libgridcoll.so\n"
         "                       for the ranks\n"
         "  --keep-job-dir       keep the job directory (configs, token, relay\n"
-        "                       logs); it is always kept when the job fails\n"
+        "                       logs) after a successful job too\n"
+        "  --keep-failed N      keep the directories of the last N failed\n"
+        "                       jobs in the job directory's parent, remove\n"
+        "                       older ones (default: $GRIDCOLL_KEEP_FAILED,\n"
+        "                       else 5; 0 keeps none)\n"
         "  --verbose            report each step on standard error\n"
         "  --no-join-check      PROGRAM is not an MPI program: do not require\n"
         "                       every rank to join the grid (see below)\n"
@@ -257,6 +266,7 @@ static void usage(FILE *out)
         "                       next to gridrun)\n"
         "  GRIDCOLL_MODEL       model for the ranks when --model is not given\n"
         "  GRIDCOLL_MODEL_DIR   where default models live (see above)\n"
+        "  GRIDCOLL_KEEP_FAILED failed jobs' directories kept (--keep-failed)\n"
         "  TMPDIR               where the job directory is made (default "
         "/tmp)\n"
         "\n"
@@ -377,6 +387,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"prefix", no_argument, NULL, OPT_PREFIX},
         {"preload", no_argument, NULL, OPT_PRELOAD},
         {"keep-job-dir", no_argument, NULL, OPT_KEEP},
+        {"keep-failed", required_argument, NULL, OPT_KEEP_FAILED},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"help", no_argument, NULL, OPT_HELP},
         {"rsh", required_argument, NULL, OPT_RSH},
@@ -398,6 +409,10 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     };
     uint32_t sites = 0, np = 0;
     const char *sizes = NULL;
+    /* The option wins over the environment, which wins over the
+     * default. */
+    const char *keep_failed = getenv("GRIDCOLL_KEEP_FAILED");
+    const char *keep_failed_from = "GRIDCOLL_KEEP_FAILED";
     char fattree[GC_SCHED_FATTREE_TEXT_MAX] = "";
     int c;
 
@@ -458,6 +473,10 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_PREFIX: job->prefix = true; break;
         case OPT_PRELOAD: job->preload = true; break;
         case OPT_KEEP: job->keep_job_dir = true; break;
+        case OPT_KEEP_FAILED:
+            keep_failed = optarg;
+            keep_failed_from = "--keep-failed";
+            break;
         case OPT_VERBOSE: job->verbose = true; break;
         case OPT_NO_JOIN_CHECK: job->no_join_check = true; break;
         case OPT_SERVICE_CERT: mo->service_cert = optarg; break;
@@ -470,6 +489,11 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    job->keep_failed = KEEP_FAILED_DEFAULT;
+    if (keep_failed != NULL && *keep_failed != '\0' &&
+        parse_u32(keep_failed, 0, KEEP_FAILED_MAX, &job->keep_failed) != 0)
+        return usage_error("%s must be 0..%u, not '%s'", keep_failed_from,
+                           KEEP_FAILED_MAX, keep_failed);
     bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (md->probe) {
         if (optind < argc && !after_dashes)

@@ -8,6 +8,7 @@
  * us as child subreaper.
  */
 #include "gridrun_job.h"
+#include "gridrun_jobdir.h"
 #include "gridrun_mpiexec.h"
 #include "gridrun_service.h"
 #include "netns.h"
@@ -16,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -544,6 +544,13 @@ static int make_job_dir(struct gr_job *job)
         job->dir[0] = '\0';
         return -1;
     }
+    snprintf(job->dir_base, sizeof(job->dir_base), "%s", tmp);
+    job->dir_lock_fd = gr_jobdir_lock(job->dir);
+    if (job->dir_lock_fd < 0) {
+        fprintf(stderr, "gridrun: %s/%s: %s\n", job->dir, GR_JOBDIR_LOCK,
+                strerror(errno));
+        return -1;
+    }
 
     unsigned char token[32];
     char token_hex[65];
@@ -611,14 +618,48 @@ too_long:
     return -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
+/*
+ * The job directory at the end: removed after a successful job (unless
+ * --keep-job-dir); after a failed one kept for the user and marked
+ * failed, and the failed jobs' directories beyond --keep-failed, oldest
+ * first, removed.  --keep-job-dir keeps it unmarked: the user asked for
+ * it, so no clean-up removes it.
+ */
+static void finish_job_dir(struct gr_job *job, int status)
 {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
+    bool failed = status != 0;
+    bool keep = job->keep_job_dir || (failed && job->keep_failed > 0);
+    if (failed && !job->keep_job_dir && gr_jobdir_mark_failed(job->dir) != 0) {
+        fprintf(stderr, "gridrun: warning: %s/%s: %s\n", job->dir,
+                GR_JOBDIR_FAILED, strerror(errno));
+    }
+    if (keep) {
+        fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
+    } else if (gr_jobdir_remove(job->dir_base, job->dir) != 0) {
+        fprintf(stderr,
+                "gridrun: warning: cannot remove job directory %s: %s\n",
+                job->dir, strerror(errno));
+    } else if (failed) {
+        fprintf(stderr, "gridrun: job directory removed (--keep-failed 0)\n");
+    }
+    if (failed) {
+        int removed = gr_jobdir_prune(
+            job->dir_base, keep && !job->keep_job_dir ? job->dir : NULL,
+            job->keep_failed);
+        if (removed < 0)
+            fprintf(stderr, "gridrun: warning: cannot clean up %s: %s\n",
+                    job->dir_base, strerror(errno));
+        else if (job->keep_failed > 0)
+            fprintf(stderr,
+                    "gridrun: the last %u failed jobs' directories are kept "
+                    "in %s (--keep-failed N, GRIDCOLL_KEEP_FAILED); %d older "
+                    "removed\n",
+                    job->keep_failed, job->dir_base, removed);
+    }
+    /* Held until now: another gridrun's clean-up must not take a
+     * directory this job still writes to. */
+    close(job->dir_lock_fd);
+    job->dir_lock_fd = -1;
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -2019,6 +2060,7 @@ int gr_job_run(struct gr_job *job)
     int status = 1;
 
     job->home_netns = -1;
+    job->dir_lock_fd = -1;
     for (uint32_t i = 0; i < job->site_count; i++) {
         job->sites[i].netns_fd = -1;
         job->sites[i].ranks_joined = -1;
@@ -2103,12 +2145,10 @@ teardown:
             job->keep_job_dir = true;
         }
     }
-    if (job->dir[0] != '\0') {
-        if (job->keep_job_dir || status != 0)
-            fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
-        else
-            nftw(job->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    }
+    if (job->dir_lock_fd >= 0)
+        finish_job_dir(job, status);
+    else if (job->dir[0] != '\0')
+        fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
 
 cleanup:
     for (uint32_t i = 0; i < job->site_count; i++) {

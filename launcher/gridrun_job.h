@@ -92,6 +92,9 @@ struct gr_job {
     bool prefix;
     bool preload;
     bool keep_job_dir;
+    /* --keep-failed: the failed jobs' directories kept in the job
+     * directory's parent (this one included); older ones are removed. */
+    uint32_t keep_failed;
     bool verbose;
     /* --no-join-check: do not require every rank to join the grid (for
      * commands that are not MPI programs). */
@@ -128,7 +131,11 @@ struct gr_job {
     int relay_set_count;
 
     /* State. */
+    char dir_base[PATH_MAX]; /* where dir was made */
     char dir[PATH_MAX];
+    /* gridrun.lock in dir, held (flock) while the job runs, so another
+     * gridrun's clean-up never removes it; -1 = none. */
+    int dir_lock_fd;
     char token_file[PATH_MAX];
     char rsh_exec[PATH_MAX]; /* hydra's -launcher-exec (--rsh, --native);
                                 "" = its default launcher */

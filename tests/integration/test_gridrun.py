@@ -8,6 +8,7 @@ join the grid (no MPI_Init), so they run with --no-join-check; the check
 itself is integration.join_check's.
 """
 
+import fcntl
 import os
 import re
 import shutil
@@ -276,6 +277,103 @@ def bad_flags():
                        text=True, timeout=10)
     check(r.returncode == 0 and "GRIDCOLL_SITES" in r.stdout and
           "124" in r.stdout, "--help incomplete")
+
+
+def keep_failed():
+    """Failed jobs keep their directories, but only the last --keep-failed
+    (GRIDCOLL_KEEP_FAILED) of them: older failed ones are removed, never
+    one a running gridrun holds (its gridrun.lock), one kept with
+    --keep-job-dir (no gridrun.failed), a directory of an older gridrun
+    (no lock file), or what a symbolic link points to."""
+    t = tempfile.mkdtemp(prefix="gr-kf-")
+    outside = tempfile.mkdtemp(prefix="gr-kf-out-")
+    try:
+        def fake(name, age, lock=True, failed=True, where=t):
+            d = os.path.join(where, name)
+            os.mkdir(d)
+            for f, want in (("gridrun.lock", lock), ("gridrun.failed", failed)):
+                if want:
+                    open(os.path.join(d, f), "w").close()
+                    then = time.time() - age
+                    os.utime(os.path.join(d, f), (then, then))
+            return d
+
+        newer = fake("gridrun-newer1", 1000)
+        older = fake("gridrun-older1", 2000)
+        busy = fake("gridrun-busy01", 3000)
+        kept = fake("gridrun-keep01", 4000, failed=False)
+        legacy = fake("gridrun-legacy", 5000, lock=False)
+        target = fake("gridrun-target", 6000, where=outside)
+        os.symlink(target, os.path.join(t, "gridrun-link01"))
+        lock = open(os.path.join(busy, "gridrun.lock"))
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as the gridrun running it would
+
+        def fail(args, env=None):
+            r = subprocess.run(
+                [GRIDRUN, "--sites", "1", "-n", "1", "--no-join-check"] +
+                args + ["--", "sh", "-c", "exit 3"], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=30,
+                env=dict(os.environ, TMPDIR=t, **(env or {})))
+            m = re.search(r"^gridrun: job directory kept: (.*)$", r.stderr,
+                          re.M)
+            check(r.returncode == 3 and m is not None,
+                  "exit %d: %s" % (r.returncode, r.stderr))
+            return m.group(1), r.stderr
+
+        untouched = {"gridrun-busy01", "gridrun-keep01", "gridrun-legacy",
+                     "gridrun-link01"}
+        own, err = fail(["--keep-failed", "2"])
+        check("gridrun: the last 2 failed jobs' directories are kept in %s "
+              "(--keep-failed N, GRIDCOLL_KEEP_FAILED); 1 older removed\n" % t
+              in err, "message: " + err)
+        names = set(os.listdir(t))
+        check(names == untouched | {os.path.basename(own), "gridrun-newer1"},
+              "after --keep-failed 2: %r" % sorted(names))
+        check(os.path.isfile(os.path.join(target, "gridrun.failed")),
+              "followed the symbolic link")
+        own2, err = fail([], {"GRIDCOLL_KEEP_FAILED": "1"})
+        check("gridrun: the last 1 failed jobs' directories are kept in %s "
+              "(--keep-failed N, GRIDCOLL_KEEP_FAILED); 2 older removed\n" % t
+              in err, "message: " + err)
+        names = set(os.listdir(t))
+        check(names == untouched | {os.path.basename(own2)},
+              "after GRIDCOLL_KEEP_FAILED=1: %r" % sorted(names))
+        # --keep-failed 0: not even this job's; the option wins over the
+        # environment.
+        r = subprocess.run(
+            [GRIDRUN, "--sites", "1", "-n", "1", "--no-join-check",
+             "--keep-failed", "0", "--", "sh", "-c", "exit 3"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=30, env=dict(os.environ, TMPDIR=t,
+                                 GRIDCOLL_KEEP_FAILED="7"))
+        check(r.returncode == 3 and
+              "gridrun: job directory removed (--keep-failed 0)\n" in r.stderr
+              and set(os.listdir(t)) == untouched,
+              "--keep-failed 0: exit %d, %r, %r" % (
+                  r.returncode, r.stderr, sorted(os.listdir(t))))
+        # A successful job's directory is removed, as before.
+        r = subprocess.run([GRIDRUN, "--sites", "1", "-n", "1",
+                            "--no-join-check", "--", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=30,
+                           env=dict(os.environ, TMPDIR=t))
+        check(r.returncode == 0 and set(os.listdir(t)) == untouched,
+              "success: exit %d, %r" % (r.returncode, sorted(os.listdir(t))))
+        lock.close()
+        for d in (kept, legacy):
+            check(os.path.isdir(d), "%s removed" % d)
+        gridrun_usage_errors([
+            (["--sites", "1", "-n", "1", "--keep-failed", "-1", "--", "true"],
+             "gridrun: --keep-failed must be 0..100000, not '-1'")])
+        r = subprocess.run([GRIDRUN, "--sites", "1", "-n", "1", "--", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=10,
+                           env=dict(os.environ, GRIDCOLL_KEEP_FAILED="x"))
+        check(r.returncode == 2 and "gridrun: GRIDCOLL_KEEP_FAILED must be "
+              "0..100000, not 'x'" in r.stderr, "env: %r" % r.stderr)
+    finally:
+        shutil.rmtree(t, ignore_errors=True)
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 def relay_set():
@@ -564,7 +662,8 @@ if __name__ == "__main__":
           ("exit_status", exit_status), ("relay_dies", relay_dies),
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
-          ("bad_flags", bad_flags), ("relay_set", relay_set),
+          ("bad_flags", bad_flags), ("keep_failed", keep_failed),
+          ("relay_set", relay_set),
           ("local_tls", local_tls),
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
