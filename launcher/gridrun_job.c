@@ -1688,13 +1688,30 @@ static void watch(struct runner *r)
             r->reason = END_ERROR;
             break;
         }
-        bool all_done = true;
+        bool all_done = true, mpi_failed = false;
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            const struct gr_site *s = &job->sites[i];
+            all_done &= !s->mpi_running;
+            mpi_failed |= !s->mpi_running && !(WIFEXITED(s->mpi_status) &&
+                                               WEXITSTATUS(s->mpi_status) == 0);
+        }
+        /* Ranks that lost their relay fail too, often before gridrun
+         * reaps the relay's death: a relay dead when a site's ranks
+         * failed is what explains the failure, so it is judged first.
+         * After every rank is done a relay is no longer needed, so only a
+         * death while ranks may use it fails the job. */
+        for (uint32_t i = 0; i < job->site_count && r->reason == END_NONE;
+             i++) {
+            if (job->sites[i].relay_pid > 0 && !job->sites[i].relay_running &&
+                (!all_done || mpi_failed)) {
+                r->reason = END_RELAY_DIED;
+                r->failed_site = &job->sites[i];
+            }
+        }
         for (uint32_t i = 0; i < job->site_count; i++) {
             struct gr_site *s = &job->sites[i];
-            if (s->mpi_running) {
-                all_done = false;
+            if (s->mpi_running)
                 continue;
-            }
             /* Every site that ended before the job did: the message names
              * all that never joined, not just the first. */
             if (r->reason == END_NONE || r->reason == END_NOT_JOINED)
@@ -1703,16 +1720,6 @@ static void watch(struct runner *r)
                                            WEXITSTATUS(s->mpi_status) == 0)) {
                 r->reason = END_MPI_FAILED;
                 r->failed_site = s;
-            }
-        }
-        for (uint32_t i = 0; i < job->site_count && r->reason == END_NONE;
-             i++) {
-            /* After every rank is done a relay is no longer needed, so only
-             * a death while ranks may use it fails the job. */
-            if (job->sites[i].relay_pid > 0 && !job->sites[i].relay_running &&
-                !all_done) {
-                r->reason = END_RELAY_DIED;
-                r->failed_site = &job->sites[i];
             }
         }
         if (r->reason == END_NONE && job->wan_pid > 0 && !job->wan_running &&
@@ -2032,7 +2039,41 @@ static int final_status(struct runner *r)
     switch (r->reason) {
     case END_SUCCESS: return 0;
     case END_BAD_RELAY_SET: return 2;
-    case END_MPI_FAILED: return report_mpi_failure(job, r->failed_site);
+    case END_MPI_FAILED:
+        /* A relay that stopped on its own (a drained SIGTERM ends its
+         * sessions before it exits) while its ranks were failing, found
+         * only now that teardown reaped it: the cause, named first. */
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            const struct gr_site *s = &job->sites[i];
+            if (s->relay_pid > 0 && !s->relay_running) {
+                relay_died_message(job, s, "while ranks ran");
+                report_mpi_failure(job, r->failed_site);
+                return 1;
+            }
+        }
+        /* Still draining: stopped from outside gridrun (gridrun stops
+         * its relays only after this), which ended its sessions. */
+        for (uint32_t i = 0; i < job->site_count && !job->services; i++) {
+            const struct gr_site *s = &job->sites[i];
+            char *body = s->relay_running ? http_status(job, s) : NULL;
+            bool draining =
+                body != NULL && strstr(body, "\"draining\":true") != NULL;
+            free(body);
+            if (draining) {
+                fprintf(stderr,
+                        "gridrun: relay of site %s was stopped while ranks "
+                        "ran (it is draining: a signal from outside "
+                        "gridrun); see %s\n",
+                        s->name, s->log);
+                report_mpi_failure(job, r->failed_site);
+                return 1;
+            }
+        }
+        if (job->services && gr_service_report_lost(job) > 0) {
+            report_mpi_failure(job, r->failed_site);
+            return 1;
+        }
+        return report_mpi_failure(job, r->failed_site);
     case END_NOT_JOINED: report_not_joined(job); return EXIT_NOT_JOINED;
     case END_RELAY_DIED:
         relay_died_message(job, r->failed_site, "while ranks ran");

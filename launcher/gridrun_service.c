@@ -330,6 +330,34 @@ int gr_service_renew_due(struct gr_job *job)
     return 0;
 }
 
+int gr_service_report_lost(struct gr_job *job)
+{
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/jobs/%u", job->job_id);
+    int lost = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        if (!s->service_registered)
+            continue;
+        char *reply = NULL;
+        int code =
+            https_request(job, s, "GET", path, NULL, &reply, err, sizeof err);
+        if (code < 0) {
+            fprintf(stderr,
+                    "gridrun: site %s's service (%s) is gone while ranks ran: "
+                    "%s\n",
+                    s->name, s->service, err);
+            s->service_registered = false; /* nothing to remove there */
+            lost++;
+        } else if (code != 200) {
+            print_refusal(s, "lost the job while ranks ran", code, reply);
+            lost++;
+        }
+        free(reply);
+    }
+    return lost;
+}
+
 void gr_service_remove_all(struct gr_job *job)
 {
     char path[64], err[512];

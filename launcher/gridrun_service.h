@@ -31,6 +31,10 @@ int gr_service_renew_due(struct gr_job *job);
 /* GET the job at site `s`: the JSON body (malloc'd), or NULL. */
 char *gr_service_job_status(const struct gr_job *job, const struct gr_site *s);
 
+/* After ranks failed: name every site whose service no longer answers or
+ * no longer has the job (the ranks there lost their relay); how many. */
+int gr_service_report_lost(struct gr_job *job);
+
 /* Remove the job from every site where it was registered. */
 void gr_service_remove_all(struct gr_job *job);
 
