@@ -13,13 +13,16 @@ import os
 import re
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
 from harness import (BIN, SANITIZED, Skip, check, gridrun_usage_errors,
-                     machine_file, main)
+                     machine_file, main, make_certs)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
@@ -613,6 +616,214 @@ def mf_program_cannot_start():
         shutil.rmtree(d, ignore_errors=True)
 
 
+class FakeServices:
+    """Stand-ins for two sites' gridrelay services (docs/gridrelay.md,
+    "Service mode"): the control endpoint's HTTPS requests on a Unix
+    socket per site, with the site's certificate.  Registration answers
+    are the test's: `answer(site, job_id)` returns (HTTP status, error
+    text) for each POST /jobs; every other request succeeds, and a job is
+    ready at once.  What gridrun asked is recorded in `requests`, as
+    (site, method, path, job_id)."""
+
+    def __init__(self, answer):
+        self.dir = tempfile.mkdtemp(prefix="gr-fsvc-")
+        make_certs(os.path.join(self.dir, "tls"), ["alpha", "beta", "alice"])
+        self.answer = answer
+        self.requests = []
+        self.lock = threading.Lock()
+        self.servers = []
+        for site in ("alpha", "beta"):
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(self.path(site + ".crt"),
+                                self.path(site + ".key"))
+            srv = socket.socket(socket.AF_UNIX)
+            srv.bind(os.path.join(self.dir, site + "-control.sock"))
+            srv.listen(16)
+            self.servers.append(srv)
+            threading.Thread(target=self._serve, args=(site, srv, ctx),
+                             daemon=True).start()
+
+    def path(self, name):
+        return os.path.join(self.dir, "tls", name)
+
+    def machine_file(self):
+        path = os.path.join(self.dir, "job.machines")
+        with open(path, "w") as f:
+            for site in ("alpha", "beta"):
+                f.write("gw-%s cluster=%s relay slots=1 service=unix:%s\n"
+                        % (site, site, os.path.join(
+                            self.dir, site + "-control.sock")))
+        return path
+
+    def _serve(self, site, srv, ctx):
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return  # closed
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as c:
+                    self._one(site, c)
+            except (OSError, ssl.SSLError):
+                pass
+
+    def _one(self, site, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            part = c.recv(65536)
+            if not part:
+                return
+            data += part
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        while len(body) < length:
+            body += c.recv(65536)
+        method, path = head.split(b" ")[:2]
+        method, path = method.decode(), path.decode()
+        if method == "POST" and path == "/jobs":
+            job_id = int(re.search(rb"job_id = (\d+)L;", body).group(1))
+            code, error = self.answer(site, job_id)
+        else:
+            job_id = int(re.match(r"/jobs/(\d+)", path).group(1))
+            code, error = 200, None
+        with self.lock:
+            self.requests.append((site, method, path, job_id))
+        reason = {200: "OK", 201: "Created", 409: "Conflict",
+                  503: "Service Unavailable"}[code]
+        reply = ('{"error":"%s"}' % error if error is not None else
+                 '{"job_id":%d,"state":"ready","local":"unix:%s/%s.sock"}'
+                 % (job_id, self.dir, site))
+        c.sendall(("HTTP/1.1 %d %s\r\nContent-Length: %d\r\n"
+                   "Connection: close\r\n\r\n%s"
+                   % (code, reason, len(reply), reply)).encode())
+
+    def gridrun(self, program):
+        return subprocess.run(
+            [GRIDRUN, "-f", self.machine_file(), "-n", "2", "--rsh", FAKE_RSH,
+             "--service-cert", self.path("alice.crt"), "--service-key",
+             self.path("alice.key"), "--service-ca", self.path("ca.crt"),
+             "--job-dir", self.dir, "--no-join-check", "--keep-failed", "0",
+             "--", "sh", "-c", program], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, timeout=30)
+
+    def posted(self, site):
+        return [j for s, m, p, j in self.requests
+                if s == site and m == "POST" and p == "/jobs"]
+
+    def stop(self, site):
+        """Stop listening (a blocked accept() would keep the socket
+        listening past a mere close)."""
+        srv = self.servers[("alpha", "beta").index(site)]
+        try:
+            srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # stopped already
+        srv.close()
+
+    def close(self):
+        for site in ("alpha", "beta"):
+            self.stop(site)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+IN_USE = ("job id %d is in use at site beta by another job (owner bob): "
+          "register under another id")
+
+
+def mf_service_job_id_in_use():
+    """A job id another job holds at a site (HTTP 409): gridrun withdraws
+    the job where it got in, registers it under a fresh id and says so, up
+    to 3 ids; any other refusal ends the job with the service's message."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    first = []
+
+    def once(site, job_id):
+        if site == "beta" and not first:
+            first.append(job_id)
+            return 409, IN_USE % job_id
+        return 201, None
+
+    svc = FakeServices(once)
+    try:
+        r = svc.gridrun('echo "id $GRIDCOLL_JOB_ID"')
+        check(r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr))
+        a, b = svc.posted("alpha"), svc.posted("beta")
+        check(len(a) == 2 and a == b and a[0] != a[1],
+              "registrations: alpha %r, beta %r" % (a, b))
+        old, new = a
+        check(("gridrun: job id %d is in use at site beta (HTTP 409: %s); "
+               "registering under job id %d instead (attempt 2 of 3)\n"
+               % (old, IN_USE % old, new)) in r.stderr,
+              "message: " + r.stderr)
+        check(("alpha", "DELETE", "/jobs/%d" % old, old) in svc.requests,
+              "the first id was not withdrawn at alpha: %r" % svc.requests)
+        check(sorted(r.stdout.splitlines()) == ["id %d" % new] * 2,
+              "the ranks' job id: " + r.stdout)
+    finally:
+        svc.close()
+
+    svc = FakeServices(lambda site, job_id: (409, IN_USE % job_id)
+                       if site == "beta" else (201, None))
+    try:
+        r = svc.gridrun("true")
+        ids = svc.posted("beta")
+        check(r.returncode == 1 and len(set(ids)) == 3 and
+              svc.posted("alpha") == ids, "exit %d, ids %r: %s"
+              % (r.returncode, ids, r.stderr))
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        check(("gridrun: site beta's service (unix:%s) refused the job: HTTP "
+               "409: %s\ngridrun: giving up after 3 job ids, each in use at "
+               "some site\n" % (sock, IN_USE % ids[2])) in r.stderr,
+              "message: " + r.stderr)
+        check(r.stderr.count("registering under job id") == 2,
+              "retries: " + r.stderr)
+    finally:
+        svc.close()
+
+    svc = FakeServices(lambda site, job_id: (503, "out of memory")
+                       if site == "beta" else (201, None))
+    try:
+        r = svc.gridrun("true")
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        check(r.returncode == 1 and len(svc.posted("beta")) == 1 and
+              ("gridrun: site beta's service (unix:%s) refused the job: HTTP "
+               "503: out of memory\n" % sock) in r.stderr and
+              "registering under" not in r.stderr,
+              "exit %d, %r: %s" % (r.returncode, svc.requests, r.stderr))
+    finally:
+        svc.close()
+
+
+def mf_service_gone():
+    """A site's service that stops answering while ranks run is named in
+    gridrun's summary, before the rank failure it explains."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    svc = FakeServices(lambda site, job_id: (201, None))
+    try:
+        def stop_beta():
+            deadline = time.time() + 20
+            while (not any(m == "GET" for _, m, _, _ in svc.requests) and
+                   time.time() < deadline):
+                time.sleep(0.05)
+            svc.stop("beta")  # the socket file stays: refused
+
+        t = threading.Thread(target=stop_beta)
+        t.start()
+        r = svc.gridrun('sleep 1; [ "$GRIDCOLL_SITE_NAME" = beta ] && '
+                        'exit 1; exit 0')
+        t.join()
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        want = ("gridrun: site beta's service (unix:%s) is gone while ranks "
+                "ran: connect: Connection refused\n"
+                "gridrun: site beta: rank 1 exited with status 1\n" % sock)
+        check(r.returncode == 1 and want in r.stderr,
+              "exit %d: %s" % (r.returncode, r.stderr))
+    finally:
+        svc.close()
+
+
 def mf_errors():
     d, path = machine_file(THREE_SITES)
     bad = os.path.join(d, "bad.machines")
@@ -668,4 +879,6 @@ if __name__ == "__main__":
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
           ("mf_program_cannot_start", mf_program_cannot_start),
+          ("mf_service_job_id_in_use", mf_service_job_id_in_use),
+          ("mf_service_gone", mf_service_gone),
           ("mf_errors", mf_errors)])
