@@ -649,12 +649,17 @@ static void finish_job_dir(struct gr_job *job, int status)
         if (removed < 0)
             fprintf(stderr, "gridrun: warning: cannot clean up %s: %s\n",
                     job->dir_base, strerror(errno));
-        else if (job->keep_failed > 0)
+        else if (removed > 0)
+            /* Only when it removed some: a job that merely keeps its
+             * directory says so in one line, as before. */
             fprintf(stderr,
-                    "gridrun: the last %u failed jobs' directories are kept "
-                    "in %s (--keep-failed N, GRIDCOLL_KEEP_FAILED); %d older "
-                    "removed\n",
-                    job->keep_failed, job->dir_base, removed);
+                    job->keep_failed > 0
+                        ? "gridrun: removed %d older failed jobs' directories "
+                          "from %s; the last %u stay there (--keep-failed N, "
+                          "GRIDCOLL_KEEP_FAILED)\n"
+                        : "gridrun: removed %d older failed jobs' directories "
+                          "from %s (--keep-failed %u)\n",
+                    removed, job->dir_base, job->keep_failed);
     }
     /* Held until now: another gridrun's clean-up must not take a
      * directory this job still writes to. */
