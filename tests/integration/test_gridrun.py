@@ -21,8 +21,8 @@ import threading
 import time
 import uuid
 
-from harness import (BIN, SANITIZED, Skip, check, gridrun_usage_errors,
-                     machine_file, main, make_certs)
+from harness import (BIN, SANITIZED, Skip, check, free_port,
+                     gridrun_usage_errors, machine_file, main, make_certs)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
@@ -617,6 +617,29 @@ def mf_program_cannot_start():
                   all(l in want for l in mine) and
                   "never joined" not in r.stderr,
                   "%s: exit %d, %r" % (prog, r.returncode, r.stderr))
+        # Without --rsh, hydra starts the ranks of hosts that are this
+        # machine here: those are checked before anything starts.
+        here = os.path.join(d, "here.machines")
+        with open(here, "w") as f:
+            f.write("localhost cluster=alpha relay slots=1 wan=127.0.0.1:%d\n"
+                    "127.0.0.1 cluster=beta relay slots=1 wan=127.0.0.1:%d\n"
+                    % (free_port(), free_port()))
+        for prog, status, why in ((missing, 127, "not found"),
+                                  (noexec, 126, "not executable"),
+                                  ("no-such-command-xyz", 127, "not found"),
+                                  (d, 126, "not executable")):
+            jobs = tempfile.mkdtemp(prefix="gr-jobs-")
+            r = subprocess.run(
+                [GRIDRUN, "-f", here, "-n", "2", "--plaintext-wan",
+                 "--job-dir", jobs, "--", prog], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=30)
+            started = os.listdir(jobs)
+            os.rmdir(jobs)
+            check(r.returncode == status and r.stderr ==
+                  "gridrun: site alpha: cannot start program %s on host "
+                  "localhost: %s\n" % (prog, why) and not started,
+                  "%s here: exit %d, %r, job dirs %r" % (
+                      prog, r.returncode, r.stderr, started))
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
