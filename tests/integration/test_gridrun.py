@@ -730,9 +730,9 @@ class FakeServices:
             [GRIDRUN, "-f", self.machine_file(), "-n", "2", "--rsh", FAKE_RSH,
              "--service-cert", self.path("alice.crt"), "--service-key",
              self.path("alice.key"), "--service-ca", self.path("ca.crt"),
-             "--job-dir", self.dir, "--no-join-check", "--keep-failed", "0",
-             "--", "sh", "-c", program], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, timeout=30)
+             "--job-dir", self.dir, "--no-join-check", "--", "sh", "-c",
+             program], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, timeout=30)
 
     def posted(self, site):
         return [j for s, m, p, j in self.requests
