@@ -41,42 +41,43 @@ struct failed_dir {
 
 int gr_jobdir_lock(const char *dir)
 {
+    int fd = -1, saved = 0;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -1;
-    int fd = openat(dfd, GR_JOBDIR_LOCK,
-                    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int saved = errno;
-    close(dfd);
-    if (fd < 0) {
-        errno = saved;
-        return -1;
-    }
+    fd = openat(dfd, GR_JOBDIR_LOCK,
+                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     /* A fresh file nobody else can have opened yet: cannot block. */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0)
+        goto cleanup;
+    close(dfd);
     return fd;
+cleanup:
+    saved = errno;
+    if (fd >= 0)
+        close(fd);
+    close(dfd);
+    errno = saved;
+    return -1;
 }
 
 int gr_jobdir_mark_failed(const char *dir)
 {
+    int status = -1, saved = 0;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return -1;
     int fd =
         openat(dfd, GR_JOBDIR_FAILED,
                O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    int saved = errno;
+    if (fd < 0)
+        goto cleanup;
+    status = close(fd);
+cleanup:
+    saved = errno;
     close(dfd);
-    if (fd < 0) {
-        errno = saved;
-        return -1;
-    }
-    return close(fd);
+    errno = saved;
+    return status;
 }
 
 /* "gridrun-" and the six letters or digits mkdtemp puts for XXXXXX. */
@@ -169,18 +170,18 @@ int gr_jobdir_remove(const char *base, const char *dir)
 {
     const char *slash = strrchr(dir, '/');
     const char *name = slash != NULL ? slash + 1 : dir;
+    int status = -1, saved = 0, dfd = -1;
     int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (bfd < 0)
         return -1;
-    int status = -1;
-    int dfd = open_job_dir(bfd, name);
-    if (dfd >= 0) {
-        status = remove_dir_at(bfd, name, dfd);
-        int saved = errno;
+    dfd = open_job_dir(bfd, name);
+    if (dfd < 0)
+        goto cleanup;
+    status = remove_dir_at(bfd, name, dfd);
+cleanup:
+    saved = errno;
+    if (dfd >= 0)
         close(dfd);
-        errno = saved;
-    }
-    int saved = errno;
     close(bfd);
     errno = saved;
     return status;
