@@ -183,7 +183,7 @@ job() { # what outfile seconds gridrun-args... -- program...
     timeout $((secs + 30)) nice "$bin/gridrun" --timeout "$secs" \
         --job-dir "$job_base" "${args[@]}" >"$outfile" 2>"$tmp/err" || rc=$?
     if [ "$rc" != 0 ]; then
-        echo "failed (exit $rc): $what: $(grep -v 'job directory kept' "$tmp/err" | tail -n 3 | tr '\n' ' ')" >>"$failures"
+        echo "failed (exit $rc): $what: $(grep -Ev 'job directory kept|older failed jobs. directories' "$tmp/err" | tail -n 3 | tr '\n' ' ')" >>"$failures"
         echo "  failed, exit $rc" >&2
         return 1
     fi

@@ -60,7 +60,12 @@ enum {
     OPT_SERVICE_CERT,
     OPT_SERVICE_KEY,
     OPT_SERVICE_CA,
+    OPT_KEEP_FAILED,
 };
+
+/* Failed jobs' directories kept by default (--keep-failed). */
+#define KEEP_FAILED_DEFAULT 5
+#define KEEP_FAILED_MAX     100000
 
 #define MAX_RSH_WORDS  64
 #define MAX_RELAY_SETS 64
@@ -206,7 +211,11 @@ static void usage(FILE *out)
         "  --preload            set LD_PRELOAD=<bindir>/../lib/libgridcoll.so\n"
         "                       for the ranks\n"
         "  --keep-job-dir       keep the job directory (configs, token, relay\n"
-        "                       logs); it is always kept when the job fails\n"
+        "                       logs) after a successful job too\n"
+        "  --keep-failed N      keep the directories of the last N failed\n"
+        "                       jobs in the job directory's parent, remove\n"
+        "                       older ones (default: $GRIDCOLL_KEEP_FAILED,\n"
+        "                       else 5; 0 keeps none)\n"
         "  --verbose            report each step on standard error\n"
         "  --no-join-check      PROGRAM is not an MPI program: do not require\n"
         "                       every rank to join the grid (see below)\n"
@@ -257,6 +266,7 @@ static void usage(FILE *out)
         "                       next to gridrun)\n"
         "  GRIDCOLL_MODEL       model for the ranks when --model is not given\n"
         "  GRIDCOLL_MODEL_DIR   where default models live (see above)\n"
+        "  GRIDCOLL_KEEP_FAILED failed jobs' directories kept (--keep-failed)\n"
         "  TMPDIR               where the job directory is made (default "
         "/tmp)\n"
         "\n"
@@ -270,6 +280,8 @@ static void usage(FILE *out)
         "           without root\n"
         "  124      --timeout expired\n"
         "  125      ranks of a site never joined the grid (see above)\n"
+        "  126/127  a host could not start the program: not executable/not\n"
+        "           found\n"
         "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
         GR_MAX_SITES);
 }
@@ -375,6 +387,7 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"prefix", no_argument, NULL, OPT_PREFIX},
         {"preload", no_argument, NULL, OPT_PRELOAD},
         {"keep-job-dir", no_argument, NULL, OPT_KEEP},
+        {"keep-failed", required_argument, NULL, OPT_KEEP_FAILED},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"help", no_argument, NULL, OPT_HELP},
         {"rsh", required_argument, NULL, OPT_RSH},
@@ -396,6 +409,10 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
     };
     uint32_t sites = 0, np = 0;
     const char *sizes = NULL;
+    /* The option wins over the environment, which wins over the
+     * default. */
+    const char *keep_failed = getenv("GRIDCOLL_KEEP_FAILED");
+    const char *keep_failed_from = "GRIDCOLL_KEEP_FAILED";
     char fattree[GC_SCHED_FATTREE_TEXT_MAX] = "";
     int c;
 
@@ -456,6 +473,10 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_PREFIX: job->prefix = true; break;
         case OPT_PRELOAD: job->preload = true; break;
         case OPT_KEEP: job->keep_job_dir = true; break;
+        case OPT_KEEP_FAILED:
+            keep_failed = optarg;
+            keep_failed_from = "--keep-failed";
+            break;
         case OPT_VERBOSE: job->verbose = true; break;
         case OPT_NO_JOIN_CHECK: job->no_join_check = true; break;
         case OPT_SERVICE_CERT: mo->service_cert = optarg; break;
@@ -468,6 +489,11 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
+    job->keep_failed = KEEP_FAILED_DEFAULT;
+    if (keep_failed != NULL && *keep_failed != '\0' &&
+        parse_u32(keep_failed, 0, KEEP_FAILED_MAX, &job->keep_failed) != 0)
+        return usage_error("%s must be 0..%u, not '%s'", keep_failed_from,
+                           KEEP_FAILED_MAX, keep_failed);
     bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (md->probe) {
         if (optind < argc && !after_dashes)
@@ -902,6 +928,102 @@ static int find_in_path(const char *name)
 }
 
 /*
+ * Why `prog` cannot be started here, as execvp sees it: 0 (it can),
+ * ENOENT (not found: no such path, or in no PATH directory) or EACCES
+ * (found but not executable, or a directory), the two cases a shell
+ * tells apart with 127 and 126.
+ */
+static int program_error(const char *prog)
+{
+    struct stat st;
+    if (strchr(prog, '/') != NULL) {
+        if (stat(prog, &st) != 0)
+            return errno == ENOENT || errno == ENOTDIR ? ENOENT : EACCES;
+        return S_ISDIR(st.st_mode) || access(prog, X_OK) != 0 ? EACCES : 0;
+    }
+    const char *path = getenv("PATH");
+    if (path == NULL)
+        path = "/usr/bin:/bin";
+    int found = ENOENT;
+    while (*path != '\0') {
+        size_t dl = strcspn(path, ":");
+        char full[PATH_MAX];
+        if (snprintf(full, sizeof(full), "%.*s/%s", (int)dl, path, prog) <
+                (int)sizeof(full) &&
+            stat(full, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            if (access(full, X_OK) == 0)
+                return 0;
+            found = EACCES; /* execvp goes on, then reports this */
+        }
+        path += dl;
+        if (*path == ':')
+            path++;
+    }
+    return found;
+}
+
+/* Whether machine-file host `host` is this machine by its very name (no
+ * name lookup: a name that merely resolves here may be another host
+ * behind the same address, and the check would then guess). */
+static bool host_is_here(const char *host)
+{
+    char self[MF_HOST_MAX + 1];
+    if (strcmp(host, "localhost") == 0 || strcmp(host, "127.0.0.1") == 0 ||
+        strcmp(host, "::1") == 0)
+        return true;
+    if (gethostname(self, sizeof(self)) != 0)
+        return false;
+    self[sizeof(self) - 1] = '\0';
+    size_t shortlen = strcspn(self, ".");
+    return strcmp(host, self) == 0 ||
+           (strlen(host) == shortlen && strncmp(host, self, shortlen) == 0);
+}
+
+/*
+ * Machine-file mode without --rsh: hydra starts the ranks of a host that
+ * is this machine here, so a program missing here fails there; say so
+ * before anything starts, as hydra's failure would be reported
+ * (gridrun_job.c, report_exec_failure).  Other hosts are not checked:
+ * only they can tell.  -1 to go on, else gridrun's exit status.
+ */
+static int check_local_programs(const struct gr_job *job)
+{
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        uint32_t rank = s->offset; /* first grid rank of the host */
+        for (const char *h = s->mpi_hosts; h != NULL && *h != '\0';) {
+            size_t hl = strcspn(h, ":");
+            const char *colon = h + hl;
+            if (*colon != ':')
+                break;
+            uint32_t n = (uint32_t)strtoul(colon + 1, NULL, 10);
+            char host[MF_HOST_MAX + 1];
+            snprintf(host, sizeof(host), "%.*s", (int)hl, h);
+            for (uint32_t k = 0; k < job->apps.count && host_is_here(host);
+                 k++) {
+                const struct gr_app *a = &job->apps.app[k];
+                if (a->first >= rank + n || a->first + a->count <= rank)
+                    continue; /* none of its ranks on this host */
+                int why = program_error(a->argv[0]);
+                if (why == 0)
+                    continue;
+                fprintf(stderr,
+                        "gridrun: site %s: cannot start program %s on host "
+                        "%s: %s\n",
+                        s->name, a->argv[0], host,
+                        why == ENOENT ? "not found" : "not executable");
+                return why == ENOENT ? 127 : 126;
+            }
+            rank += n;
+            h = strchr(colon, ',');
+            if (h != NULL)
+                h++;
+        }
+    }
+    return -1;
+}
+
+/*
  * The job's applications over its sites: the machine file's program=
  * lines when it has any, else the command line's segments.  Returns -1 to
  * go on, else gridrun's exit status.
@@ -925,7 +1047,7 @@ static int setup_apps(struct gr_job *job, const struct mf_opts *mo)
         gr_apps_free(&cmdline);
         if (rc != 0)
             return usage_error("%s: %s", mo->path, err);
-        return -1;
+        return mo->rsh == NULL ? check_local_programs(job) : -1;
     }
     if (job->apps.count == 0)
         return usage_error("no program given (after '--', or program= in "
@@ -934,6 +1056,8 @@ static int setup_apps(struct gr_job *job, const struct mf_opts *mo)
     if (gr_apps_place(&job->apps, counts, job->site_count, job->world_size, err,
                       sizeof err) != 0)
         return usage_error("%s", err);
+    if (mo->path != NULL)
+        return mo->rsh == NULL ? check_local_programs(job) : -1;
     /* Hydra would only fail once the relays are up, with a message per
      * rank.  The ranks of a machine file's hosts may find programs there
      * that are not here. */

@@ -8,6 +8,7 @@
  * us as child subreaper.
  */
 #include "gridrun_job.h"
+#include "gridrun_jobdir.h"
 #include "gridrun_mpiexec.h"
 #include "gridrun_service.h"
 #include "netns.h"
@@ -16,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -48,6 +48,9 @@
 #define JOIN_QUERY_TRIES    3
 /* Exit status of a job some of whose ranks never joined the grid. */
 #define EXIT_NOT_JOINED 125
+/* A program hydra could not start, as a shell reports it. */
+#define EXIT_NOT_EXECUTABLE 126
+#define EXIT_NOT_FOUND      127
 /* The never-joined ranks a message lists at most (as the relay's ranges). */
 #define NEVER_JOINED_SHOWN 160
 #define UNIX_PATH_MAX      (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
@@ -541,6 +544,13 @@ static int make_job_dir(struct gr_job *job)
         job->dir[0] = '\0';
         return -1;
     }
+    snprintf(job->dir_base, sizeof(job->dir_base), "%s", tmp);
+    job->dir_lock_fd = gr_jobdir_lock(job->dir);
+    if (job->dir_lock_fd < 0) {
+        fprintf(stderr, "gridrun: %s/%s: %s\n", job->dir, GR_JOBDIR_LOCK,
+                strerror(errno));
+        return -1;
+    }
 
     unsigned char token[32];
     char token_hex[65];
@@ -608,14 +618,53 @@ too_long:
     return -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw)
+/*
+ * The job directory at the end: removed after a successful job (unless
+ * --keep-job-dir); after a failed one kept for the user and marked
+ * failed, and the failed jobs' directories beyond --keep-failed, oldest
+ * first, removed.  --keep-job-dir keeps it unmarked: the user asked for
+ * it, so no clean-up removes it.
+ */
+static void finish_job_dir(struct gr_job *job, int status)
 {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
+    bool failed = status != 0;
+    bool keep = job->keep_job_dir || (failed && job->keep_failed > 0);
+    if (failed && !job->keep_job_dir && gr_jobdir_mark_failed(job->dir) != 0) {
+        fprintf(stderr, "gridrun: warning: %s/%s: %s\n", job->dir,
+                GR_JOBDIR_FAILED, strerror(errno));
+    }
+    if (keep) {
+        fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
+    } else if (gr_jobdir_remove(job->dir_base, job->dir) != 0) {
+        fprintf(stderr,
+                "gridrun: warning: cannot remove job directory %s: %s\n",
+                job->dir, strerror(errno));
+    } else if (failed) {
+        fprintf(stderr, "gridrun: job directory removed (--keep-failed 0)\n");
+    }
+    if (failed) {
+        int removed = gr_jobdir_prune(
+            job->dir_base, keep && !job->keep_job_dir ? job->dir : NULL,
+            job->keep_failed);
+        if (removed < 0)
+            fprintf(stderr, "gridrun: warning: cannot clean up %s: %s\n",
+                    job->dir_base, strerror(errno));
+        else if (removed > 0)
+            /* Only when it removed some: a job that merely keeps its
+             * directory says so in one line, as before. */
+            fprintf(stderr,
+                    job->keep_failed > 0
+                        ? "gridrun: removed %d older failed jobs' directories "
+                          "from %s; the last %u stay there (--keep-failed N, "
+                          "GRIDCOLL_KEEP_FAILED)\n"
+                        : "gridrun: removed %d older failed jobs' directories "
+                          "from %s (--keep-failed %u)\n",
+                    removed, job->dir_base, job->keep_failed);
+    }
+    /* Held until now: another gridrun's clean-up must not take a
+     * directory this job still writes to. */
+    close(job->dir_lock_fd);
+    job->dir_lock_fd = -1;
 }
 
 /* ---- processes ---------------------------------------------------------- */
@@ -874,9 +923,77 @@ static bool take_hydra_exit_codes(struct outsrc *o, const char *line,
     return o->in_exit_codes;
 }
 
+/* Host number `index` of a site's mpiexec -hosts ("h1:n1,h2:n2"): hydra
+ * numbers its proxies in that order, one per host. */
+static bool nth_mpi_host(const struct gr_site *s, unsigned long index,
+                         char *out, size_t len)
+{
+    const char *p = s->mpi_hosts;
+    for (; p != NULL && index > 0; index--) {
+        p = strchr(p, ',');
+        if (p != NULL)
+            p++;
+    }
+    if (p == NULL || *p == '\0')
+        return false;
+    snprintf(out, len, "%.*s", (int)strcspn(p, ":,"), p);
+    return true;
+}
+
+/*
+ * A proxy that cannot start the program says so on mpiexec's stderr,
+ *   [proxy:PG:ID@HOST] HYDU_create_process (...): execvp error on file
+ *   PROGRAM (REASON)
+ * and its ranks then never join the grid, which would blame the wrong
+ * things: gridrun reports this instead (report_exec_failure), naming the
+ * machine file's host (HOST is the proxy's own hostname, which a host
+ * alias of the machine file need not be).  The first failure of a site is
+ * kept; the line itself is still forwarded.
+ */
+static void take_exec_failure(struct gr_site *s, const char *line, size_t len)
+{
+    static const char head[] = "[proxy:", what[] = " execvp error on file ";
+    if (s->exec_prog[0] != '\0' || len <= sizeof(head) ||
+        memcmp(line, head, sizeof(head) - 1) != 0)
+        return;
+    const char *file = memmem(line, len, what, sizeof(what) - 1);
+    const char *close = line + len;
+    while (close > line && (close[-1] == '\n' || close[-1] == '\r'))
+        close--;
+    if (file == NULL || close == line || close[-1] != ')')
+        return;
+    file += sizeof(what) - 1;
+    close--;
+    /* The reason is the last parenthesis: PROGRAM may contain one. */
+    const char *open = NULL;
+    for (const char *p = file; p + 1 < close; p++)
+        if (p[0] == ' ' && p[1] == '(')
+            open = p;
+    const char *at = memchr(line, '@', (size_t)(file - line));
+    const char *bracket =
+        at != NULL ? memchr(at, ']', (size_t)(file - at)) : NULL;
+    const char *id = memchr(line + sizeof(head) - 1, ':',
+                            (size_t)(file - line) - (sizeof(head) - 1));
+    if (open == NULL || open == file || bracket == NULL || id == NULL ||
+        id > at)
+        return;
+    char *end;
+    unsigned long proxy = strtoul(id + 1, &end, 10);
+    if (end != at ||
+        !nth_mpi_host(s, proxy, s->exec_host, sizeof(s->exec_host)))
+        snprintf(s->exec_host, sizeof(s->exec_host), "%.*s",
+                 (int)(bracket - at - 1), at + 1);
+    snprintf(s->exec_reason, sizeof(s->exec_reason), "%.*s",
+             (int)(close - open - 2), open + 2);
+    snprintf(s->exec_prog, sizeof(s->exec_prog), "%.*s", (int)(open - file),
+             file);
+}
+
 static void emit_line(struct runner *r, struct outsrc *o, char *line,
                       size_t len)
 {
+    if (o->is_err)
+        take_exec_failure(o->site, line, len);
     int fd = o->is_err ? 2 : 1;
     if (take_hydra_exit_codes(o, line, len)) {
         vlog(r->job, "site %s: hydra: %.*s", o->site->name,
@@ -1576,13 +1693,30 @@ static void watch(struct runner *r)
             r->reason = END_ERROR;
             break;
         }
-        bool all_done = true;
+        bool all_done = true, mpi_failed = false;
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            const struct gr_site *s = &job->sites[i];
+            all_done &= !s->mpi_running;
+            mpi_failed |= !s->mpi_running && !(WIFEXITED(s->mpi_status) &&
+                                               WEXITSTATUS(s->mpi_status) == 0);
+        }
+        /* Ranks that lost their relay fail too, often before gridrun
+         * reaps the relay's death: a relay dead when a site's ranks
+         * failed is what explains the failure, so it is judged first.
+         * After every rank is done a relay is no longer needed, so only a
+         * death while ranks may use it fails the job. */
+        for (uint32_t i = 0; i < job->site_count && r->reason == END_NONE;
+             i++) {
+            if (job->sites[i].relay_pid > 0 && !job->sites[i].relay_running &&
+                (!all_done || mpi_failed)) {
+                r->reason = END_RELAY_DIED;
+                r->failed_site = &job->sites[i];
+            }
+        }
         for (uint32_t i = 0; i < job->site_count; i++) {
             struct gr_site *s = &job->sites[i];
-            if (s->mpi_running) {
-                all_done = false;
+            if (s->mpi_running)
                 continue;
-            }
             /* Every site that ended before the job did: the message names
              * all that never joined, not just the first. */
             if (r->reason == END_NONE || r->reason == END_NOT_JOINED)
@@ -1591,16 +1725,6 @@ static void watch(struct runner *r)
                                            WEXITSTATUS(s->mpi_status) == 0)) {
                 r->reason = END_MPI_FAILED;
                 r->failed_site = s;
-            }
-        }
-        for (uint32_t i = 0; i < job->site_count && r->reason == END_NONE;
-             i++) {
-            /* After every rank is done a relay is no longer needed, so only
-             * a death while ranks may use it fails the job. */
-            if (job->sites[i].relay_pid > 0 && !job->sites[i].relay_running &&
-                !all_done) {
-                r->reason = END_RELAY_DIED;
-                r->failed_site = &job->sites[i];
             }
         }
         if (r->reason == END_NONE && job->wan_pid > 0 && !job->wan_running &&
@@ -1881,14 +2005,80 @@ static void report_not_joined(const struct gr_job *job)
             prog);
 }
 
+/* Like a shell: 127 for a program not found, 126 for one found but not
+ * executable (any other reason of execvp, e.g. ENOEXEC, is the kernel's
+ * text).  One line per site whose hosts could not start it; returns the
+ * first site's status, 0 when no site had such a failure. */
+static int report_exec_failure(const struct gr_job *job)
+{
+    int status = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        const struct gr_site *s = &job->sites[i];
+        if (s->exec_prog[0] == '\0')
+            continue;
+        bool missing = strcmp(s->exec_reason, strerror(ENOENT)) == 0;
+        bool denied = strcmp(s->exec_reason, strerror(EACCES)) == 0;
+        fprintf(stderr,
+                "gridrun: site %s: cannot start program %s on host %s: %s\n",
+                s->name, s->exec_prog, s->exec_host,
+                missing  ? "not found"
+                : denied ? "not executable"
+                         : s->exec_reason);
+        if (status == 0)
+            status = missing ? EXIT_NOT_FOUND : EXIT_NOT_EXECUTABLE;
+    }
+    return status;
+}
+
 static int final_status(struct runner *r)
 {
     struct gr_job *job = r->job;
+    /* Ranks that could not be started never joined and failed their
+     * mpiexec: what explains both is the exec failure. */
+    if (r->reason == END_MPI_FAILED || r->reason == END_NOT_JOINED) {
+        int st = report_exec_failure(job);
+        if (st != 0)
+            return st;
+    }
     char what[64];
     switch (r->reason) {
     case END_SUCCESS: return 0;
     case END_BAD_RELAY_SET: return 2;
-    case END_MPI_FAILED: return report_mpi_failure(job, r->failed_site);
+    case END_MPI_FAILED:
+        /* A relay that stopped on its own (a drained SIGTERM ends its
+         * sessions before it exits) while its ranks were failing, found
+         * only now that teardown reaped it: the cause, named first. */
+        for (uint32_t i = 0; i < job->site_count; i++) {
+            const struct gr_site *s = &job->sites[i];
+            if (s->relay_pid > 0 && !s->relay_running) {
+                relay_died_message(job, s, "while ranks ran");
+                report_mpi_failure(job, r->failed_site);
+                return 1;
+            }
+        }
+        /* Still draining: stopped from outside gridrun (gridrun stops
+         * its relays only after this), which ended its sessions. */
+        for (uint32_t i = 0; i < job->site_count && !job->services; i++) {
+            const struct gr_site *s = &job->sites[i];
+            char *body = s->relay_running ? http_status(job, s) : NULL;
+            bool draining =
+                body != NULL && strstr(body, "\"draining\":true") != NULL;
+            free(body);
+            if (draining) {
+                fprintf(stderr,
+                        "gridrun: relay of site %s was stopped while ranks "
+                        "ran (it is draining: a signal from outside "
+                        "gridrun); see %s\n",
+                        s->name, s->log);
+                report_mpi_failure(job, r->failed_site);
+                return 1;
+            }
+        }
+        if (job->services && gr_service_report_lost(job) > 0) {
+            report_mpi_failure(job, r->failed_site);
+            return 1;
+        }
+        return report_mpi_failure(job, r->failed_site);
     case END_NOT_JOINED: report_not_joined(job); return EXIT_NOT_JOINED;
     case END_RELAY_DIED:
         relay_died_message(job, r->failed_site, "while ranks ran");
@@ -1916,6 +2106,7 @@ int gr_job_run(struct gr_job *job)
     int status = 1;
 
     job->home_netns = -1;
+    job->dir_lock_fd = -1;
     for (uint32_t i = 0; i < job->site_count; i++) {
         job->sites[i].netns_fd = -1;
         job->sites[i].ranks_joined = -1;
@@ -2000,12 +2191,10 @@ teardown:
             job->keep_job_dir = true;
         }
     }
-    if (job->dir[0] != '\0') {
-        if (job->keep_job_dir || status != 0)
-            fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
-        else
-            nftw(job->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    }
+    if (job->dir_lock_fd >= 0)
+        finish_job_dir(job, status);
+    else if (job->dir[0] != '\0')
+        fprintf(stderr, "gridrun: job directory kept: %s\n", job->dir);
 
 cleanup:
     for (uint32_t i = 0; i < job->site_count; i++) {

@@ -75,6 +75,12 @@ struct gr_site {
     bool join_failed; /* the job failed for it: reported as never joined */
     int64_t ranks_joined;
     char *never_joined;
+    /* Hydra could not start the program on one of the site's hosts: its
+     * proxy's "execvp error on file PROGRAM (REASON)", the first of the
+     * site.  exec_prog[0] == '\0': none seen. */
+    char exec_prog[PATH_MAX];
+    char exec_host[MF_HOST_MAX + 1];
+    char exec_reason[128];
 };
 
 struct gr_job {
@@ -86,6 +92,9 @@ struct gr_job {
     bool prefix;
     bool preload;
     bool keep_job_dir;
+    /* --keep-failed: the failed jobs' directories kept in the job
+     * directory's parent (this one included); older ones are removed. */
+    uint32_t keep_failed;
     bool verbose;
     /* --no-join-check: do not require every rank to join the grid (for
      * commands that are not MPI programs). */
@@ -122,7 +131,11 @@ struct gr_job {
     int relay_set_count;
 
     /* State. */
+    char dir_base[PATH_MAX]; /* where dir was made */
     char dir[PATH_MAX];
+    /* gridrun.lock in dir, held (flock) while the job runs, so another
+     * gridrun's clean-up never removes it; -1 = none. */
+    int dir_lock_fd;
     char token_file[PATH_MAX];
     char rsh_exec[PATH_MAX]; /* hydra's -launcher-exec (--rsh, --native);
                                 "" = its default launcher */

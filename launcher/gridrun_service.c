@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -206,7 +207,25 @@ static int read_token_hex(const struct gr_job *job, char *hex, size_t len)
     return 0;
 }
 
-int gr_service_register_all(struct gr_job *job)
+/* The service's {"error":"..."} text into `out`, else the body's start. */
+static void refusal_text(const char *reply, char *out, size_t len)
+{
+    const char *e = reply != NULL ? gr_json_value(reply, "error") : NULL;
+    if (e != NULL && *e == '"')
+        snprintf(out, len, "%.*s", (int)strcspn(e + 1, "\""), e + 1);
+    else
+        snprintf(out, len, "%.200s", reply != NULL ? reply : "");
+}
+
+/*
+ * One registration of the job, under job->job_id, at every site in turn.
+ * 0 when every site has it; 1 when a site answered 409, the id being in
+ * use there (by another job), with that site in *busy and its reason in
+ * `why`, the job then being registered at the sites before it; -1 on any
+ * other failure (printed).
+ */
+static int register_once(struct gr_job *job, struct gr_site **busy, char *why,
+                         size_t why_len)
 {
     char hex[GC_TOKEN_MAX * 2 + 2], err[512], body[8192];
     if (read_token_hex(job, hex, sizeof hex) != 0)
@@ -235,6 +254,12 @@ int gr_service_register_all(struct gr_job *job)
             fprintf(stderr, "gridrun: site %s's service (%s): %s\n", s->name,
                     s->service, err);
             status = -1;
+        } else if (code == 409) {
+            /* relay/job.c answers 409 only for an id taken there: by a
+             * job registered under it, or one its peers announced. */
+            *busy = s;
+            refusal_text(reply, why, why_len);
+            status = 1;
         } else if (code != 201) {
             print_refusal(s, "refused the job", code, reply);
             status = -1;
@@ -252,6 +277,55 @@ int gr_service_register_all(struct gr_job *job)
     }
     OPENSSL_cleanse(body, sizeof body);
     return status;
+}
+
+/* A job id other than `old`, from the kernel's random pool. */
+static int fresh_job_id(uint32_t old, uint32_t *out)
+{
+    do {
+        if (getrandom(out, sizeof(*out), 0) != (ssize_t)sizeof(*out)) {
+            fprintf(stderr, "gridrun: getrandom: %s\n", strerror(errno));
+            return -1;
+        }
+    } while (*out == old);
+    return 0;
+}
+
+/*
+ * Job ids are random 32-bit numbers that every site's service shares
+ * among all users' jobs, so one may be taken at some site (409): then
+ * the job is withdrawn where it got in and registered again under a fresh
+ * id, at most GR_SERVICE_REGISTER_ATTEMPTS ids in all.  Random ids that
+ * collide that often mean something else is wrong (a job replaying our
+ * ids?), so gridrun then gives up with the service's message.
+ */
+int gr_service_register_all(struct gr_job *job)
+{
+    char why[512];
+    for (int attempt = 1;; attempt++) {
+        struct gr_site *busy = NULL;
+        int status = register_once(job, &busy, why, sizeof why);
+        if (status <= 0)
+            return status;
+        gr_service_remove_all(job);
+        if (attempt == GR_SERVICE_REGISTER_ATTEMPTS) {
+            fprintf(stderr,
+                    "gridrun: site %s's service (%s) refused the job: HTTP "
+                    "409: %s\n"
+                    "gridrun: giving up after %d job ids, each in use at some "
+                    "site\n",
+                    busy->name, busy->service, why, attempt);
+            return -1;
+        }
+        uint32_t old = job->job_id;
+        if (fresh_job_id(old, &job->job_id) != 0)
+            return -1;
+        fprintf(stderr,
+                "gridrun: job id %u is in use at site %s (HTTP 409: %s); "
+                "registering under job id %u instead (attempt %d of %d)\n",
+                old, busy->name, why, job->job_id, attempt + 1,
+                GR_SERVICE_REGISTER_ATTEMPTS);
+    }
 }
 
 char *gr_service_job_status(const struct gr_job *job, const struct gr_site *s)
@@ -328,6 +402,34 @@ int gr_service_renew_due(struct gr_job *job)
         free(reply);
     }
     return 0;
+}
+
+int gr_service_report_lost(struct gr_job *job)
+{
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/jobs/%u", job->job_id);
+    int lost = 0;
+    for (uint32_t i = 0; i < job->site_count; i++) {
+        struct gr_site *s = &job->sites[i];
+        if (!s->service_registered)
+            continue;
+        char *reply = NULL;
+        int code =
+            https_request(job, s, "GET", path, NULL, &reply, err, sizeof err);
+        if (code < 0) {
+            fprintf(stderr,
+                    "gridrun: site %s's service (%s) is gone while ranks ran: "
+                    "%s\n",
+                    s->name, s->service, err);
+            s->service_registered = false; /* nothing to remove there */
+            lost++;
+        } else if (code != 200) {
+            print_refusal(s, "lost the job while ranks ran", code, reply);
+            lost++;
+        }
+        free(reply);
+    }
+    return lost;
 }
 
 void gr_service_remove_all(struct gr_job *job)

@@ -149,6 +149,10 @@ struct gc_rc {
     int failed;
     int err_code;
     char err[512];
+    /* Why the connection itself went, when that ended the session (not a
+     * protocol error or the relay's ERROR): the caller names the relay it
+     * lost, which this file does not know by name.  "" = not lost. */
+    char lost[160];
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -180,6 +184,23 @@ static void rc_fail(struct gc_rc *rc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(rc->err, sizeof rc->err, fmt, ap);
     va_end(ap);
+}
+
+static void rc_lost(struct gc_rc *rc, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* rc_fail for a connection that is gone: `reason` is what the caller
+ * shows after the relay's name (gc_rc_lost). */
+static void rc_lost(struct gc_rc *rc, const char *reason, const char *fmt, ...)
+{
+    if (rc->failed)
+        return;
+    rc->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rc->err, sizeof rc->err, fmt, ap);
+    va_end(ap);
+    snprintf(rc->lost, sizeof rc->lost, "%s", reason);
 }
 
 /* Relay text is untrusted: keep it printable and stop at a NUL. */
@@ -942,7 +963,7 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
     }
     *req = NULL;
     if (rc->bye_received)
-        rc_fail(rc, "relay closed the session");
+        rc_lost(rc, "the relay ended the session", "relay closed the session");
     if (rc->failed) {
         errno = ECONNRESET;
         return -1;
@@ -1105,8 +1126,14 @@ static void handle_error_frame(struct gc_rc *rc)
     char text[GC_MAX_CONTROL_PAYLOAD + 1];
     sanitize_text(rc->rx_ctrl, rc->rx_ctrl_have, text, sizeof text);
     rc->err_code = rc->rx_frame.tag;
-    rc_fail(rc, "relay error %s: %s",
-            gc_error_code_name((unsigned)rc->rx_frame.tag), text);
+    /* A relay that stops ends every session so: for the rank, the relay
+     * is gone, as if it had died. */
+    if (rc->err_code == GC_ERR_SHUTDOWN)
+        rc_lost(rc, text, "relay error %s: %s",
+                gc_error_code_name((unsigned)rc->rx_frame.tag), text);
+    else
+        rc_fail(rc, "relay error %s: %s",
+                gc_error_code_name((unsigned)rc->rx_frame.tag), text);
 }
 
 static void handle_header(struct gc_rc *rc)
@@ -1147,7 +1174,8 @@ static void handle_header(struct gc_rc *rc)
          * otherwise the session just ends once the socket closes. */
         rc->bye_received = 1;
         if (rc_has_pending(rc))
-            rc_fail(rc, "relay closed the session");
+            rc_lost(rc, "the relay ended the session",
+                    "relay closed the session");
         break;
     default:
         rc_fail(rc, "protocol error: unexpected %s frame from relay",
@@ -1220,14 +1248,16 @@ static void rx_pump(struct gc_rc *rc)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                rc_fail(rc, "read from relay failed: %s", strerror(errno));
+                rc_lost(rc, strerror(errno), "read from relay failed: %s",
+                        strerror(errno));
             return;
         }
         if (n == 0) {
             if (rc->bye_received && !rc_has_pending(rc))
-                rc_fail(rc, "relay closed the session");
+                rc_lost(rc, "the relay ended the session",
+                        "relay closed the session");
             else
-                rc_fail(rc, "relay closed the connection");
+                rc_lost(rc, "connection closed", "relay closed the connection");
             return;
         }
         budget -= (size_t)n < budget ? (size_t)n : budget;
@@ -1246,7 +1276,7 @@ static void tx_flush_or_fail(struct gc_rc *rc)
      * write then fails with EPIPE.  Its reason is far more useful than
      * "broken pipe", so look for it first. */
     rx_pump(rc);
-    rc_fail(rc, "write to relay failed: %s", strerror(saved));
+    rc_lost(rc, strerror(saved), "write to relay failed: %s", strerror(saved));
 }
 
 int gc_rc_progress(struct gc_rc *rc, int timeout_ms)
@@ -1401,6 +1431,11 @@ uint32_t gc_rc_max_chunk(const struct gc_rc *rc)
 const char *gc_rc_error(const struct gc_rc *rc)
 {
     return rc != NULL ? rc->err : "no session";
+}
+
+const char *gc_rc_lost(const struct gc_rc *rc)
+{
+    return rc != NULL && rc->lost[0] != '\0' ? rc->lost : NULL;
 }
 
 int gc_rc_error_code(const struct gc_rc *rc)

@@ -106,6 +106,10 @@ uint64_t gc_rc_pending_bytes(const struct gc_rc *rc);
 uint32_t gc_rc_max_chunk(const struct gc_rc *rc);
 /* Last fatal error text ("" when none). */
 const char *gc_rc_error(const struct gc_rc *rc);
+/* When the session ended because its connection was lost (read or write
+ * error, or the relay closed it): why, e.g. "Connection reset by peer";
+ * else NULL (no failure, or a protocol error or the relay's ERROR). */
+const char *gc_rc_lost(const struct gc_rc *rc);
 /* Relay's error code from an ERROR frame, 0 if none (enum gc_error_code). */
 int gc_rc_error_code(const struct gc_rc *rc);
 

@@ -67,9 +67,21 @@ const struct gc_sched_fattree *gc_site_fattree(void)
 
 void gc_fatal_relay(const char *during)
 {
-    fprintf(stderr, "gridcoll: grid rank %d (site %s): %s: %s\n",
-            gc_world.grid_rank, gc_world.sites[gc_world.site_index].name,
-            during, gc_world.rc ? gc_rc_error(gc_world.rc) : "no connection");
+    const char *site = gc_world.sites[gc_world.site_index].name;
+    const char *lost = gc_rc_lost(gc_world.rc);
+    /* A lost connection names the relay and where it was: whoever reads
+     * this (gridrun's output, a site's operator) must find which relay
+     * or service went away, not just that a read failed. */
+    if (lost != NULL)
+        fprintf(stderr,
+                "gridcoll: grid rank %d (site %s): %s: lost the connection "
+                "to site %s's relay (%s): %s\n",
+                gc_world.grid_rank, site, during, site, gc_settings_relay(),
+                lost);
+    else
+        fprintf(stderr, "gridcoll: grid rank %d (site %s): %s: %s\n",
+                gc_world.grid_rank, site, during,
+                gc_world.rc ? gc_rc_error(gc_world.rc) : "no connection");
     PMPI_Abort(gc_world.site_world, 1);
 }
 

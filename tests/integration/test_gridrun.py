@@ -8,17 +8,21 @@ join the grid (no MPI_Init), so they run with --no-join-check; the check
 itself is integration.join_check's.
 """
 
+import fcntl
 import os
 import re
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 
-from harness import (BIN, SANITIZED, Skip, check, gridrun_usage_errors,
-                     machine_file, main)
+from harness import (BIN, SANITIZED, Skip, check, free_port,
+                     gridrun_usage_errors, machine_file, main, make_certs)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
 ENV_LINE = ('echo "$GRIDCOLL_SITE_NAME $GRIDCOLL_SITE_INDEX '
@@ -278,6 +282,105 @@ def bad_flags():
           "124" in r.stdout, "--help incomplete")
 
 
+def keep_failed():
+    """Failed jobs keep their directories, but only the last --keep-failed
+    (GRIDCOLL_KEEP_FAILED) of them: older failed ones are removed, never
+    one a running gridrun holds (its gridrun.lock), one kept with
+    --keep-job-dir (no gridrun.failed), a directory of an older gridrun
+    (no lock file), or what a symbolic link points to."""
+    t = tempfile.mkdtemp(prefix="gr-kf-")
+    outside = tempfile.mkdtemp(prefix="gr-kf-out-")
+    try:
+        def fake(name, age, lock=True, failed=True, where=t):
+            d = os.path.join(where, name)
+            os.mkdir(d)
+            for f, want in (("gridrun.lock", lock), ("gridrun.failed", failed)):
+                if want:
+                    open(os.path.join(d, f), "w").close()
+                    then = time.time() - age
+                    os.utime(os.path.join(d, f), (then, then))
+            return d
+
+        newer = fake("gridrun-newer1", 1000)
+        older = fake("gridrun-older1", 2000)
+        busy = fake("gridrun-busy01", 3000)
+        kept = fake("gridrun-keep01", 4000, failed=False)
+        legacy = fake("gridrun-legacy", 5000, lock=False)
+        target = fake("gridrun-target", 6000, where=outside)
+        os.symlink(target, os.path.join(t, "gridrun-link01"))
+        lock = open(os.path.join(busy, "gridrun.lock"))
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as the gridrun running it would
+
+        def fail(args, env=None):
+            r = subprocess.run(
+                [GRIDRUN, "--sites", "1", "-n", "1", "--no-join-check"] +
+                args + ["--", "sh", "-c", "exit 3"], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=30,
+                env=dict(os.environ, TMPDIR=t, **(env or {})))
+            m = re.search(r"^gridrun: job directory kept: (.*)$", r.stderr,
+                          re.M)
+            check(r.returncode == 3 and m is not None,
+                  "exit %d: %s" % (r.returncode, r.stderr))
+            return m.group(1), r.stderr
+
+        untouched = {"gridrun-busy01", "gridrun-keep01", "gridrun-legacy",
+                     "gridrun-link01"}
+        own, err = fail(["--keep-failed", "2"])
+        check("gridrun: removed 1 older failed jobs' directories from %s; "
+              "the last 2 stay there (--keep-failed N, GRIDCOLL_KEEP_FAILED)"
+              "\n" % t in err, "message: " + err)
+        names = set(os.listdir(t))
+        check(names == untouched | {os.path.basename(own), "gridrun-newer1"},
+              "after --keep-failed 2: %r" % sorted(names))
+        check(os.path.isfile(os.path.join(target, "gridrun.failed")),
+              "followed the symbolic link")
+        own2, err = fail([], {"GRIDCOLL_KEEP_FAILED": "1"})
+        check("gridrun: removed 2 older failed jobs' directories from %s; "
+              "the last 1 stay there (--keep-failed N, GRIDCOLL_KEEP_FAILED)"
+              "\n" % t in err, "message: " + err)
+        names = set(os.listdir(t))
+        check(names == untouched | {os.path.basename(own2)},
+              "after GRIDCOLL_KEEP_FAILED=1: %r" % sorted(names))
+        # --keep-failed 0: not even this job's; the option wins over the
+        # environment.
+        r = subprocess.run(
+            [GRIDRUN, "--sites", "1", "-n", "1", "--no-join-check",
+             "--keep-failed", "0", "--", "sh", "-c", "exit 3"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            timeout=30, env=dict(os.environ, TMPDIR=t,
+                                 GRIDCOLL_KEEP_FAILED="7"))
+        check(r.returncode == 3 and
+              "gridrun: job directory removed (--keep-failed 0)\n" in r.stderr
+              and "gridrun: removed 1 older failed jobs' directories from %s "
+              "(--keep-failed 0)\n" % t in r.stderr
+              and set(os.listdir(t)) == untouched,
+              "--keep-failed 0: exit %d, %r, %r" % (
+                  r.returncode, r.stderr, sorted(os.listdir(t))))
+        # A successful job's directory is removed, as before.
+        r = subprocess.run([GRIDRUN, "--sites", "1", "-n", "1",
+                            "--no-join-check", "--", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=30,
+                           env=dict(os.environ, TMPDIR=t))
+        check(r.returncode == 0 and set(os.listdir(t)) == untouched,
+              "success: exit %d, %r" % (r.returncode, sorted(os.listdir(t))))
+        lock.close()
+        for d in (kept, legacy):
+            check(os.path.isdir(d), "%s removed" % d)
+        gridrun_usage_errors([
+            (["--sites", "1", "-n", "1", "--keep-failed", "-1", "--", "true"],
+             "gridrun: --keep-failed must be 0..100000, not '-1'")])
+        r = subprocess.run([GRIDRUN, "--sites", "1", "-n", "1", "--", "true"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=10,
+                           env=dict(os.environ, GRIDCOLL_KEEP_FAILED="x"))
+        check(r.returncode == 2 and "gridrun: GRIDCOLL_KEEP_FAILED must be "
+              "0..100000, not 'x'" in r.stderr, "env: %r" % r.stderr)
+    finally:
+        shutil.rmtree(t, ignore_errors=True)
+        shutil.rmtree(outside, ignore_errors=True)
+
+
 def relay_set():
     """--relay-set: keys land in every relay's configuration (the relays
     start with them and every link comes up with the streams asked for);
@@ -478,6 +581,277 @@ def mf_tls():
         shutil.rmtree(d, ignore_errors=True)
 
 
+# One host per site, so which host a message names is known.
+TWO_HOSTS = """
+gwA cluster=alpha relay slots=1 wan=WAN1
+gwB cluster=beta relay slots=1 wan=WAN2
+"""
+
+
+def mf_program_cannot_start():
+    """A program the hosts cannot start is reported as a shell would (127
+    not found, 126 not executable), naming the site, program and host,
+    not as ranks that never joined the grid."""
+    d, path = machine_file(TWO_HOSTS)
+    try:
+        noexec = os.path.join(d, "noexec.sh")
+        with open(noexec, "w") as f:
+            f.write("#!/bin/sh\necho never\n")
+        os.chmod(noexec, 0o644)
+        missing = os.path.join(d, "no-such-program")
+        for prog, status, why in ((missing, 127, "not found"),
+                                  (noexec, 126, "not executable")):
+            r = subprocess.run(
+                [GRIDRUN, "-f", path, "-n", "2", "--rsh", FAKE_RSH,
+                 "--plaintext-wan", "--job-dir", d, "--", prog],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                timeout=30)
+            # The site whose mpiexec fails first is named; the other may be
+            # torn down before its proxy says anything.
+            mine = [l for l in r.stderr.splitlines()
+                    if l.startswith("gridrun: site ")]
+            want = ["gridrun: site %s: cannot start program %s on host %s: %s"
+                    % (site, prog, host, why)
+                    for site, host in (("alpha", "gwA"), ("beta", "gwB"))]
+            check(r.returncode == status and mine and
+                  all(l in want for l in mine) and
+                  "never joined" not in r.stderr,
+                  "%s: exit %d, %r" % (prog, r.returncode, r.stderr))
+        # Without --rsh, hydra starts the ranks of hosts that are this
+        # machine here: those are checked before anything starts.
+        here = os.path.join(d, "here.machines")
+        with open(here, "w") as f:
+            f.write("localhost cluster=alpha relay slots=1 wan=127.0.0.1:%d\n"
+                    "127.0.0.1 cluster=beta relay slots=1 wan=127.0.0.1:%d\n"
+                    % (free_port(), free_port()))
+        for prog, status, why in ((missing, 127, "not found"),
+                                  (noexec, 126, "not executable"),
+                                  ("no-such-command-xyz", 127, "not found"),
+                                  (d, 126, "not executable")):
+            jobs = tempfile.mkdtemp(prefix="gr-jobs-")
+            r = subprocess.run(
+                [GRIDRUN, "-f", here, "-n", "2", "--plaintext-wan",
+                 "--job-dir", jobs, "--", prog], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, timeout=30)
+            started = os.listdir(jobs)
+            os.rmdir(jobs)
+            check(r.returncode == status and r.stderr ==
+                  "gridrun: site alpha: cannot start program %s on host "
+                  "localhost: %s\n" % (prog, why) and not started,
+                  "%s here: exit %d, %r, job dirs %r" % (
+                      prog, r.returncode, r.stderr, started))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+class FakeServices:
+    """Stand-ins for two sites' gridrelay services (docs/gridrelay.md,
+    "Service mode"): the control endpoint's HTTPS requests on a Unix
+    socket per site, with the site's certificate.  Registration answers
+    are the test's: `answer(site, job_id)` returns (HTTP status, error
+    text) for each POST /jobs; every other request succeeds, and a job is
+    ready at once.  What gridrun asked is recorded in `requests`, as
+    (site, method, path, job_id)."""
+
+    def __init__(self, answer):
+        self.dir = tempfile.mkdtemp(prefix="gr-fsvc-")
+        make_certs(os.path.join(self.dir, "tls"), ["alpha", "beta", "alice"])
+        self.answer = answer
+        self.requests = []
+        self.lock = threading.Lock()
+        self.servers = []
+        for site in ("alpha", "beta"):
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(self.path(site + ".crt"),
+                                self.path(site + ".key"))
+            srv = socket.socket(socket.AF_UNIX)
+            srv.bind(os.path.join(self.dir, site + "-control.sock"))
+            srv.listen(16)
+            self.servers.append(srv)
+            threading.Thread(target=self._serve, args=(site, srv, ctx),
+                             daemon=True).start()
+
+    def path(self, name):
+        return os.path.join(self.dir, "tls", name)
+
+    def machine_file(self):
+        path = os.path.join(self.dir, "job.machines")
+        with open(path, "w") as f:
+            for site in ("alpha", "beta"):
+                f.write("gw-%s cluster=%s relay slots=1 service=unix:%s\n"
+                        % (site, site, os.path.join(
+                            self.dir, site + "-control.sock")))
+        return path
+
+    def _serve(self, site, srv, ctx):
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return  # closed
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as c:
+                    self._one(site, c)
+            except (OSError, ssl.SSLError):
+                pass
+
+    def _one(self, site, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            part = c.recv(65536)
+            if not part:
+                return
+            data += part
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+        while len(body) < length:
+            body += c.recv(65536)
+        method, path = head.split(b" ")[:2]
+        method, path = method.decode(), path.decode()
+        if method == "POST" and path == "/jobs":
+            job_id = int(re.search(rb"job_id = (\d+)L;", body).group(1))
+            code, error = self.answer(site, job_id)
+        else:
+            job_id = int(re.match(r"/jobs/(\d+)", path).group(1))
+            code, error = 200, None
+        with self.lock:
+            self.requests.append((site, method, path, job_id))
+        reason = {200: "OK", 201: "Created", 409: "Conflict",
+                  503: "Service Unavailable"}[code]
+        reply = ('{"error":"%s"}' % error if error is not None else
+                 '{"job_id":%d,"state":"ready","local":"unix:%s/%s.sock"}'
+                 % (job_id, self.dir, site))
+        c.sendall(("HTTP/1.1 %d %s\r\nContent-Length: %d\r\n"
+                   "Connection: close\r\n\r\n%s"
+                   % (code, reason, len(reply), reply)).encode())
+
+    def gridrun(self, program):
+        return subprocess.run(
+            [GRIDRUN, "-f", self.machine_file(), "-n", "2", "--rsh", FAKE_RSH,
+             "--service-cert", self.path("alice.crt"), "--service-key",
+             self.path("alice.key"), "--service-ca", self.path("ca.crt"),
+             "--job-dir", self.dir, "--no-join-check", "--", "sh", "-c",
+             program], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, timeout=30)
+
+    def posted(self, site):
+        return [j for s, m, p, j in self.requests
+                if s == site and m == "POST" and p == "/jobs"]
+
+    def stop(self, site):
+        """Stop listening (a blocked accept() would keep the socket
+        listening past a mere close)."""
+        srv = self.servers[("alpha", "beta").index(site)]
+        try:
+            srv.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # stopped already
+        srv.close()
+
+    def close(self):
+        for site in ("alpha", "beta"):
+            self.stop(site)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+IN_USE = ("job id %d is in use at site beta by another job (owner bob): "
+          "register under another id")
+
+
+def mf_service_job_id_in_use():
+    """A job id another job holds at a site (HTTP 409): gridrun withdraws
+    the job where it got in, registers it under a fresh id and says so, up
+    to 3 ids; any other refusal ends the job with the service's message."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    first = []
+
+    def once(site, job_id):
+        if site == "beta" and not first:
+            first.append(job_id)
+            return 409, IN_USE % job_id
+        return 201, None
+
+    svc = FakeServices(once)
+    try:
+        r = svc.gridrun('echo "id $GRIDCOLL_JOB_ID"')
+        check(r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr))
+        a, b = svc.posted("alpha"), svc.posted("beta")
+        check(len(a) == 2 and a == b and a[0] != a[1],
+              "registrations: alpha %r, beta %r" % (a, b))
+        old, new = a
+        check(("gridrun: job id %d is in use at site beta (HTTP 409: %s); "
+               "registering under job id %d instead (attempt 2 of 3)\n"
+               % (old, IN_USE % old, new)) in r.stderr,
+              "message: " + r.stderr)
+        check(("alpha", "DELETE", "/jobs/%d" % old, old) in svc.requests,
+              "the first id was not withdrawn at alpha: %r" % svc.requests)
+        check(sorted(r.stdout.splitlines()) == ["id %d" % new] * 2,
+              "the ranks' job id: " + r.stdout)
+    finally:
+        svc.close()
+
+    svc = FakeServices(lambda site, job_id: (409, IN_USE % job_id)
+                       if site == "beta" else (201, None))
+    try:
+        r = svc.gridrun("true")
+        ids = svc.posted("beta")
+        check(r.returncode == 1 and len(set(ids)) == 3 and
+              svc.posted("alpha") == ids, "exit %d, ids %r: %s"
+              % (r.returncode, ids, r.stderr))
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        check(("gridrun: site beta's service (unix:%s) refused the job: HTTP "
+               "409: %s\ngridrun: giving up after 3 job ids, each in use at "
+               "some site\n" % (sock, IN_USE % ids[2])) in r.stderr,
+              "message: " + r.stderr)
+        check(r.stderr.count("registering under job id") == 2,
+              "retries: " + r.stderr)
+    finally:
+        svc.close()
+
+    svc = FakeServices(lambda site, job_id: (503, "out of memory")
+                       if site == "beta" else (201, None))
+    try:
+        r = svc.gridrun("true")
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        check(r.returncode == 1 and len(svc.posted("beta")) == 1 and
+              ("gridrun: site beta's service (unix:%s) refused the job: HTTP "
+               "503: out of memory\n" % sock) in r.stderr and
+              "registering under" not in r.stderr,
+              "exit %d, %r: %s" % (r.returncode, svc.requests, r.stderr))
+    finally:
+        svc.close()
+
+
+def mf_service_gone():
+    """A site's service that stops answering while ranks run is named in
+    gridrun's summary, before the rank failure it explains."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    svc = FakeServices(lambda site, job_id: (201, None))
+    try:
+        def stop_beta():
+            deadline = time.time() + 20
+            while (not any(m == "GET" for _, m, _, _ in svc.requests) and
+                   time.time() < deadline):
+                time.sleep(0.05)
+            svc.stop("beta")  # the socket file stays: refused
+
+        t = threading.Thread(target=stop_beta)
+        t.start()
+        r = svc.gridrun('sleep 1; [ "$GRIDCOLL_SITE_NAME" = beta ] && '
+                        'exit 1; exit 0')
+        t.join()
+        sock = os.path.join(svc.dir, "beta-control.sock")
+        want = ("gridrun: site beta's service (unix:%s) is gone while ranks "
+                "ran: connect: Connection refused\n"
+                "gridrun: site beta: rank 1 exited with status 1\n" % sock)
+        check(r.returncode == 1 and want in r.stderr,
+              "exit %d: %s" % (r.returncode, r.stderr))
+    finally:
+        svc.close()
+
+
 def mf_errors():
     d, path = machine_file(THREE_SITES)
     bad = os.path.join(d, "bad.machines")
@@ -527,8 +901,12 @@ if __name__ == "__main__":
           ("exit_status", exit_status), ("relay_dies", relay_dies),
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
-          ("bad_flags", bad_flags), ("relay_set", relay_set),
+          ("bad_flags", bad_flags), ("keep_failed", keep_failed),
+          ("relay_set", relay_set),
           ("local_tls", local_tls),
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
+          ("mf_program_cannot_start", mf_program_cannot_start),
+          ("mf_service_job_id_in_use", mf_service_job_id_in_use),
+          ("mf_service_gone", mf_service_gone),
           ("mf_errors", mf_errors)])

@@ -123,10 +123,13 @@ def rank_exits_with_status_3():
         job.finish()
 
 
-def relay_killed_mid_job():
-    # Every rank waits in MPI_Recv when site beta's relay is killed: the
-    # ranks of alpha lose their peer site, beta's lose their relay; gridrun
-    # must exit non-zero within 10 s with no process left.
+def relay_stopped_mid_job(sig):
+    """Every rank waits in MPI_Recv when site beta's relay is stopped from
+    outside gridrun (SIGKILL: it dies; SIGTERM: it drains and ends every
+    session): the ranks of alpha lose their peer site, beta's their relay.
+    gridrun must exit 1 within 10 s with no process left, naming beta's
+    relay and its log; a rank of beta that reports it first names the
+    relay it lost and where it was."""
     job = Job(["--site-sizes", "2,2"], HELLO + ' hang "$0"', mpi=True)
     try:
         deadline = time.time() + 30
@@ -136,19 +139,41 @@ def relay_killed_mid_job():
         time.sleep(1.5)  # past MPI_Init, into MPI_Recv
         pid = relay_pid(job, "beta")
         check(pid is not None, "relay of beta not found")
-        os.kill(pid, signal.SIGKILL)
+        jobdir = job.job_dir()
+        os.kill(pid, sig)
         killed = time.time()
         rc = job.wait(30)
-        check(rc != 0, "job survived its relay: " + job.err)
+        check(rc == 1, "exit %d: %s" % (rc, job.err))
         check(time.time() - killed < 10, "gridrun took %.1f s to stop"
               % (time.time() - killed))
-        # Whoever notices first reports it: gridrun ("relay of site beta
-        # died") or beta's ranks, which lost their relay session.
-        check("relay of site beta died" in job.err or
-              "(site beta): relay session: relay closed the connection"
-              in job.err, "message: " + job.err)
+        log = os.path.join(jobdir, "beta.log")
+        want = ("gridrun: relay of site beta died while ranks ran (killed by "
+                "signal SIGKILL); see %s\n" % log if sig == signal.SIGKILL else
+                "gridrun: relay of site beta was stopped while ranks ran (it "
+                "is draining: a signal from outside gridrun); see %s\n" % log)
+        check(want in job.err, "gridrun's message: " + job.err)
+        why = (r"(connection closed|Connection reset by peer)"
+               if sig == signal.SIGKILL else r"relay is shutting down")
+        for line in job.err.splitlines():
+            if re.match(r"gridcoll: grid rank [23] ", line):
+                check(re.fullmatch(
+                    r"gridcoll: grid rank [23] \(site beta\): [a-z ]+: lost "
+                    r"the connection to site beta's relay \(unix:%s\): %s"
+                    % (re.escape(os.path.join(jobdir, "beta.sock")), why),
+                    line), "rank's message: %r" % line)
+        if sig == signal.SIGTERM:
+            check("lost the connection to site beta's relay" in job.err,
+                  "no rank of beta named its relay: " + job.err)
     finally:
         job.finish()
+
+
+def relay_killed_mid_job():
+    relay_stopped_mid_job(signal.SIGKILL)
+
+
+def relay_stopped_from_outside():
+    relay_stopped_mid_job(signal.SIGTERM)
 
 
 def single_site_passes_through():
@@ -273,6 +298,7 @@ if __name__ == "__main__":
           ("abort_ends_the_grid_job", abort_ends_the_grid_job),
           ("rank_exits_with_status_3", rank_exits_with_status_3),
           ("relay_killed_mid_job", relay_killed_mid_job),
+          ("relay_stopped_from_outside", relay_stopped_from_outside),
           ("single_site_passes_through", single_site_passes_through),
           ("thread_level_is_honest", thread_level_is_honest),
           ("preload_into_plain_mpich_program",
