@@ -260,6 +260,12 @@ def test_failed_probe_leaves_no_model():
             model_dir, [], env={"GRIDCOLL_PROBE_BIN": fake,
                                 "FAKE_PROBE_STATUS": str(status)},
             extra=["--no-join-check"])
+        # Every rank exits 3 at once; hydra's mpiexec (MPICH 4.0.2) at the
+        # other site now and then dies of SIGPIPE writing to its exited
+        # proxy before the first site's status is in (seen once in CI
+        # under load): gridrun then rightly reports that one.
+        if status == 3 and rc == 141:
+            want_rc, want_err = 141, "mpiexec killed by signal SIGPIPE"
         check(rc == want_rc and want_err in err and
               os.listdir(model_dir) == [],
               "half a model, probe status %d: exit %d, left %s:\n%s" %
