@@ -6,14 +6,18 @@
 # 1. installs the Debian packages the build and the tests need (only the
 #    missing ones; apt-get update only when something is missing);
 # 2. checks the formatting of every C file against .clang-format;
-# 3. builds build/ (RelWithDebInfo, warnings are errors) and runs ctest:
-#    unit tests in parallel, everything else one at a time because the
-#    integration tests bind fixed loopback ports;
-# 4. builds build-asan/ with clang, address + undefined-behaviour sanitizers
-#    and the libFuzzer targets, and runs every test there too (including the
-#    bounded fuzz run);
-# 5. builds the programs of the progress-thread tests in build-tsan/ with
-#    clang's thread sanitizer and runs those tests there.
+# 3. builds build/ (RelWithDebInfo, warnings are errors), build-asan/ (clang,
+#    address + undefined-behaviour sanitizers, the libFuzzer targets) and
+#    the programs of the progress-thread tests in build-tsan/ (clang's
+#    thread sanitizer);
+# 4. runs the three trees' tests side by side: every test in build/ and in
+#    build-asan/ (including the bounded fuzz run), the thread tests in
+#    build-tsan/.  Within a tree the unit tests run in parallel and the
+#    rest one at a time; the trees share nothing (each integration test
+#    takes free ports, namespaces of its own name and temporary
+#    directories, and each tree gets its own TMPDIR), and one test at a
+#    time leaves a core idle most of the time (a pass used about one of
+#    the two).  Each tree's output is printed whole when it is done.
 #
 # Every step runs even when an earlier one failed (except tests of a tree
 # that did not build); the summary at the end lists what failed and the exit
@@ -113,13 +117,52 @@ configure_tsan() {
 }
 
 # Unit tests are self-contained and run in parallel; integration (and any
-# other) tests bind fixed ports, so they run one at a time.
+# other) tests run one at a time: timing checks in them (soak latency,
+# outage clocks) assume no sibling of the same tree beside them.
 run_ctest() {
     local dir=$1 rc=0
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 -L unit ||
         rc=1
     ctest --test-dir "$dir" --output-on-failure -j1 -LE unit || rc=1
     return "$rc"
+}
+
+# Tests of several trees side by side: `background NAME CMD...` starts one
+# with its output in a file and its own TMPDIR; `collect` waits for each,
+# prints its output and records it like step does.
+bg_names=()
+bg_pids=()
+bg_logs=()
+bg_starts=()
+background() {
+    local name=$1 log tmp
+    shift
+    log=$(mktemp /tmp/gridcoll-test.XXXXXX.log)
+    tmp=$(mktemp -d /tmp/gct.XXXXXX)
+    TMPDIR=$tmp "$@" >"$log" 2>&1 &
+    bg_names+=("$name")
+    bg_pids+=("$!")
+    bg_logs+=("$log")
+    bg_starts+=("$SECONDS")
+    printf -- '-- started: %s\n' "$name"
+}
+
+collect() {
+    local i rc
+    for i in "${!bg_pids[@]}"; do
+        rc=0
+        wait "${bg_pids[$i]}" || rc=$?
+        banner "${bg_names[$i]}"
+        cat "${bg_logs[$i]}"
+        rm -f "${bg_logs[$i]}"
+        if ((rc == 0)); then
+            printf -- '-- %s: OK (%ds since the start of the tests)\n' \
+                "${bg_names[$i]}" $((SECONDS - bg_starts[i]))
+        else
+            printf -- '-- %s: FAILED (exit %d)\n' "${bg_names[$i]}" "$rc"
+            failures+=("${bg_names[$i]}")
+        fi
+    done
 }
 
 step "Debian packages" install_packages || true
@@ -133,9 +176,13 @@ if command -v ccache >/dev/null; then
 fi
 step "Format check (clang-format)" format_check || true
 
-if step "Build: build/ (RelWithDebInfo)" configure_and_build build; then
-    step "Tests: build/" run_ctest build || true
-fi
+plain_built=0 asan_built=0 tsan_built=0
+step "Build: build/ (RelWithDebInfo)" configure_and_build build && plain_built=1
+step "Build: build-asan/ (clang, ASan+UBSan, libFuzzer)" \
+    configure_and_build build-asan -DCMAKE_C_COMPILER=clang \
+    -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON && asan_built=1
+step "Build: build-tsan/ (clang, ThreadSanitizer; thread test programs)" \
+    configure_tsan && tsan_built=1
 
 # Sanitizer reports must fail the test, not scroll by.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
@@ -145,21 +192,17 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # libpciaccess and is unloaded before LeakSanitizer runs, so the report has no
 # module to suppress by name; GridColl does not need PCI topology.
 export HWLOC_PLUGINS_BLACKLIST=${HWLOC_PLUGINS_BLACKLIST:-hwloc_pci}
-if step "Build: build-asan/ (clang, ASan+UBSan, libFuzzer)" \
-    configure_and_build build-asan -DCMAKE_C_COMPILER=clang \
-    -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON; then
-    step "Tests: build-asan/ (incl. fuzz)" run_ctest build-asan || true
-fi
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
 
+# The sanitizer pass is the longest: it starts first.
+((asan_built)) && background "Tests: build-asan/ (incl. fuzz)" \
+    run_ctest build-asan
+((plain_built)) && background "Tests: build/" run_ctest build
 # The progress thread against the program: ThreadSanitizer on the layer
 # (MPICH itself is not instrumented), only what the thread tests run.
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
-if step "Build: build-tsan/ (clang, ThreadSanitizer; thread test programs)" \
-    configure_tsan; then
-    step "Tests: build-tsan/ (integration.mpi_thread)" \
-        ctest --test-dir build-tsan --output-on-failure -R integration.mpi_thread ||
-        true
-fi
+((tsan_built)) && background "Tests: build-tsan/ (integration.mpi_thread)" \
+    ctest --test-dir build-tsan --output-on-failure -R integration.mpi_thread
+collect
 
 banner "Summary"
 if ((${#failures[@]} > 0)); then
