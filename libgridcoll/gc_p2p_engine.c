@@ -52,7 +52,8 @@
  * (gc_p2p_rndv.c).
  */
 static const unsigned char control_byte[] = {
-    CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED, RNDV_RTS, RNDV_HOLD, RNDV_CTS};
+    CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED, RNDV_RTS,
+    RNDV_HOLD,  RNDV_CTS,    RNDV_CREDIT};
 
 static struct {
     struct op *recvs; /* posted, unmatched or matched-but-incomplete */
@@ -211,7 +212,10 @@ static void match_remote(struct op *op, struct rx *rx)
     if (rx->rndv) {
         /* The CTS is the synchronous send's acknowledgement too. */
         gc_rndv_matched(rx);
-    } else if (info->context_id % GC_CTX_STRIDE == GC_CTX_SYNC) {
+        return;
+    }
+    gc_rndv_taken(rx);
+    if (info->context_id % GC_CTX_STRIDE == GC_CTX_SYNC) {
         /* The sender's MPI_Ssend may complete now.  msg_seq identifies the
          * message per pair; tags are 31 bits, so is the acknowledgement. */
         struct gc_rc_send *ack;
@@ -306,6 +310,8 @@ static void cancel_asked_by_sender(const struct gc_rc_msg_info *ask)
         *p = rx->next_unexpected;
         if (engine.unexpected_tail == &rx->next_unexpected)
             engine.unexpected_tail = p;
+        if (!rx->rndv)
+            gc_rndv_taken(rx);
         if (rx->arrived || rx->rndv)
             gc_rx_free(rx); /* an announced one may wait for its data */
         else
@@ -875,7 +881,7 @@ int gc_op_start_remote_send(struct op *op, int copy)
     uint32_t cls = op->coll   ? (uint32_t)op->coll
                    : op->sync ? GC_CTX_SYNC
                               : GC_CTX_P2P;
-    if (gc_rndv_wanted(op))
+    if (gc_rndv_choose(op))
         gc_rndv_start(op, data, cls);
     else if (gc_rc_isend(gc_world.rc, (uint32_t)op->comm->grid_rank[op->peer],
                          op->comm->context + cls, op->tag, data, op->capacity,

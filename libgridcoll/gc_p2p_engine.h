@@ -49,6 +49,9 @@ enum control {
     RNDV_RTS,  /* sender: this message waits for its receive */
     RNDV_HOLD, /* receiver: announcement read, no receive yet */
     RNDV_CTS,  /* receiver: matched, send the data */
+    /* receiver: its matching has taken this much of the eager bytes sent
+     * to it (tag: the total in 64-byte units, 31 bits) */
+    RNDV_CREDIT,
 };
 
 /*
@@ -174,8 +177,13 @@ void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
  * 31 bits) to info's source on info's communicator, or NULL. */
 struct op *gc_engine_send_named(const struct gc_rc_msg_info *info);
 
-/* Whether op, a send to another site, goes by rendezvous. */
-int gc_rndv_wanted(const struct op *op);
+/* Whether op, a send to another site, goes by rendezvous (above the
+ * threshold, or beyond the eager window); an eager one is counted in the
+ * window. */
+int gc_rndv_choose(struct op *op);
+/* rx, an eager point-to-point message, leaves the receiver's queues
+ * (matched or withdrawn): its sender's window opens again. */
+void gc_rndv_taken(const struct rx *rx);
 /* Announce op (data: buf or its packed copy) on context class cls; the
  * data follows when the receiver asks (or unasked, GRIDCOLL_RNDV_PUSH_MS). */
 void gc_rndv_start(struct op *op, const void *data, uint32_t cls);

@@ -23,6 +23,15 @@
  * A cancel (CANCEL_ASK) names S too, so a send still unmatched is
  * withdrawn without its data ever moving.
  *
+ * The eager window bounds a flood of small messages the same way: per
+ * pair the sender counts the eager bytes it sent (each message rounded up
+ * to 64 bytes, plus 64 for its envelope), the receiver those its matching
+ * took, and tells the sender every half window
+ *   CREDIT receiver -> sender, one byte, tag: the total in 64-byte units
+ *          (31 bits; the sender restores the rest from its own count).
+ * A message that would overfill the window goes by rendezvous, whatever
+ * its size, so the window never stops a sender, it only delays.
+ *
  * Matching happens when the RTS arrives, in the pair's order, like an
  * eager message's first chunk: a small eager message sent after a large
  * one is matched after it (MPI 4.1, 3.5, non-overtaking).
@@ -42,13 +51,35 @@
 #include "gc_settings.h"
 #include "gc_util.h"
 
-enum { RTS_BYTES = 16 };
+enum { RTS_BYTES = 16, UNIT = 64 };
 
 static struct {
     /* announced messages whose data has not all arrived, through
      * rx->next_arriving */
     struct rx *waiting;
+    /* eager window, per grid rank of the other end, in bytes as counted
+     * by eager_cost: sent to it, of those taken by its matching (as it
+     * said), received from it and taken here, of those told to it */
+    uint64_t *sent, *taken, *received, *told;
 } rndv;
+
+static uint64_t eager_cost(uint64_t len)
+{
+    return (len + UNIT - 1) / UNIT * UNIT + UNIT;
+}
+
+static void window_ready(void)
+{
+    if (rndv.sent != NULL)
+        return;
+    size_t n = (size_t)gc_world.size;
+    rndv.sent = calloc(4 * n, sizeof *rndv.sent);
+    if (rndv.sent == NULL)
+        gc_fatal_relay("out of memory for the eager window");
+    rndv.taken = rndv.sent + n;
+    rndv.received = rndv.taken + n;
+    rndv.told = rndv.received + n;
+}
 
 /* ---- wire format --------------------------------------------------------- */
 
@@ -81,12 +112,58 @@ static int32_t data_tag(int32_t s)
 /* ---- sender ---------------------------------------------------------------
  */
 
-int gc_rndv_wanted(const struct op *op)
+int gc_rndv_choose(struct op *op)
 {
-    /* Collectives post their receives before the data can come, and a
-     * ready send's receive is posted by definition: both stay eager. */
-    return !op->coll && !op->ready &&
-           op->capacity > gc_settings_rndv_threshold();
+    /* Collectives post their receives before the data can come: they
+     * stay eager, outside the window. */
+    if (op->coll)
+        return 0;
+    /* A ready send's receive is posted by definition: eager, counted
+     * (its receiver counts every eager message). */
+    if (!op->ready && op->capacity > gc_settings_rndv_threshold())
+        return 1;
+    window_ready();
+    uint32_t to = (uint32_t)op->comm->grid_rank[op->peer];
+    uint64_t cost = eager_cost(op->capacity);
+    if (!op->ready &&
+        rndv.sent[to] - rndv.taken[to] + cost > gc_settings_eager_window())
+        return 1;
+    rndv.sent[to] += cost;
+    return 0;
+}
+
+void gc_rndv_taken(const struct rx *rx)
+{
+    uint32_t cls = rx->info.context_id % GC_CTX_STRIDE;
+    if (rx->rndv || (cls != GC_CTX_P2P && cls != GC_CTX_SYNC))
+        return;
+    window_ready();
+    uint32_t from = rx->info.src_rank;
+    if (from >= (uint32_t)gc_world.size)
+        return;
+    rndv.received[from] += eager_cost(rx->info.msg_len);
+    if (rndv.received[from] - rndv.told[from] < gc_settings_eager_window() / 2)
+        return;
+    rndv.told[from] = rndv.received[from];
+    gc_engine_send_control(from, rx->info.context_id,
+                           (int32_t)((rndv.told[from] / UNIT) & INT32_MAX),
+                           RNDV_CREDIT);
+}
+
+/* The receiver's total restored from its low 31 bits (in units): the
+ * latest value not above what was sent; the window is far below the
+ * 128 GiB that 31 bits of units span. */
+static void credit_arrived(const struct gc_rc_msg_info *info)
+{
+    window_ready();
+    uint32_t from = info->src_rank;
+    if (from >= (uint32_t)gc_world.size)
+        return;
+    uint64_t sent = rndv.sent[from] / UNIT;
+    uint64_t behind = (sent - (uint64_t)info->tag) & INT32_MAX;
+    uint64_t taken = (sent - behind) * UNIT;
+    if (taken > rndv.taken[from])
+        rndv.taken[from] = taken;
 }
 
 void gc_rndv_start(struct op *op, const void *data, uint32_t cls)
@@ -173,6 +250,10 @@ int gc_rndv_control(const struct gc_rc_msg_info *info, const void *buf)
         rts_arrived(info, p);
         return 1;
     }
+    if (info->msg_len == 1 && p[0] == RNDV_CREDIT) {
+        credit_arrived(info);
+        return 1;
+    }
     if (info->msg_len != 1 || (p[0] != RNDV_HOLD && p[0] != RNDV_CTS))
         return 0;
     struct op *op = gc_engine_send_named(info);
@@ -254,4 +335,7 @@ void gc_rndv_shutdown(void)
             free(rx);
         }
     }
+    /* A new session counts from 0 at both ends. */
+    free(rndv.sent);
+    rndv.sent = rndv.taken = rndv.received = rndv.told = NULL;
 }

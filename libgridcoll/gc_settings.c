@@ -77,7 +77,7 @@ static struct {
     size_t shm_bytes;
     struct node_size_value node_size;
     int64_t stats, async_progress;
-    size_t rndv_threshold;
+    size_t rndv_threshold, eager_window;
     int64_t rndv_push_ms;
 } values = {
     .appnum = -1,
@@ -326,6 +326,20 @@ static const struct setting settings[] = {
             "does not receive holds at most this much per message; smaller "
             "ones are sent at once (eager).  1024G: eager only.  Collectives' "
             "internal transfers are always eager."},
+    {.name = "GRIDCOLL_EAGER_WINDOW",
+     .type = SET_SIZE,
+     .store = &values.eager_window,
+     .def = 0,
+     .min = 0,
+     .max = TIB(1),
+     .expect = "a size up to 1 TiB (optionally with K, M or G)",
+     .def_text = "GRIDCOLL_RNDV_THRESHOLD",
+     .doc = "Eager bytes (each message counted with 64 more for its "
+            "envelope) a process may have sent to one other process on "
+            "another site that the receiver's matching has not yet taken; "
+            "beyond it even a small message goes by rendezvous, so a "
+            "flood of small messages is bounded too.  Never below "
+            "GRIDCOLL_RNDV_THRESHOLD."},
     {.name = "GRIDCOLL_RNDV_PUSH_MS",
      .type = SET_INT,
      .store = &values.rndv_push_ms,
@@ -732,6 +746,12 @@ int gc_settings_async_progress(void)
 size_t gc_settings_rndv_threshold(void)
 {
     return values.rndv_threshold;
+}
+
+size_t gc_settings_eager_window(void)
+{
+    return values.eager_window > values.rndv_threshold ? values.eager_window
+                                                       : values.rndv_threshold;
 }
 
 int gc_settings_rndv_push_ms(void)

@@ -94,6 +94,9 @@ int gc_settings_async_progress(void);
 /* GRIDCOLL_RNDV_THRESHOLD: a point-to-point message to another site
  * larger than this waits for its receive (gc_p2p_rndv.c). */
 size_t gc_settings_rndv_threshold(void);
+/* GRIDCOLL_EAGER_WINDOW: eager bytes a process may have sent to another
+ * that its receives have not yet taken, at least the threshold. */
+size_t gc_settings_eager_window(void);
 /* GRIDCOLL_RNDV_PUSH_MS: how long a rendezvous send waits for a sign of
  * its receiver before it sends its data unasked; 0: never. */
 int gc_settings_rndv_push_ms(void);

@@ -8,11 +8,13 @@
  *                cancels one more, then tells rank 1 (a small message
  *                after them all, in the pair's order) that it is done.
  *                Rank 1 waits inside MPI for that message, prints how much
- *                its peak resident size grew meanwhile ("RSS_GROWTH_KIB"),
+ *                its resident size grew meanwhile ("RSS_GROWTH_KIB"),
  *                which the test bounds (an eager flood grows it by the
  *                flood), probes the first message (its size, tag and
  *                source), then receives them all in order and checks every
  *                byte: non-overtaking of a small message after a large one.
+ *   small_flood  the same with SMALL_COUNT messages of SMALL_FLOOD_BYTES,
+ *                each below the threshold: the eager window bounds them.
  *   probe_mrecv  MPI_Mprobe + MPI_Mrecv of an announced message, MPI_Ssend
  *                of one, a non-contiguous receive type, a wildcard receive
  *                posted before the announcement, truncation.
@@ -34,6 +36,8 @@ enum {
     FLOOD_COUNT = 32,
     FLOOD_BYTES = (2 << 20) + 4099, /* not a multiple of anything */
     SMALL_BYTES = 100,
+    SMALL_COUNT = 4096,
+    SMALL_FLOOD_BYTES = 8 << 10,
     BIG_BYTES = (1 << 20) + 17,
 };
 
@@ -69,8 +73,9 @@ static void expect_status(const MPI_Status *st, int source, int tag,
           st->MPI_TAG, (long long)count, source, tag, (long long)bytes);
 }
 
-/* Peak resident size (VmHWM) in KiB. */
-static long peak_kib(void)
+/* Resident size (VmRSS) in KiB: what the process holds now (its peak,
+ * VmHWM, would keep an earlier case's). */
+static long resident_kib(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
@@ -78,7 +83,7 @@ static long peak_kib(void)
     if (f == NULL)
         return -1;
     while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
             break;
     fclose(f);
     return kib;
@@ -114,7 +119,7 @@ static void flood(int base)
             MPI_CHECK(MPI_Wait(&req[i], MPI_STATUS_IGNORE));
         free(big);
     } else if (rank == 1) {
-        long before = peak_kib();
+        long before = resident_kib();
         MPI_Status st;
         MPI_CHECK(
             MPI_Recv(NULL, 0, MPI_BYTE, 0, done_tag, MPI_COMM_WORLD, &st));
@@ -126,8 +131,8 @@ static void flood(int base)
             CHECK(!flag, "the cancelled send can be probed");
             nap(1000);
         }
-        long after = peak_kib();
-        printf("RSS_GROWTH_KIB %ld (flood %d KiB)\n", after - before,
+        long after = resident_kib();
+        printf("RSS_GROWTH_KIB flood %ld (of %d KiB)\n", after - before,
                FLOOD_COUNT * (FLOOD_BYTES >> 10));
         fflush(stdout);
         MPI_CHECK(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
@@ -142,6 +147,43 @@ static void flood(int base)
             expect(buf, bytes, i);
         }
         free(buf);
+    }
+}
+
+static void small_flood(int base)
+{
+    int tag = base + 1, done_tag = base + 2;
+    size_t total = (size_t)SMALL_COUNT * SMALL_FLOOD_BYTES;
+    if (rank == 0) {
+        MPI_Request *req = xmalloc(SMALL_COUNT * sizeof *req);
+        unsigned char *data = xmalloc(total);
+        for (int i = 0; i < SMALL_COUNT; i++) {
+            fill(data + (size_t)i * SMALL_FLOOD_BYTES, SMALL_FLOOD_BYTES, i);
+            MPI_CHECK(MPI_Isend(data + (size_t)i * SMALL_FLOOD_BYTES,
+                                SMALL_FLOOD_BYTES, MPI_BYTE, 1, tag,
+                                MPI_COMM_WORLD, &req[i]));
+        }
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, 1, done_tag, MPI_COMM_WORLD));
+        for (int i = 0; i < SMALL_COUNT; i++)
+            MPI_CHECK(MPI_Wait(&req[i], MPI_STATUS_IGNORE));
+        free(data);
+        free(req);
+    } else if (rank == 1) {
+        long before = resident_kib();
+        MPI_Status st;
+        MPI_CHECK(
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, done_tag, MPI_COMM_WORLD, &st));
+        long after = resident_kib();
+        printf("RSS_GROWTH_KIB small_flood %ld (of %zu KiB)\n", after - before,
+               total >> 10);
+        fflush(stdout);
+        unsigned char buf[SMALL_FLOOD_BYTES];
+        for (int i = 0; i < SMALL_COUNT; i++) {
+            MPI_CHECK(MPI_Recv(buf, SMALL_FLOOD_BYTES, MPI_BYTE, 0, tag,
+                               MPI_COMM_WORLD, &st));
+            expect_status(&st, 0, tag, SMALL_FLOOD_BYTES);
+            expect(buf, SMALL_FLOOD_BYTES, i);
+        }
     }
 }
 
@@ -259,6 +301,7 @@ int main(int argc, char **argv)
 {
     static const struct check_case cases[] = {
         {"flood", flood},
+        {"small_flood", small_flood},
         {"probe_mrecv", probe_mrecv},
         {"blocked", blocked},
     };
