@@ -30,7 +30,12 @@
  *   CREDIT receiver -> sender, one byte, tag: the total in 64-byte units
  *          (31 bits; the sender restores the rest from its own count).
  * A message that would overfill the window goes by rendezvous, whatever
- * its size, so the window never stops a sender, it only delays.
+ * its size, so the window never stops a sender, it only delays; one that
+ * fits goes eager, whatever its size.  The window is at least one message
+ * of the threshold (its default), so above the threshold a message always
+ * waits for its receive unless GRIDCOLL_EAGER_WINDOW is set larger: over
+ * a WAN the rendezvous costs a round trip per message, which a stream of
+ * large messages to a receiver that keeps up need not pay.
  *
  * Matching happens when the RTS arrives, in the pair's order, like an
  * eager message's first chunk: a small eager message sent after a large
@@ -66,6 +71,13 @@ static struct {
 static uint64_t eager_cost(uint64_t len)
 {
     return (len + UNIT - 1) / UNIT * UNIT + UNIT;
+}
+
+static uint64_t window(void)
+{
+    uint64_t least = eager_cost(gc_settings_rndv_threshold());
+    uint64_t w = gc_settings_eager_window();
+    return w > least ? w : least;
 }
 
 static void window_ready(void)
@@ -118,15 +130,17 @@ int gc_rndv_choose(struct op *op)
      * stay eager, outside the window. */
     if (op->coll)
         return 0;
-    /* A ready send's receive is posted by definition: eager, counted
-     * (its receiver counts every eager message). */
-    if (!op->ready && op->capacity > gc_settings_rndv_threshold())
-        return 1;
     window_ready();
     uint32_t to = (uint32_t)op->comm->grid_rank[op->peer];
     uint64_t cost = eager_cost(op->capacity);
-    if (!op->ready &&
-        rndv.sent[to] - rndv.taken[to] + cost > gc_settings_eager_window())
+    /* One rule for every size: eager while the message fits in what the
+     * receiver has not taken yet of the window.  The window is at least
+     * one message of the threshold, so above the threshold a message
+     * always waits for its receive with the default window; a larger
+     * window lets large messages go eager to a receiver that keeps up.
+     * A ready send's receive is posted by definition: eager, counted
+     * (its receiver counts every eager message). */
+    if (!op->ready && rndv.sent[to] - rndv.taken[to] + cost > window())
         return 1;
     rndv.sent[to] += cost;
     return 0;
@@ -142,7 +156,7 @@ void gc_rndv_taken(const struct rx *rx)
     if (from >= (uint32_t)gc_world.size)
         return;
     rndv.received[from] += eager_cost(rx->info.msg_len);
-    if (rndv.received[from] - rndv.told[from] < gc_settings_eager_window() / 2)
+    if (rndv.received[from] - rndv.told[from] < window() / 2)
         return;
     rndv.told[from] = rndv.received[from];
     gc_engine_send_control(from, rx->info.context_id,

@@ -322,10 +322,10 @@ static const struct setting settings[] = {
      .expect = "a size up to 1 TiB (optionally with K, M or G)",
      .doc = "A point-to-point message to another site larger than this "
             "announces itself and sends its data only once the receiver "
-            "has matched it (rendezvous, docs/protocol.md), so a rank that "
-            "does not receive holds at most this much per message; smaller "
-            "ones are sent at once (eager).  1024G: eager only.  Collectives' "
-            "internal transfers are always eager."},
+            "has matched it (rendezvous, docs/protocol.md), unless it fits "
+            "in a larger GRIDCOLL_EAGER_WINDOW; smaller ones are sent at "
+            "once (eager) while they fit in the window.  1024G: eager "
+            "only.  Collectives' internal transfers are always eager."},
     {.name = "GRIDCOLL_EAGER_WINDOW",
      .type = SET_SIZE,
      .store = &values.eager_window,
@@ -334,12 +334,15 @@ static const struct setting settings[] = {
      .max = TIB(1),
      .expect = "a size up to 1 TiB (optionally with K, M or G)",
      .def_text = "GRIDCOLL_RNDV_THRESHOLD",
-     .doc = "Eager bytes (each message counted with 64 more for its "
-            "envelope) a process may have sent to one other process on "
-            "another site that the receiver's matching has not yet taken; "
-            "beyond it even a small message goes by rendezvous, so a "
-            "flood of small messages is bounded too.  Never below "
-            "GRIDCOLL_RNDV_THRESHOLD."},
+     .doc = "Eager bytes (each message rounded up to 64 and counted with "
+            "64 more for its envelope) a process may have sent to one "
+            "process on another site that the receiver's matching has not "
+            "taken yet: what a rank that does not receive holds at most per "
+            "sender.  A message that fits is sent at once, whatever its "
+            "size; one that does not goes by rendezvous, so a flood of "
+            "small messages is bounded too.  Never below one message of "
+            "GRIDCOLL_RNDV_THRESHOLD; larger (e.g. 32M), large messages "
+            "stream at eager speed to a receiver that keeps up."},
     {.name = "GRIDCOLL_RNDV_PUSH_MS",
      .type = SET_INT,
      .store = &values.rndv_push_ms,

@@ -42,7 +42,6 @@ enum {
 };
 
 static int rank, size;
-static MPI_Comm site_plain; /* MPICH's own copy of this site's world */
 
 static unsigned char pattern(int message, size_t i)
 {
@@ -261,6 +260,9 @@ static void blocked(int base)
 {
     if (size < 3)
         return;
+    /* PMPI: MPICH's world is this site's; the copy is MPICH's alone. */
+    MPI_Comm site_plain;
+    MPI_CHECK(PMPI_Comm_dup(MPI_COMM_WORLD, &site_plain));
     unsigned char *buf = xmalloc(BIG_BYTES);
     MPI_Status st;
     int token = 0;
@@ -286,6 +288,7 @@ static void blocked(int base)
             MPI_Recv(&token, 1, MPI_INT, 0, base + 2, MPI_COMM_WORLD, &st));
         MPI_CHECK(PMPI_Send(&token, 1, MPI_INT, 0, base + 3, site_plain));
     }
+    MPI_CHECK(PMPI_Comm_free(&site_plain));
     free(buf);
 }
 
@@ -293,8 +296,6 @@ static void setup(void)
 {
     MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
     MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-    /* PMPI: MPICH's world is this site's; the copy is MPICH's alone. */
-    MPI_CHECK(PMPI_Comm_dup(MPI_COMM_WORLD, &site_plain));
 }
 
 int main(int argc, char **argv)
