@@ -31,9 +31,11 @@
  *          (31 bits; the sender restores the rest from its own count).
  * A message that would overfill the window goes by rendezvous, whatever
  * its size, so the window never stops a sender, it only delays; one that
- * fits goes eager, whatever its size.  The window is at least one message
- * of the threshold (its default), so above the threshold a message always
- * waits for its receive unless GRIDCOLL_EAGER_WINDOW is set larger: over
+ * fits goes eager.  Above the threshold a message always waits for its
+ * receive unless GRIDCOLL_EAGER_WINDOW (by default the threshold) is set
+ * to hold it; the window in use is at least two messages of the threshold
+ * (window()), the most a rank that does not receive then holds per
+ * sender in eager messages.  Over
  * a WAN the rendezvous costs a round trip per message, which a stream of
  * large messages to a receiver that keeps up need not pay.
  *
@@ -73,9 +75,16 @@ static uint64_t eager_cost(uint64_t len)
     return (len + UNIT - 1) / UNIT * UNIT + UNIT;
 }
 
+/*
+ * The window in use: the setting, but at least two messages of the
+ * threshold.  The receiver reports every half window, so up to half of it
+ * may be taken but not yet reported; a message of the threshold must
+ * still fit then, or a ping-pong of that size would go by rendezvous
+ * after a few empty messages (each counts UNIT).
+ */
 static uint64_t window(void)
 {
-    uint64_t least = eager_cost(gc_settings_rndv_threshold());
+    uint64_t least = 2 * eager_cost(gc_settings_rndv_threshold());
     uint64_t w = gc_settings_eager_window();
     return w > least ? w : least;
 }
@@ -133,14 +142,18 @@ int gc_rndv_choose(struct op *op)
     window_ready();
     uint32_t to = (uint32_t)op->comm->grid_rank[op->peer];
     uint64_t cost = eager_cost(op->capacity);
-    /* One rule for every size: eager while the message fits in what the
-     * receiver has not taken yet of the window.  The window is at least
-     * one message of the threshold, so above the threshold a message
-     * always waits for its receive with the default window; a larger
-     * window lets large messages go eager to a receiver that keeps up.
-     * A ready send's receive is posted by definition: eager, counted
-     * (its receiver counts every eager message). */
-    if (!op->ready && rndv.sent[to] - rndv.taken[to] + cost > window())
+    /* Eager while the message fits in what the receiver has not taken
+     * yet of the window.  Above the threshold only when the window set
+     * (GRIDCOLL_EAGER_WINDOW, by default the threshold) holds the message
+     * itself: with the defaults such a message always waits for its
+     * receive; a larger window lets large messages go eager to a
+     * receiver that keeps up.  A ready send's receive is posted by
+     * definition: eager, counted (its receiver counts every eager
+     * message). */
+    int large = op->capacity > gc_settings_rndv_threshold() &&
+                cost > gc_settings_eager_window();
+    if (!op->ready &&
+        (large || rndv.sent[to] - rndv.taken[to] + cost > window()))
         return 1;
     rndv.sent[to] += cost;
     return 0;
