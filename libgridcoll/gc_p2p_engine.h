@@ -84,7 +84,9 @@ struct op {
     struct gc_rc_send *wire;
     void *owned; /* packed or buffered copy sent instead of buf */
     int sync;
-    int ready; /* MPI_Rsend: the receive is posted, eager is bounded */
+    /* always eager (counted in the window): MPI_Rsend, whose receive is
+     * posted, and buffered sends, which MPI_Buffer_detach waits for */
+    int eager_only;
     int acked;
     /* rendezvous send (gc_p2p_rndv.c), while op->wire is its RTS */
     int rndv;

@@ -130,8 +130,7 @@ static int32_t data_tag(int32_t s)
     return -1 - s;
 }
 
-/* ---- sender ---------------------------------------------------------------
- */
+/* ---- sender -------------------------------------------------------------- */
 
 int gc_rndv_choose(struct op *op)
 {
@@ -147,12 +146,14 @@ int gc_rndv_choose(struct op *op)
      * (GRIDCOLL_EAGER_WINDOW, by default the threshold) holds the message
      * itself: with the defaults such a message always waits for its
      * receive; a larger window lets large messages go eager to a
-     * receiver that keeps up.  A ready send's receive is posted by
-     * definition: eager, counted (its receiver counts every eager
-     * message). */
+     * receiver that keeps up.  Eager only, counted (the receiver counts
+     * every eager message): a ready send's receive is posted by
+     * definition, and a buffered one must complete without its receive,
+     * or MPI_Buffer_detach would wait for a receive that the program
+     * posts only after it (an eager send never waited). */
     int large = op->capacity > gc_settings_rndv_threshold() &&
                 cost > gc_settings_eager_window();
-    if (!op->ready &&
+    if (!op->eager_only &&
         (large || rndv.sent[to] - rndv.taken[to] + cost > window()))
         return 1;
     rndv.sent[to] += cost;
@@ -240,8 +241,7 @@ int gc_rndv_send_done(struct op *op)
     return op->bulk != NULL && (!op->sync || op->acked);
 }
 
-/* ---- receiver -------------------------------------------------------------
- */
+/* ---- receiver ------------------------------------------------------------ */
 
 static void rts_arrived(const struct gc_rc_msg_info *info,
                         const unsigned char *p)

@@ -334,15 +334,16 @@ static const struct setting settings[] = {
      .max = TIB(1),
      .expect = "a size up to 1 TiB (optionally with K, M or G)",
      .def_text = "GRIDCOLL_RNDV_THRESHOLD",
-     .doc = "Eager bytes (each message rounded up to 64 and counted with "
-            "64 more for its envelope) a process may have sent to one "
-            "process on another site that the receiver's matching has not "
-            "taken yet: what a rank that does not receive holds at most per "
-            "sender.  A message that fits is sent at once, whatever its "
-            "size; one that does not goes by rendezvous, so a flood of "
-            "small messages is bounded too.  Never below one message of "
-            "GRIDCOLL_RNDV_THRESHOLD; larger (e.g. 32M), large messages "
-            "stream at eager speed to a receiver that keeps up."},
+     .doc = "Eager bytes (each message rounded up to 64, plus 64 for its "
+            "envelope) a process may have sent to one process on another "
+            "site that the receiver's matching has not taken yet: what a "
+            "rank that does not receive holds at most per sender.  A "
+            "message that does not fit goes by rendezvous, so a flood of "
+            "small messages is bounded too.  In use: at least two messages "
+            "of GRIDCOLL_RNDV_THRESHOLD (the receiver reports what it took "
+            "every half window).  Set above the threshold (e.g. 64M), "
+            "messages up to this size go eager while they fit: they stream "
+            "at eager speed to a receiver that keeps up."},
     {.name = "GRIDCOLL_RNDV_PUSH_MS",
      .type = SET_INT,
      .store = &values.rndv_push_ms,

@@ -3,8 +3,8 @@
 messages to another site above GRIDCOLL_RNDV_THRESHOLD
 (libgridcoll/gc_p2p_rndv.c).  tests/mpi/rndv_check on --site-sizes 1,2
 checks every byte, the order of a small eager message after a large one,
-probes, Mprobe/Mrecv, Ssend, cancel, truncation and a receiver blocked in
-a call MPICH runs alone; here the flooded receiver's resident size
+probes, Mprobe/Mrecv, Ssend, cancel, truncation, Bsend with
+MPI_Buffer_detach and a receiver blocked in a call MPICH runs alone; here the flooded receiver's resident size
 must grow by far less than the flood.  The same flood with the threshold
 out of reach (eager only, the old behaviour) must grow it by about the
 flood: the measurement is shown to see what it bounds."""
@@ -17,7 +17,7 @@ from harness import BIN, check, gridrun, main, tail
 RNDV_CHECK = os.path.join(BIN, "rndv_check")
 
 LAYOUT = ["--site-sizes", "1,2"]
-CASES = ["flood", "small_flood", "probe_mrecv", "blocked"]
+CASES = ["flood", "small_flood", "probe_mrecv", "bsend_detach", "blocked"]
 # The floods are 32 messages of 2 MiB + 4099 bytes (64 MiB) and 4096 of
 # 8 KiB (32 MiB): the announced ones cost the receiver their envelopes
 # (about 200 bytes each), so a few MiB of slack cover those and the

@@ -18,6 +18,10 @@
  *   probe_mrecv  MPI_Mprobe + MPI_Mrecv of an announced message, MPI_Ssend
  *                of one, a non-contiguous receive type, a wildcard receive
  *                posted before the announcement, truncation.
+ *   bsend_detach rank 0 MPI_Bsends a large message, detaches its buffer
+ *                (which waits for the message) and only then sends the
+ *                small one that rank 1 receives first: buffered sends
+ *                must not wait for their receive.
  *   blocked      rank 1 posts a receive, then blocks in a call MPICH runs
  *                alone (a PMPI_Recv on a copy of its site's world) that
  *                only ends after rank 0's large send has completed: the
@@ -256,6 +260,31 @@ static void probe_mrecv(int base)
     free(buf);
 }
 
+static void bsend_detach(int base)
+{
+    unsigned char *buf = xmalloc(BIG_BYTES);
+    MPI_Status st;
+    if (rank == 0) {
+        int attached = BIG_BYTES + MPI_BSEND_OVERHEAD;
+        void *space = xmalloc((size_t)attached);
+        fill(buf, BIG_BYTES, 300);
+        MPI_CHECK(MPI_Buffer_attach(space, attached));
+        MPI_CHECK(
+            MPI_Bsend(buf, BIG_BYTES, MPI_BYTE, 1, base + 1, MPI_COMM_WORLD));
+        MPI_CHECK(MPI_Buffer_detach(&space, &attached));
+        MPI_CHECK(MPI_Send(NULL, 0, MPI_BYTE, 1, base + 2, MPI_COMM_WORLD));
+        free(space);
+    } else if (rank == 1) {
+        MPI_CHECK(MPI_Recv(NULL, 0, MPI_BYTE, 0, base + 2, MPI_COMM_WORLD,
+                           MPI_STATUS_IGNORE));
+        MPI_CHECK(MPI_Recv(buf, BIG_BYTES, MPI_BYTE, 0, base + 1,
+                           MPI_COMM_WORLD, &st));
+        expect_status(&st, 0, base + 1, BIG_BYTES);
+        expect(buf, BIG_BYTES, 300);
+    }
+    free(buf);
+}
+
 static void blocked(int base)
 {
     if (size < 3)
@@ -304,6 +333,7 @@ int main(int argc, char **argv)
         {"flood", flood},
         {"small_flood", small_flood},
         {"probe_mrecv", probe_mrecv},
+        {"bsend_detach", bsend_detach},
         {"blocked", blocked},
     };
     return check_main("rndv_check", argc, argv, setup, cases,
