@@ -25,6 +25,11 @@
  * MPI_Cancel of a send to another site asks the receiver's engine, on the
  * same acknowledgement context, to withdraw the message from its
  * unexpected queue; the answer says whether it did.
+ *
+ * Large messages, and small ones beyond the pair's eager window, go by
+ * rendezvous (gc_p2p_rndv.c): an announcement matched here like any
+ * message, its data sent once a receive has it, so that what a rank that
+ * does not receive holds stays bounded.
  */
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
