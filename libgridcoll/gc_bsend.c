@@ -135,6 +135,9 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
             status = MPI_ERR_NO_MEM;
             goto cleanup;
         }
+        /* Never by rendezvous: MPI_Buffer_detach waits for the message,
+         * and a program may post its receive only after that. */
+        m->op->eager_only = 1;
         status = gc_op_start_remote_send(m->op, 0);
         if (status != MPI_SUCCESS) {
             gc_op_free(m->op);

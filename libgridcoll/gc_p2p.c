@@ -126,6 +126,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, MPI_Count count,
     if (op == NULL)
         return gc_error(c->handle, MPI_ERR_NO_MEM, function);
     op->sync = mode == MODE_SYNC;
+    op->eager_only = mode == MODE_READY;
     status = gc_op_start_request(op);
     if (status == MPI_SUCCESS)
         status = gc_op_start_remote_send(op, 0);

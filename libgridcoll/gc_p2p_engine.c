@@ -25,6 +25,11 @@
  * MPI_Cancel of a send to another site asks the receiver's engine, on the
  * same acknowledgement context, to withdraw the message from its
  * unexpected queue; the answer says whether it did.
+ *
+ * Large messages, and small ones beyond the pair's eager window, go by
+ * rendezvous (gc_p2p_rndv.c): an announcement matched here like any
+ * message, its data sent once a receive has it, so that what a rank that
+ * does not receive holds stays bounded.
  */
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
@@ -44,25 +49,16 @@
 #include "gc_mpi.h"
 #include "gc_relay_client.h"
 
-/* A message from another site, from its first chunk until it is received. */
-struct rx {
-    struct rx *next_arriving;   /* engine.arriving: bytes still coming */
-    struct rx *next_unexpected; /* engine.unexpected: no receive yet */
-    struct gc_rc_msg_info info;
-    void *data; /* library buffer, NULL when landing in the receive's */
-    int arrived;
-    int withdrawn; /* cancelled by its sender while still arriving */
-    struct op *op; /* the matching receive, NULL while unexpected */
-};
-
 /*
  * Messages on the acknowledgement context: empty, a synchronous send's
  * acknowledgement; one byte, a cancel request for a send to another site
- * or its answer.  The tag is the message's msg_seq (31 bits, per pair).
+ * or its answer, or a rendezvous' HOLD or CTS.  The tag is the message's
+ * msg_seq (31 bits, per pair).  A rendezvous' RTS and data are there too
+ * (gc_p2p_rndv.c).
  */
-enum control { CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED };
-static const unsigned char control_byte[] = {CANCEL_ASK, CANCEL_DONE,
-                                             CANCEL_REFUSED};
+static const unsigned char control_byte[] = {
+    CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED, RNDV_RTS,
+    RNDV_HOLD,  RNDV_CTS,    RNDV_CREDIT};
 
 static struct {
     struct op *recvs; /* posted, unmatched or matched-but-incomplete */
@@ -84,7 +80,7 @@ static struct {
 
 static uint32_t ctx_base(uint32_t context)
 {
-    return context - context % GC_CTX_STRIDE;
+    return gc_ctx_base(context);
 }
 
 /* Named types without gaps are sent in place; everything else packed. */
@@ -196,7 +192,7 @@ static void copy_out(struct op *op, const void *data)
                     op->count, op->type, 0, 0, engine.self, MPI_STATUS_IGNORE);
 }
 
-static void deliver(struct op *op, struct rx *rx)
+void gc_engine_deliver(struct op *op, struct rx *rx)
 {
     if (rx->data != NULL)
         copy_out(op, rx->data);
@@ -218,6 +214,12 @@ static void match_remote(struct op *op, struct rx *rx)
     if (info->msg_len > op->capacity ||
         (op->exact_length && info->msg_len != op->capacity))
         op->error = MPI_ERR_TRUNCATE;
+    if (rx->rndv) {
+        /* The CTS is the synchronous send's acknowledgement too. */
+        gc_rndv_matched(rx);
+        return;
+    }
+    gc_rndv_taken(rx);
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_SYNC) {
         /* The sender's MPI_Ssend may complete now.  msg_seq identifies the
          * message per pair; tags are 31 bits, so is the acknowledgement. */
@@ -231,28 +233,34 @@ static void match_remote(struct op *op, struct rx *rx)
     }
 }
 
+struct op *gc_engine_arrival(struct rx *rx)
+{
+    for (struct op *op = engine.recvs; op != NULL; op = op->next)
+        if (!op->matched && can_match_remote(op) &&
+            envelope_matches(op, &rx->info)) {
+            match_remote(op, rx);
+            return op;
+        }
+    *engine.unexpected_tail = rx;
+    engine.unexpected_tail = &rx->next_unexpected;
+    return NULL;
+}
+
 static void *on_alloc(void *arg, const struct gc_rc_msg_info *info)
 {
     (void)arg;
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_ACK)
-        return NULL;
+        return info->tag < 0 ? gc_rndv_data_alloc(info) : NULL;
     struct rx *rx = calloc(1, sizeof *rx);
     if (rx == NULL)
         gc_fatal_relay("out of memory for an incoming message");
     rx->info = *info;
     rx->next_arriving = engine.arriving;
     engine.arriving = rx;
-    for (struct op *op = engine.recvs; op != NULL; op = op->next)
-        if (!op->matched && can_match_remote(op) &&
-            envelope_matches(op, info)) {
-            match_remote(op, rx);
-            if (op->contiguous && info->msg_len <= op->capacity &&
-                info->msg_len > 0)
-                return op->buf;
-            return NULL;
-        }
-    *engine.unexpected_tail = rx;
-    engine.unexpected_tail = &rx->next_unexpected;
+    struct op *op = gc_engine_arrival(rx);
+    if (op != NULL && op->contiguous && info->msg_len <= op->capacity &&
+        info->msg_len > 0)
+        return op->buf;
     return NULL;
 }
 
@@ -268,14 +276,24 @@ static void ack_arrived(const struct gc_rc_msg_info *info)
         }
 }
 
-static void send_control(uint32_t to, uint32_t context, int32_t tag,
-                         enum control control)
+void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
+                            enum control control)
 {
     struct gc_rc_send *wire;
     if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag,
                     &control_byte[control], 1, &wire) != 0)
-        gc_fatal_relay("answering a cancelled send");
+        gc_fatal_relay("sending a control message");
     gc_rc_send_free(wire);
+}
+
+struct op *gc_engine_send_named(const struct gc_rc_msg_info *info)
+{
+    for (struct op *op = engine.sends; op != NULL; op = op->next)
+        if ((uint32_t)op->comm->grid_rank[op->peer] == info->src_rank &&
+            op->comm->context == ctx_base(info->context_id) &&
+            (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX) == info->tag)
+            return op;
+    return NULL;
 }
 
 /*
@@ -297,14 +315,16 @@ static void cancel_asked_by_sender(const struct gc_rc_msg_info *ask)
         *p = rx->next_unexpected;
         if (engine.unexpected_tail == &rx->next_unexpected)
             engine.unexpected_tail = p;
-        if (rx->arrived)
-            gc_rx_free(rx);
+        if (!rx->rndv)
+            gc_rndv_taken(rx);
+        if (rx->arrived || rx->rndv)
+            gc_rx_free(rx); /* an announced one may wait for its data */
         else
             rx->withdrawn = 1; /* on_complete frees it */
         answer = CANCEL_DONE;
         break;
     }
-    send_control(ask->src_rank, ask->context_id, ask->tag, answer);
+    gc_engine_send_control(ask->src_rank, ask->context_id, ask->tag, answer);
 }
 
 static void cancel_answered(const struct gc_rc_msg_info *info, int withdrawn)
@@ -325,9 +345,16 @@ static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
 {
     (void)arg;
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_ACK) {
+        if (info->tag < 0) {
+            gc_rndv_data_complete(info, buf, library_allocated);
+            return;
+        }
         int control = info->msg_len == 1 ? *(unsigned char *)buf : -1;
+        int rndv = gc_rndv_control(info, buf);
         if (library_allocated)
             free(buf);
+        if (rndv)
+            return;
         if (control == CANCEL_ASK)
             cancel_asked_by_sender(info);
         else if (control >= 0)
@@ -349,7 +376,7 @@ static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
     if (rx->withdrawn)
         gc_rx_free(rx);
     else if (rx->op != NULL)
-        deliver(rx->op, rx);
+        gc_engine_deliver(rx->op, rx);
 }
 
 struct rx *gc_engine_find_unexpected(const struct op *probe, int take)
@@ -376,7 +403,7 @@ const struct gc_rc_msg_info *gc_rx_info(const struct rx *rx)
 
 void gc_rx_free(struct rx *rx)
 {
-    if (rx == NULL)
+    if (rx == NULL || (rx->rndv && !rx->arrived && gc_rndv_forget(rx)))
         return;
     free(rx->data);
     free(rx);
@@ -387,7 +414,7 @@ static void bind_remote(struct op *op, struct rx *rx)
 {
     match_remote(op, rx);
     if (rx->arrived)
-        deliver(op, rx);
+        gc_engine_deliver(op, rx);
 }
 
 /* ---- the progress engine ------------------------------------------------ */
@@ -517,7 +544,7 @@ static void cancel_asked_ops(void)
     for (struct op *op = engine.sends; op != NULL; op = op->next)
         if (op->cancel_asked && !op->cancel_sent) {
             op->cancel_sent = 1;
-            send_control(
+            gc_engine_send_control(
                 (uint32_t)op->comm->grid_rank[op->peer], op->comm->context,
                 (int32_t)(gc_rc_send_seq(op->wire) & INT32_MAX), CANCEL_ASK);
         }
@@ -550,10 +577,13 @@ static int progress_sends(void)
         /* A send whose cancel is asked waits for the answer; withdrawn,
          * a synchronous one is never acknowledged. */
         int answered = !op->cancel_sent || op->cancel_answered;
-        if (gc_rc_send_done(op->wire) && answered &&
-            (!op->sync || op->acked || op->cancelled)) {
+        if (op->rndv ? gc_rndv_send_done(op)
+                     : gc_rc_send_done(op->wire) && answered &&
+                           (!op->sync || op->acked || op->cancelled)) {
             gc_rc_send_free(op->wire);
+            gc_rc_send_free(op->bulk);
             op->wire = NULL;
+            op->bulk = NULL;
             complete_op(op);
             completed++;
         }
@@ -856,9 +886,11 @@ int gc_op_start_remote_send(struct op *op, int copy)
     uint32_t cls = op->coll   ? (uint32_t)op->coll
                    : op->sync ? GC_CTX_SYNC
                               : GC_CTX_P2P;
-    if (gc_rc_isend(gc_world.rc, (uint32_t)op->comm->grid_rank[op->peer],
-                    op->comm->context + cls, op->tag, data, op->capacity,
-                    &op->wire) != 0)
+    if (gc_rndv_choose(op))
+        gc_rndv_start(op, data, cls);
+    else if (gc_rc_isend(gc_world.rc, (uint32_t)op->comm->grid_rank[op->peer],
+                         op->comm->context + cls, op->tag, data, op->capacity,
+                         &op->wire) != 0)
         gc_fatal_relay("sending to another site");
     op->next = engine.sends;
     engine.sends = op;
@@ -883,6 +915,7 @@ void gc_engine_shutdown(void)
         gc_rx_free(rx);
     }
     engine.unexpected_tail = &engine.unexpected;
+    gc_rndv_shutdown();
     /* Whatever is still arriving belongs to the queue just freed or to a
      * receive the application never completed; the session is closed. */
     engine.arriving = NULL;

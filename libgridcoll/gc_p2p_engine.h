@@ -9,15 +9,50 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gc_mpi.h"
 #include "gc_relay_client.h"
 
 enum op_kind { OP_RECV, OP_SEND };
 
-/* A message from another site, from its first chunk until it is received
- * (the engine's own; gc_p2p.c holds the ones MPI_Mprobe took). */
-struct rx;
+/* A message from another site, from its first chunk (or its rendezvous
+ * announcement) until it is received (the engine's own; gc_p2p.c holds
+ * the ones MPI_Mprobe took). */
+struct op;
+struct rx {
+    /* engine.arriving: bytes still coming; for a rendezvous message, the
+     * rendezvous' list of messages whose data has not all arrived */
+    struct rx *next_arriving;
+    struct rx *next_unexpected; /* engine.unexpected: no receive yet */
+    /* the message's envelope; for a rendezvous message its real context,
+     * tag and length, and the msg_seq of its announcement */
+    struct gc_rc_msg_info info;
+    void *data; /* library buffer, NULL when landing in the receive's */
+    int arrived;
+    int withdrawn; /* cancelled by its sender while still arriving */
+    int rndv;      /* announced (gc_p2p_rndv.c): data comes on request */
+    int receiving; /* rendezvous: its data's first chunk is here */
+    struct op *op; /* the matching receive, NULL while unexpected */
+};
+
+/*
+ * Messages on the acknowledgement context whose first byte says what they
+ * are (docs/protocol.md, "Library messages"); the empty one is a
+ * synchronous send's acknowledgement, one with a negative tag the data of
+ * a rendezvous.
+ */
+enum control {
+    CANCEL_ASK,
+    CANCEL_DONE,
+    CANCEL_REFUSED,
+    RNDV_RTS,  /* sender: this message waits for its receive */
+    RNDV_HOLD, /* receiver: announcement read, no receive yet */
+    RNDV_CTS,  /* receiver: matched, send the data */
+    /* receiver: its matching has taken this much of the eager bytes sent
+     * to it (tag: the total in 64-byte units, 31 bits) */
+    RNDV_CREDIT,
+};
 
 /*
  * One send or receive the engine carries out: the application's, behind a
@@ -49,7 +84,17 @@ struct op {
     struct gc_rc_send *wire;
     void *owned; /* packed or buffered copy sent instead of buf */
     int sync;
+    /* always eager (counted in the window): MPI_Rsend, whose receive is
+     * posted, and buffered sends, which MPI_Buffer_detach waits for */
+    int eager_only;
     int acked;
+    /* rendezvous send (gc_p2p_rndv.c), while op->wire is its RTS */
+    int rndv;
+    int rndv_heard;          /* HOLD or CTS came: never push unasked */
+    uint64_t rndv_since_ns;  /* when the RTS left */
+    const void *rndv_data;   /* buf or owned */
+    struct gc_rc_send *bulk; /* the data, once asked or pushed */
+    unsigned char rts[16];   /* the RTS payload, alive until sent */
     int released; /* MPI_Request_free while pending: free when done */
     /* result */
     int done;
@@ -113,5 +158,53 @@ const struct gc_rc_msg_info *gc_rx_info(const struct rx *rx);
 void gc_rx_free(struct rx *rx);
 /* Drop the engine's queues (MPI_Finalize, after the session closed). */
 void gc_engine_shutdown(void);
+
+/* ---- between the engine and the rendezvous (gc_p2p_rndv.c) ------------ */
+
+/* Context base of a relay context id (its communicator's). */
+static inline uint32_t gc_ctx_base(uint32_t context)
+{
+    return context - context % GC_CTX_STRIDE;
+}
+/* Match a message that just arrived or was announced against the posted
+ * receives (match_remote), else queue it as unexpected; its receive or
+ * NULL. */
+struct op *gc_engine_arrival(struct rx *rx);
+/* Copy a received message out, free rx and complete its receive. */
+void gc_engine_deliver(struct op *op, struct rx *rx);
+/* A one-byte control message on the acknowledgement context. */
+void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
+                            enum control control);
+/* The pending remote send whose wire message info->tag names (its msg_seq,
+ * 31 bits) to info's source on info's communicator, or NULL. */
+struct op *gc_engine_send_named(const struct gc_rc_msg_info *info);
+
+/* Whether op, a send to another site, goes by rendezvous (above the
+ * threshold, or beyond the eager window); an eager one is counted in the
+ * window. */
+int gc_rndv_choose(struct op *op);
+/* rx, an eager point-to-point message, leaves the receiver's queues
+ * (matched or withdrawn): its sender's window opens again. */
+void gc_rndv_taken(const struct rx *rx);
+/* Announce op (data: buf or its packed copy) on context class cls; the
+ * data follows when the receiver asks (or unasked, GRIDCOLL_RNDV_PUSH_MS). */
+void gc_rndv_start(struct op *op, const void *data, uint32_t cls);
+/* A rendezvous send may complete (and pushes its data when it is time). */
+int gc_rndv_send_done(struct op *op);
+/* A control message that is the rendezvous' (RTS, HOLD, CTS): 1 when
+ * handled. */
+int gc_rndv_control(const struct gc_rc_msg_info *info, const void *buf);
+/* The receive that rx, announced, has been matched to: ask for the data. */
+void gc_rndv_matched(struct rx *rx);
+/* A rendezvous' data (negative tag on the acknowledgement context):
+ * where its bytes go, and their arrival. */
+void *gc_rndv_data_alloc(const struct gc_rc_msg_info *info);
+void gc_rndv_data_complete(const struct gc_rc_msg_info *info, void *buf,
+                           int library_allocated);
+/* rx, announced and never received, is being freed: 0 when it may be now,
+ * 1 when its data is arriving (then it is freed as that completes). */
+int gc_rndv_forget(struct rx *rx);
+/* MPI_Finalize: free what is still waiting for data. */
+void gc_rndv_shutdown(void);
 
 #endif

@@ -75,6 +75,7 @@ static int persistent_start(struct layer_request *r, void *run)
         return MPI_SUCCESS;
     }
     p->op->sync = p->mode == MODE_SYNC;
+    p->op->eager_only = p->mode == MODE_READY;
     int status = gc_op_start_remote_send(p->op, 0);
     if (status != MPI_SUCCESS) {
         gc_op_free(p->op);

@@ -77,10 +77,14 @@ static struct {
     size_t shm_bytes;
     struct node_size_value node_size;
     int64_t stats, async_progress;
+    size_t rndv_threshold, eager_window;
+    int64_t rndv_push_ms;
 } values = {
     .appnum = -1,
     .allgather_k = GC_SETTINGS_ALLGATHER_K_DEFAULT,
     .shm_bytes = GC_SETTINGS_SHM_BYTES_DEFAULT,
+    .rndv_threshold = GC_SETTINGS_RNDV_THRESHOLD_DEFAULT,
+    .rndv_push_ms = GC_SETTINGS_RNDV_PUSH_MS_DEFAULT,
 };
 
 struct setting {
@@ -309,6 +313,49 @@ static const struct setting settings[] = {
             "collective schedules while the program computes outside MPI "
             "(MPICH then runs at MPI_THREAD_MULTIPLE; on one site, MPICH's "
             "own progress thread)."},
+    {.name = "GRIDCOLL_RNDV_THRESHOLD",
+     .type = SET_SIZE,
+     .store = &values.rndv_threshold,
+     .def = (int64_t)GC_SETTINGS_RNDV_THRESHOLD_DEFAULT,
+     .min = 0,
+     .max = TIB(1),
+     .expect = "a size up to 1 TiB (optionally with K, M or G)",
+     .doc = "A point-to-point message to another site larger than this "
+            "announces itself and sends its data only once the receiver "
+            "has matched it (rendezvous, docs/protocol.md), unless it fits "
+            "in a larger GRIDCOLL_EAGER_WINDOW; smaller ones are sent at "
+            "once (eager) while they fit in the window.  1024G: eager "
+            "only.  Collectives' internal transfers are always eager."},
+    {.name = "GRIDCOLL_EAGER_WINDOW",
+     .type = SET_SIZE,
+     .store = &values.eager_window,
+     .def = 0,
+     .min = 0,
+     .max = TIB(1),
+     .expect = "a size up to 1 TiB (optionally with K, M or G)",
+     .def_text = "GRIDCOLL_RNDV_THRESHOLD",
+     .doc = "Eager bytes (each message rounded up to 64, plus 64 for its "
+            "envelope) a process may have sent to one process on another "
+            "site that the receiver's matching has not taken yet: what a "
+            "rank that does not receive holds at most per sender.  A "
+            "message that does not fit goes by rendezvous, so a flood of "
+            "small messages is bounded too.  In use: at least two messages "
+            "of GRIDCOLL_RNDV_THRESHOLD (the receiver reports what it took "
+            "every half window).  Set above the threshold (e.g. 64M), "
+            "messages up to this size go eager while they fit: they stream "
+            "at eager speed to a receiver that keeps up."},
+    {.name = "GRIDCOLL_RNDV_PUSH_MS",
+     .type = SET_INT,
+     .store = &values.rndv_push_ms,
+     .def = GC_SETTINGS_RNDV_PUSH_MS_DEFAULT,
+     .min = 0,
+     .max = INT_MAX,
+     .doc = "Milliseconds a rendezvous send waits for any answer from its "
+            "receiver (one comes as soon as the receiver's library reads the "
+            "announcement) before it sends its data unasked, as an eager "
+            "send would: a receiver blocked in a call that does not drive "
+            "the relay session (a plain MPICH call) cannot answer.  0: "
+            "never (strict bound; use with GRIDCOLL_ASYNC_PROGRESS=1)."},
 };
 enum { SETTING_COUNT = sizeof settings / sizeof *settings };
 
@@ -698,6 +745,22 @@ void gc_settings_node_size(int *k, int *cyclic)
 int gc_settings_async_progress(void)
 {
     return (int)values.async_progress;
+}
+
+size_t gc_settings_rndv_threshold(void)
+{
+    return values.rndv_threshold;
+}
+
+size_t gc_settings_eager_window(void)
+{
+    return values.eager_window > values.rndv_threshold ? values.eager_window
+                                                       : values.rndv_threshold;
+}
+
+int gc_settings_rndv_push_ms(void)
+{
+    return (int)values.rndv_push_ms;
 }
 
 /* ---- documentation ------------------------------------------------------- */

@@ -22,8 +22,10 @@
 /* Kumar & Kale, section 4.5: a larger k sends from the NIC more often;
  * 8 = 2 * 4^1 keeps kShift's +k shift and kPrefix's ring congestion free
  * by Lemma 6, and is a power of two as kPrefix needs. */
-#define GC_SETTINGS_ALLGATHER_K_DEFAULT 8
-#define GC_SETTINGS_SHM_BYTES_DEFAULT   ((size_t)4 << 20)
+#define GC_SETTINGS_ALLGATHER_K_DEFAULT    8
+#define GC_SETTINGS_SHM_BYTES_DEFAULT      ((size_t)4 << 20)
+#define GC_SETTINGS_RNDV_THRESHOLD_DEFAULT ((size_t)64 << 10)
+#define GC_SETTINGS_RNDV_PUSH_MS_DEFAULT   2000
 
 /*
  * Parse the environment (MPI_Init, MPI_Session_init; again on every call).
@@ -89,5 +91,14 @@ void gc_settings_node_size(int *k, int *cyclic);
  * outside MPI.
  */
 int gc_settings_async_progress(void);
+/* GRIDCOLL_RNDV_THRESHOLD: a point-to-point message to another site
+ * larger than this waits for its receive (gc_p2p_rndv.c). */
+size_t gc_settings_rndv_threshold(void);
+/* GRIDCOLL_EAGER_WINDOW: eager bytes a process may have sent to another
+ * that its receives have not yet taken, at least the threshold. */
+size_t gc_settings_eager_window(void);
+/* GRIDCOLL_RNDV_PUSH_MS: how long a rendezvous send waits for a sign of
+ * its receiver before it sends its data unasked; 0: never. */
+int gc_settings_rndv_push_ms(void);
 
 #endif
