@@ -133,31 +133,34 @@ run_ctest() {
 bg_names=()
 bg_pids=()
 bg_logs=()
-bg_starts=()
 background() {
     local name=$1 log tmp
     shift
     log=$(mktemp /tmp/gridcoll-test.XXXXXX.log)
     tmp=$(mktemp -d /tmp/gct.XXXXXX)
-    TMPDIR=$tmp "$@" >"$log" 2>&1 &
+    (
+        start=$SECONDS rc=0
+        TMPDIR=$tmp "$@" || rc=$?
+        echo $((SECONDS - start)) >"$log.seconds"
+        exit "$rc"
+    ) >"$log" 2>&1 &
     bg_names+=("$name")
     bg_pids+=("$!")
     bg_logs+=("$log")
-    bg_starts+=("$SECONDS")
     printf -- '-- started: %s\n' "$name"
 }
 
 collect() {
-    local i rc
+    local i rc seconds
     for i in "${!bg_pids[@]}"; do
         rc=0
         wait "${bg_pids[$i]}" || rc=$?
         banner "${bg_names[$i]}"
         cat "${bg_logs[$i]}"
-        rm -f "${bg_logs[$i]}"
+        seconds=$(cat "${bg_logs[$i]}.seconds" 2>/dev/null || echo '?')
+        rm -f "${bg_logs[$i]}" "${bg_logs[$i]}.seconds"
         if ((rc == 0)); then
-            printf -- '-- %s: OK (%ds since the start of the tests)\n' \
-                "${bg_names[$i]}" $((SECONDS - bg_starts[i]))
+            printf -- '-- %s: OK (%ss)\n' "${bg_names[$i]}" "$seconds"
         else
             printf -- '-- %s: FAILED (exit %d)\n' "${bg_names[$i]}" "$rc"
             failures+=("${bg_names[$i]}")
