@@ -2047,11 +2047,34 @@ static int final_status(struct runner *r)
     case END_MPI_FAILED:
         /* A relay that stopped on its own (a drained SIGTERM ends its
          * sessions before it exits) while its ranks were failing, found
-         * only now that teardown reaped it: the cause, named first. */
+         * only now that teardown reaped it: the cause, named first.  One
+         * whose drain ended a moment ago may not be reaped yet, and no
+         * longer answers: it gets a second to be. */
+        for (uint32_t i = 0; i < job->site_count && !job->services; i++) {
+            struct gr_site *s = &job->sites[i];
+            char *body = s->relay_running ? http_status(job, s) : NULL;
+            for (int tries = 0; s->relay_running && body == NULL && tries < 20;
+                 tries++) {
+                struct timespec pause = {.tv_nsec = 50 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+                reap(r);
+            }
+            free(body);
+        }
         for (uint32_t i = 0; i < job->site_count; i++) {
             const struct gr_site *s = &job->sites[i];
             if (s->relay_pid > 0 && !s->relay_running) {
-                relay_died_message(job, s, "while ranks ran");
+                /* gridrun stops its relays only after this: one that
+                 * exited 0 was stopped by a signal from outside. */
+                if (WIFEXITED(s->relay_status) &&
+                    WEXITSTATUS(s->relay_status) == 0)
+                    fprintf(stderr,
+                            "gridrun: relay of site %s was stopped while "
+                            "ranks ran (it drained and exited: a signal from "
+                            "outside gridrun); see %s\n",
+                            s->name, s->log);
+                else
+                    relay_died_message(job, s, "while ranks ran");
                 report_mpi_failure(job, r->failed_site);
                 return 1;
             }
