@@ -371,12 +371,18 @@ static void on_complete(void *arg, const struct gc_rc_msg_info *info, void *buf,
     if (rx == NULL) /* the client calls on_alloc first, always */
         gc_fatal_relay("completion of a message never announced");
     *p = rx->next_arriving;
+    gc_rx_arrived(rx, buf, library_allocated);
+}
+
+void gc_rx_arrived(struct rx *rx, void *buf, int library_allocated)
+{
     rx->arrived = 1;
     rx->data = library_allocated ? buf : NULL;
     if (rx->withdrawn)
         gc_rx_free(rx);
     else if (rx->op != NULL)
         gc_engine_deliver(rx->op, rx);
+    /* else unexpected (or probed) with its data */
 }
 
 struct rx *gc_engine_find_unexpected(const struct op *probe, int take)

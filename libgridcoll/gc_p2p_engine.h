@@ -172,6 +172,9 @@ static inline uint32_t gc_ctx_base(uint32_t context)
 struct op *gc_engine_arrival(struct rx *rx);
 /* Copy a received message out, free rx and complete its receive. */
 void gc_engine_deliver(struct op *op, struct rx *rx);
+/* All of rx's data is here (in `buf` when the library allocated it):
+ * hand it to its receive, free it if withdrawn, else keep it unexpected. */
+void gc_rx_arrived(struct rx *rx, void *buf, int library_allocated);
 /* A one-byte control message on the acknowledgement context. */
 void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
                             enum control control);

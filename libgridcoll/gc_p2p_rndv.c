@@ -326,14 +326,9 @@ void gc_rndv_data_complete(const struct gc_rc_msg_info *info, void *buf,
     struct rx **p = find_waiting(info);
     struct rx *rx = *p;
     *p = rx->next_arriving;
-    rx->arrived = 1;
-    rx->data = library_allocated ? buf : NULL;
-    if (rx->withdrawn)
-        gc_rx_free(rx);
-    else if (rx->op != NULL)
-        gc_engine_deliver(rx->op, rx);
-    /* else pushed before its receive: unexpected (or probed) with its
-     * data, as an eager message */
+    /* Pushed before its receive: unexpected with its data, as an eager
+     * message. */
+    gc_rx_arrived(rx, buf, library_allocated);
 }
 
 int gc_rndv_forget(struct rx *rx)

@@ -170,19 +170,29 @@ static void set_text(char *out, size_t out_len, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Record a fatal error.  The first cause wins: later ones are usually
+ * consequences (a write failing after the relay's ERROR, say).  0 when
+ * one was recorded before. */
+static int rc_vfail(struct gc_rc *rc, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static int rc_vfail(struct gc_rc *rc, const char *fmt, va_list ap)
+{
+    if (rc->failed)
+        return 0;
+    rc->failed = 1;
+    vsnprintf(rc->err, sizeof rc->err, fmt, ap);
+    return 1;
+}
+
 static void rc_fail(struct gc_rc *rc, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Record a fatal error.  The first cause wins: later ones are usually
- * consequences (a write failing after the relay's ERROR, say). */
 static void rc_fail(struct gc_rc *rc, const char *fmt, ...)
 {
-    if (rc->failed)
-        return;
-    rc->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rc->err, sizeof rc->err, fmt, ap);
+    rc_vfail(rc, fmt, ap);
     va_end(ap);
 }
 
@@ -193,14 +203,11 @@ static void rc_lost(struct gc_rc *rc, const char *reason, const char *fmt, ...)
  * shows after the relay's name (gc_rc_lost). */
 static void rc_lost(struct gc_rc *rc, const char *reason, const char *fmt, ...)
 {
-    if (rc->failed)
-        return;
-    rc->failed = 1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(rc->err, sizeof rc->err, fmt, ap);
+    if (rc_vfail(rc, fmt, ap))
+        snprintf(rc->lost, sizeof rc->lost, "%s", reason);
     va_end(ap);
-    snprintf(rc->lost, sizeof rc->lost, "%s", reason);
 }
 
 /* Relay text is untrusted: keep it printable and stop at a NUL. */
