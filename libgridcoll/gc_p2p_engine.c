@@ -27,9 +27,10 @@
  * unexpected queue; the answer says whether it did.
  *
  * Large messages, and small ones beyond the pair's eager window, go by
- * rendezvous (gc_p2p_rndv.c): an announcement matched here like any
- * message, its data sent once a receive has it, so that what a rank that
- * does not receive holds stays bounded.
+ * rendezvous (gc_p2p_rndv.c) unless the receiver has posted receives for
+ * them: an announcement matched here like any message, its data sent once
+ * a receive has it, so that what a rank that does not receive holds stays
+ * bounded.
  */
 #include "gc_p2p_engine.h"
 #include "engine/coll_sched.h"
@@ -51,14 +52,11 @@
 
 /*
  * Messages on the acknowledgement context: empty, a synchronous send's
- * acknowledgement; one byte, a cancel request for a send to another site
- * or its answer, or a rendezvous' HOLD or CTS.  The tag is the message's
- * msg_seq (31 bits, per pair).  A rendezvous' RTS and data are there too
- * (gc_p2p_rndv.c).
+ * acknowledgement; one byte (enum control), a cancel request for a send
+ * to another site or its answer, or a rendezvous' HOLD or CTS.  The tag is
+ * the message's msg_seq (31 bits, per pair).  A rendezvous' RTS, data and
+ * CREDIT are there too (gc_p2p_rndv.c).
  */
-static const unsigned char control_byte[] = {
-    CANCEL_ASK, CANCEL_DONE, CANCEL_REFUSED, RNDV_RTS,
-    RNDV_HOLD,  RNDV_CTS,    RNDV_CREDIT};
 
 static struct {
     struct op *recvs; /* posted, unmatched or matched-but-incomplete */
@@ -132,6 +130,8 @@ static void free_released_ops(void)
  * request. */
 static void complete_op(struct op *op)
 {
+    if (op->kind == OP_RECV)
+        gc_rndv_unposted(op);
     list_remove_op(op->kind == OP_RECV ? &engine.recvs : &engine.sends, op);
     op->done = 1;
     if (op->request != MPI_REQUEST_NULL)
@@ -219,6 +219,7 @@ static void match_remote(struct op *op, struct rx *rx)
         gc_rndv_matched(rx);
         return;
     }
+    gc_rndv_unposted(op);
     gc_rndv_taken(rx);
     if (info->context_id % GC_CTX_STRIDE == GC_CTX_SYNC) {
         /* The sender's MPI_Ssend may complete now.  msg_seq identifies the
@@ -279,11 +280,12 @@ static void ack_arrived(const struct gc_rc_msg_info *info)
 void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
                             enum control control)
 {
+    unsigned char byte = (unsigned char)control;
     struct gc_rc_send *wire;
-    if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag,
-                    &control_byte[control], 1, &wire) != 0)
+    if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag, &byte,
+                    1, &wire) != 0)
         gc_fatal_relay("sending a control message");
-    gc_rc_send_free(wire);
+    gc_rc_send_free(wire); /* byte is copied (GC_RC_COPIED) */
 }
 
 struct op *gc_engine_send_named(const struct gc_rc_msg_info *info)
@@ -315,8 +317,7 @@ static void cancel_asked_by_sender(const struct gc_rc_msg_info *ask)
         *p = rx->next_unexpected;
         if (engine.unexpected_tail == &rx->next_unexpected)
             engine.unexpected_tail = p;
-        if (!rx->rndv)
-            gc_rndv_taken(rx);
+        gc_rndv_taken(rx);
         if (rx->arrived || rx->rndv)
             gc_rx_free(rx); /* an announced one may wait for its data */
         else
@@ -849,6 +850,7 @@ void gc_op_post_recv(struct op *op)
         }
     }
     append_recv(op);
+    gc_rndv_posted(op);
     if (!op->coll && op->peer != MPI_ANY_SOURCE &&
         is_local_member(op->comm, op->peer) && !held_by_earlier(op)) {
         int status = post_local(op);
@@ -892,7 +894,15 @@ int gc_op_start_remote_send(struct op *op, int copy)
     uint32_t cls = op->coll   ? (uint32_t)op->coll
                    : op->sync ? GC_CTX_SYNC
                               : GC_CTX_P2P;
-    if (gc_rndv_choose(op))
+    int rndv = gc_rndv_choose(op);
+    if (rndv && !engine.in_progress) {
+        /* A receive posted at the other end after it sent what this
+         * process just received has its credit right behind it: read it
+         * rather than pay a round trip (a ping-pong). */
+        gc_progress(0);
+        rndv = gc_rndv_choose(op);
+    }
+    if (rndv)
         gc_rndv_start(op, data, cls);
     else if (gc_rc_isend(gc_world.rc, (uint32_t)op->comm->grid_rank[op->peer],
                          op->comm->context + cls, op->tag, data, op->capacity,

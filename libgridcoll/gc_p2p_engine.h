@@ -49,8 +49,8 @@ enum control {
     RNDV_RTS,  /* sender: this message waits for its receive */
     RNDV_HOLD, /* receiver: announcement read, no receive yet */
     RNDV_CTS,  /* receiver: matched, send the data */
-    /* receiver: its matching has taken this much of the eager bytes sent
-     * to it (tag: the total in 64-byte units, 31 bits) */
+    /* receiver: what its matching took of the eager bytes sent to it, and
+     * the receives it has posted for the sender (24 bytes) */
     RNDV_CREDIT,
 };
 
@@ -78,6 +78,9 @@ struct op {
     int exact_length; /* internal transfer: any other length is an error */
     /* receive */
     int matched;
+    /* bytes this receive, posted for a rank on another site, adds to the
+     * sender's credit until it is matched (gc_rndv_posted) */
+    uint64_t credit;
     struct rx *rx;
     MPI_Request local; /* PMPI_Imrecv of a message from this site */
     /* send */
@@ -182,13 +185,17 @@ void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
  * 31 bits) to info's source on info's communicator, or NULL. */
 struct op *gc_engine_send_named(const struct gc_rc_msg_info *info);
 
-/* Whether op, a send to another site, goes by rendezvous (above the
- * threshold, or beyond the eager window); an eager one is counted in the
- * window. */
+/* Whether op, a send to another site, goes by rendezvous (beyond what the
+ * receiver's credit allows it eager); an eager one is counted. */
 int gc_rndv_choose(struct op *op);
 /* rx, an eager point-to-point message, leaves the receiver's queues
  * (matched or withdrawn): its sender's window opens again. */
 void gc_rndv_taken(const struct rx *rx);
+/* op, a receive, was posted unmatched: if it names a rank on another
+ * site, its capacity is credit for that sender until gc_rndv_unposted
+ * (matched, cancelled or failed). */
+void gc_rndv_posted(struct op *op);
+void gc_rndv_unposted(struct op *op);
 /* Announce op (data: buf or its packed copy) on context class cls; the
  * data follows when the receiver asks (or unasked, GRIDCOLL_RNDV_PUSH_MS). */
 void gc_rndv_start(struct op *op, const void *data, uint32_t cls);

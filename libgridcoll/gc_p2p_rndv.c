@@ -8,7 +8,9 @@
  * is buffered whole by the receiving library; an announced one costs the
  * receiver its envelope, so a rank that does not receive holds at most
  * GRIDCOLL_RNDV_THRESHOLD per message (docs/protocol.md, "Library
- * messages"; docs/design/mpi-layer.md, "Point-to-point").
+ * messages"; docs/design/mpi-layer.md, "Point-to-point").  Receives
+ * posted for the sender let large messages go eager again (flow control
+ * below).
  *
  * Messages, all on the communicator's acknowledgement context:
  *   RTS   sender -> receiver, 16 bytes: RNDV_RTS, the context class
@@ -23,21 +25,28 @@
  * A cancel (CANCEL_ASK) names S too, so a send still unmatched is
  * withdrawn without its data ever moving.
  *
- * The eager window bounds a flood of small messages the same way: per
- * pair the sender counts the eager bytes it sent (each message rounded up
- * to 64 bytes, plus 64 for its envelope), the receiver those its matching
- * took, and tells the sender every half window
- *   CREDIT receiver -> sender, one byte, tag: the total in 64-byte units
- *          (31 bits; the sender restores the rest from its own count).
- * A message that would overfill the window goes by rendezvous, whatever
- * its size, so the window never stops a sender, it only delays; one that
- * fits goes eager.  Above the threshold a message always waits for its
- * receive unless GRIDCOLL_EAGER_WINDOW (by default the threshold) is set
- * to hold it; the window in use is at least two messages of the threshold
- * (window()), the most a rank that does not receive then holds per
- * sender in eager messages.  Over
- * a WAN the rendezvous costs a round trip per message, which a stream of
- * large messages to a receiver that keeps up need not pay.
+ * Flow control, per pair, in bytes counted by eager_cost (each message
+ * rounded up to 64, plus 64 for its envelope).  The sender counts what it
+ * sent eager and as DATA (`sent`); the receiver what its matching took
+ * of those (`taken`) and the capacity of the receives it has posted for
+ * that sender that no data has filled yet (`posted`), and tells the
+ * sender both
+ *   CREDIT receiver -> sender, 24 bytes: RNDV_CREDIT, then the two
+ *          totals (u64 each)
+ * whenever their sum grew by a threshold-sized message since it last
+ * did (fits() gives the rule).  A message up to the threshold goes eager
+ * while sent stays within taken + posted + the eager window; a larger
+ * one within taken + posted + min(3 posted, window), so a rank that posts
+ * no receive for a sender holds none of its large messages' data, only
+ * their envelopes, and at most the window of small ones.  Over a WAN a
+ * rendezvous costs a round trip per message and its RTS queues behind
+ * the data before it: the posted receives are what lets a stream of large
+ * messages into receives posted again as they fill go eager, and a send
+ * announced because it outran the credit pushes its data as soon as a
+ * CREDIT lets it.  The window (GRIDCOLL_EAGER_WINDOW, default 32M as the
+ * relays' flow.rank_credit, which already holds one pair to credit / 2
+ * RTT) must cover the bandwidth-delay product for a stream of small
+ * messages to keep its speed.
  *
  * Matching happens when the RTS arrives, in the pair's order, like an
  * eager message's first chunk: a small eager message sent after a large
@@ -58,16 +67,25 @@
 #include "gc_settings.h"
 #include "gc_util.h"
 
-enum { RTS_BYTES = 16, UNIT = 64 };
+enum { RTS_BYTES = 16, CREDIT_BYTES = 24, UNIT = 64 };
+
+struct flow {
+    /* as the sender: bytes sent to it eager or as DATA, and its last
+     * CREDIT */
+    uint64_t sent, taken, posted;
+    /* as the receiver: those bytes from it taken by matching, capacity of
+     * the receives posted for it and not filled, and their values as
+     * told to it */
+    uint64_t took, holds, told_took, told_holds;
+};
 
 static struct {
     /* announced messages whose data has not all arrived, through
      * rx->next_arriving */
     struct rx *waiting;
-    /* eager window, per grid rank of the other end, in bytes as counted
-     * by eager_cost: sent to it, of those taken by its matching (as it
-     * said), received from it and taken here, of those told to it */
-    uint64_t *sent, *taken, *received, *told;
+    /* flow control (below), per grid rank of the other end, in bytes as
+     * counted by eager_cost */
+    struct flow *flow;
 } rndv;
 
 static uint64_t eager_cost(uint64_t len)
@@ -77,10 +95,8 @@ static uint64_t eager_cost(uint64_t len)
 
 /*
  * The window in use: the setting, but at least two messages of the
- * threshold.  The receiver reports every half window, so up to half of it
- * may be taken but not yet reported; a message of the threshold must
- * still fit then, or a ping-pong of that size would go by rendezvous
- * after a few empty messages (each counts UNIT).
+ * threshold, which a ping-pong of that size takes before the receiver's
+ * CREDIT (sent every threshold-sized message taken) can come back.
  */
 static uint64_t window(void)
 {
@@ -89,17 +105,14 @@ static uint64_t window(void)
     return w > least ? w : least;
 }
 
-static void window_ready(void)
+static struct flow *flow_of(uint32_t grid_rank)
 {
-    if (rndv.sent != NULL)
-        return;
-    size_t n = (size_t)gc_world.size;
-    rndv.sent = calloc(4 * n, sizeof *rndv.sent);
-    if (rndv.sent == NULL)
-        gc_fatal_relay("out of memory for the eager window");
-    rndv.taken = rndv.sent + n;
-    rndv.received = rndv.taken + n;
-    rndv.told = rndv.received + n;
+    if (rndv.flow == NULL) {
+        rndv.flow = calloc((size_t)gc_world.size, sizeof *rndv.flow);
+        if (rndv.flow == NULL)
+            gc_fatal_relay("out of memory for the eager window");
+    }
+    return &rndv.flow[grid_rank];
 }
 
 /* ---- wire format --------------------------------------------------------- */
@@ -118,6 +131,17 @@ static uint32_t get_u32(const unsigned char *p)
     return v;
 }
 
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    put_u32(p, (uint32_t)v);
+    put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
+}
+
 static int32_t seq_tag(uint64_t seq)
 {
     return (int32_t)(seq & INT32_MAX);
@@ -132,66 +156,116 @@ static int32_t data_tag(int32_t s)
 
 /* ---- sender -------------------------------------------------------------- */
 
+/* Whether the receiver's last CREDIT lets op's data go now. */
+static int fits(const struct op *op, const struct flow *f)
+{
+    /* Beyond the posted receives, three times as much again may be in
+     * flight, within the window: a stream into a few receives that are
+     * posted again as they fill must cover the WAN's round trip and the
+     * relays' queues (over 20 ms one way, 1 Gbit/s: eight 1 MiB receives
+     * streamed at 102 MB/s with once as much, at the eager 115 with three
+     * times, docs/performance.md), while a rank that posts no receive for
+     * this sender gets nothing but the window for small messages. */
+    uint64_t ahead = 3 * f->posted;
+    if (ahead > window())
+        ahead = window();
+    uint64_t room = f->taken + f->posted + ahead;
+    if (op->capacity <= gc_settings_rndv_threshold())
+        room = f->taken + f->posted + window();
+    return f->sent + eager_cost(op->capacity) <= room;
+}
+
+static struct flow *flow_to(const struct op *op)
+{
+    return flow_of((uint32_t)op->comm->grid_rank[op->peer]);
+}
+
 int gc_rndv_choose(struct op *op)
 {
     /* Collectives post their receives before the data can come: they
      * stay eager, outside the window. */
     if (op->coll)
         return 0;
-    window_ready();
-    uint32_t to = (uint32_t)op->comm->grid_rank[op->peer];
-    uint64_t cost = eager_cost(op->capacity);
-    /* Eager while the message fits in what the receiver has not taken
-     * yet of the window.  Above the threshold only when the window set
-     * (GRIDCOLL_EAGER_WINDOW, by default the threshold) holds the message
-     * itself: with the defaults such a message always waits for its
-     * receive; a larger window lets large messages go eager to a
-     * receiver that keeps up.  Eager only, counted (the receiver counts
-     * every eager message): a ready send's receive is posted by
-     * definition, and a buffered one must complete without its receive,
-     * or MPI_Buffer_detach would wait for a receive that the program
-     * posts only after it (an eager send never waited). */
-    int large = op->capacity > gc_settings_rndv_threshold() &&
-                cost > gc_settings_eager_window();
-    if (!op->eager_only &&
-        (large || rndv.sent[to] - rndv.taken[to] + cost > window()))
+    struct flow *f = flow_to(op);
+    /* Eager only, counted (the receiver counts every eager message): a
+     * ready send's receive is posted by definition, and a buffered one
+     * must complete without its receive, or MPI_Buffer_detach would wait
+     * for a receive that the program posts only after it (an eager send
+     * never waited). */
+    if (!op->eager_only && !fits(op, f))
         return 1;
-    rndv.sent[to] += cost;
+    f->sent += eager_cost(op->capacity);
     return 0;
+}
+
+/* Tell the sender `from` the receiver's totals once they grew by a
+ * threshold-sized message (a posted receive above the threshold always
+ * does).  Decreases are not told: a receive matched by an announced
+ * message leaves its posted credit with the sender until the next CREDIT,
+ * within the bound of the file's comment. */
+static void tell(uint32_t from, uint32_t context)
+{
+    struct flow *f = flow_of(from);
+    uint64_t step = eager_cost(gc_settings_rndv_threshold());
+    if (window() / 2 < step)
+        step = window() / 2;
+    if (f->took + f->holds < f->told_took + f->told_holds + step)
+        return;
+    f->told_took = f->took;
+    f->told_holds = f->holds;
+    unsigned char msg[CREDIT_BYTES] = {RNDV_CREDIT};
+    put_u64(msg + 8, f->took);
+    put_u64(msg + 16, f->holds);
+    struct gc_rc_send *wire;
+    if (gc_rc_isend(gc_world.rc, from, gc_ctx_base(context) + GC_CTX_ACK, 0,
+                    msg, CREDIT_BYTES, &wire) != 0)
+        gc_fatal_relay("sending a control message");
+    gc_rc_send_free(wire); /* msg is copied (GC_RC_COPIED) */
 }
 
 void gc_rndv_taken(const struct rx *rx)
 {
     uint32_t cls = rx->info.context_id % GC_CTX_STRIDE;
-    if (rx->rndv || (cls != GC_CTX_P2P && cls != GC_CTX_SYNC))
+    /* An announced message counts once its data is here (send_data). */
+    if ((rx->rndv && !rx->receiving && !rx->arrived) ||
+        (cls != GC_CTX_P2P && cls != GC_CTX_SYNC))
         return;
-    window_ready();
     uint32_t from = rx->info.src_rank;
     if (from >= (uint32_t)gc_world.size)
         return;
-    rndv.received[from] += eager_cost(rx->info.msg_len);
-    if (rndv.received[from] - rndv.told[from] < window() / 2)
-        return;
-    rndv.told[from] = rndv.received[from];
-    gc_engine_send_control(from, rx->info.context_id,
-                           (int32_t)((rndv.told[from] / UNIT) & INT32_MAX),
-                           RNDV_CREDIT);
+    flow_of(from)->took += eager_cost(rx->info.msg_len);
+    tell(from, rx->info.context_id);
 }
 
-/* The receiver's total restored from its low 31 bits (in units): the
- * latest value not above what was sent; the window is far below the
- * 128 GiB that 31 bits of units span. */
-static void credit_arrived(const struct gc_rc_msg_info *info)
+void gc_rndv_posted(struct op *op)
 {
-    window_ready();
-    uint32_t from = info->src_rank;
-    if (from >= (uint32_t)gc_world.size)
+    if (op->coll || op->peer == MPI_ANY_SOURCE || op->matched ||
+        !can_match_remote(op))
         return;
-    uint64_t sent = rndv.sent[from] / UNIT;
-    uint64_t behind = (sent - (uint64_t)info->tag) & INT32_MAX;
-    uint64_t taken = (sent - behind) * UNIT;
-    if (taken > rndv.taken[from])
-        rndv.taken[from] = taken;
+    uint32_t from = (uint32_t)op->comm->grid_rank[op->peer];
+    op->credit = eager_cost(op->capacity);
+    flow_of(from)->holds += op->credit;
+    tell(from, op->comm->context);
+}
+
+void gc_rndv_unposted(struct op *op)
+{
+    if (op->credit == 0)
+        return;
+    flow_of((uint32_t)op->comm->grid_rank[op->peer])->holds -= op->credit;
+    op->credit = 0;
+}
+
+/* The relay keeps the pair's order: the latest CREDIT is the receiver's
+ * latest state, whether its totals grew or not. */
+static void credit_arrived(const struct gc_rc_msg_info *info,
+                           const unsigned char *p)
+{
+    if (info->src_rank >= (uint32_t)gc_world.size)
+        return;
+    struct flow *f = flow_of(info->src_rank);
+    f->taken = get_u64(p + 8);
+    f->posted = get_u64(p + 16);
 }
 
 void gc_rndv_start(struct op *op, const void *data, uint32_t cls)
@@ -212,6 +286,8 @@ void gc_rndv_start(struct op *op, const void *data, uint32_t cls)
         gc_fatal_relay("announcing a message to another site");
 }
 
+/* Counted as an eager message's, asked or pushed, and by the receiver as
+ * it takes it: data pushed before its receive is held like eager data. */
 static void send_data(struct op *op)
 {
     int32_t s = seq_tag(gc_rc_send_seq(op->wire));
@@ -219,19 +295,26 @@ static void send_data(struct op *op)
                     op->comm->context + GC_CTX_ACK, data_tag(s), op->rndv_data,
                     op->capacity, &op->bulk) != 0)
         gc_fatal_relay("sending to another site");
+    flow_to(op)->sent += eager_cost(op->capacity);
 }
 
 int gc_rndv_send_done(struct op *op)
 {
     if (!gc_rc_send_done(op->wire))
         return 0;
-    int push_ms = gc_settings_rndv_push_ms();
     /* Not once a cancel is asked: the receiver may withdraw the message,
-     * and data after its answer would belong to nothing. */
-    if (op->bulk == NULL && !op->rndv_heard && !op->cancel_sent &&
-        push_ms > 0 &&
-        gc_now_ns() - op->rndv_since_ns >= (uint64_t)push_ms * 1000000u)
-        send_data(op);
+     * and data after its answer would belong to nothing.  Pushed when the
+     * receiver's credit has grown to hold it since the RTS (a stream that
+     * outran the CREDIT of the receives posted again meanwhile: waiting
+     * for the CTS would cost a round trip behind the data before it), or
+     * unasked after GRIDCOLL_RNDV_PUSH_MS. */
+    if (op->bulk == NULL && !op->cancel_sent) {
+        int push_ms = gc_settings_rndv_push_ms();
+        if (fits(op, flow_to(op)) ||
+            (!op->rndv_heard && push_ms > 0 &&
+             gc_now_ns() - op->rndv_since_ns >= (uint64_t)push_ms * 1000000u))
+            send_data(op);
+    }
     if (op->cancel_sent && !op->cancel_answered)
         return 0;
     if (op->bulk != NULL && !gc_rc_send_done(op->bulk))
@@ -266,6 +349,12 @@ static void rts_arrived(const struct gc_rc_msg_info *info,
 
 void gc_rndv_matched(struct rx *rx)
 {
+    /* The receive stays credit until its data comes (gc_rndv_data_alloc):
+     * the sender counts the data as it sends it. */
+    if (rx->receiving || rx->arrived) {
+        gc_rndv_unposted(rx->op);
+        gc_rndv_taken(rx); /* pushed, and here already */
+    }
     gc_engine_send_control(rx->info.src_rank, rx->info.context_id,
                            seq_tag(rx->info.msg_seq), RNDV_CTS);
 }
@@ -277,8 +366,8 @@ int gc_rndv_control(const struct gc_rc_msg_info *info, const void *buf)
         rts_arrived(info, p);
         return 1;
     }
-    if (info->msg_len == 1 && p[0] == RNDV_CREDIT) {
-        credit_arrived(info);
+    if (info->msg_len == CREDIT_BYTES && p[0] == RNDV_CREDIT) {
+        credit_arrived(info, p);
         return 1;
     }
     if (info->msg_len != 1 || (p[0] != RNDV_HOLD && p[0] != RNDV_CTS))
@@ -312,6 +401,10 @@ void *gc_rndv_data_alloc(const struct gc_rc_msg_info *info)
     struct rx *rx = *find_waiting(info);
     struct op *op = rx->op;
     rx->receiving = 1;
+    if (op != NULL) {
+        gc_rndv_unposted(op);
+        gc_rndv_taken(rx);
+    }
     if (info->msg_len != rx->info.msg_len)
         gc_fatal_relay("rendezvous data of another length than announced");
     if (op != NULL && op->contiguous && info->msg_len <= op->capacity &&
@@ -358,6 +451,6 @@ void gc_rndv_shutdown(void)
         }
     }
     /* A new session counts from 0 at both ends. */
-    free(rndv.sent);
-    rndv.sent = rndv.taken = rndv.received = rndv.told = NULL;
+    free(rndv.flow);
+    rndv.flow = NULL;
 }

@@ -81,6 +81,7 @@ struct gc_rc_send {
     int in_queue; /* still referenced by the session's queue */
     int detached; /* the caller freed it; the library frees it when sent */
     int done;
+    uint8_t copy[GC_RC_COPIED]; /* buf of a message this small */
 };
 
 /* Next msg_seq per destination rank: open addressing, linear probing. */
@@ -983,6 +984,8 @@ int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
         return -1;
     }
     r->buf = buf;
+    if (len <= GC_RC_COPIED && len > 0)
+        r->buf = memcpy(r->copy, buf, len);
     r->len = len;
     r->dst_rank = dst_rank;
     r->context_id = context_id;

@@ -65,10 +65,14 @@ int gc_rc_connect(const struct gc_rc_options *opt, struct gc_rc **out,
  */
 int gc_rc_close(struct gc_rc *rc, int timeout_ms);
 
+/* Messages up to this size are copied by gc_rc_isend: control messages
+ * built on the stack. */
+#define GC_RC_COPIED 32
+
 /*
  * Queue a message.  `buf` must stay valid and unchanged until the send
- * completes (gc_rc_send_done).  len may be 0.  Returns 0 or -1 (connection
- * failed, see gc_rc_error; *req is then NULL).
+ * completes (gc_rc_send_done), unless len <= GC_RC_COPIED.  len may be 0.
+ * Returns 0 or -1 (connection failed, see gc_rc_error; *req is then NULL).
  */
 int gc_rc_isend(struct gc_rc *rc, uint32_t dst_rank, uint32_t context_id,
                 int32_t tag, const void *buf, uint64_t len,

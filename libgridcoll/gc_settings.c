@@ -84,6 +84,7 @@ static struct {
     .allgather_k = GC_SETTINGS_ALLGATHER_K_DEFAULT,
     .shm_bytes = GC_SETTINGS_SHM_BYTES_DEFAULT,
     .rndv_threshold = GC_SETTINGS_RNDV_THRESHOLD_DEFAULT,
+    .eager_window = GC_SETTINGS_EAGER_WINDOW_DEFAULT,
     .rndv_push_ms = GC_SETTINGS_RNDV_PUSH_MS_DEFAULT,
 };
 
@@ -321,29 +322,29 @@ static const struct setting settings[] = {
      .max = TIB(1),
      .expect = "a size up to 1 TiB (optionally with K, M or G)",
      .doc = "A point-to-point message to another site larger than this "
-            "announces itself and sends its data only once the receiver "
-            "has matched it (rendezvous, docs/protocol.md), unless it fits "
-            "in a larger GRIDCOLL_EAGER_WINDOW; smaller ones are sent at "
-            "once (eager) while they fit in the window.  1024G: eager "
-            "only.  Collectives' internal transfers are always eager."},
+            "goes eager only into receives its receiver has posted for the "
+            "sender; otherwise it announces itself and sends its data once "
+            "the receiver has matched it (rendezvous, docs/protocol.md), so "
+            "a rank that does not receive holds no such data.  Smaller ones "
+            "go eager within GRIDCOLL_EAGER_WINDOW.  1024G: eager only.  "
+            "Collectives' internal transfers are always eager."},
     {.name = "GRIDCOLL_EAGER_WINDOW",
      .type = SET_SIZE,
      .store = &values.eager_window,
-     .def = 0,
+     .def = (int64_t)GC_SETTINGS_EAGER_WINDOW_DEFAULT,
      .min = 0,
      .max = TIB(1),
      .expect = "a size up to 1 TiB (optionally with K, M or G)",
-     .def_text = "GRIDCOLL_RNDV_THRESHOLD",
      .doc = "Eager bytes (each message rounded up to 64, plus 64 for its "
-            "envelope) a process may have sent to one process on another "
-            "site that the receiver's matching has not taken yet: what a "
+            "envelope) of messages up to GRIDCOLL_RNDV_THRESHOLD a process "
+            "may have sent to one process on another site beyond what the "
+            "receiver's matching took and the receives it posted: what a "
             "rank that does not receive holds at most per sender.  A "
             "message that does not fit goes by rendezvous, so a flood of "
-            "small messages is bounded too.  In use: at least two messages "
-            "of GRIDCOLL_RNDV_THRESHOLD (the receiver reports what it took "
-            "every half window).  Set above the threshold (e.g. 64M), "
-            "messages up to this size go eager while they fit: they stream "
-            "at eager speed to a receiver that keeps up."},
+            "small messages is bounded too.  It must cover the "
+            "bandwidth-delay product for a stream of small messages to "
+            "keep its speed, as the relays' flow.rank_credit (32M) does.  "
+            "In use: at least two messages of GRIDCOLL_RNDV_THRESHOLD."},
     {.name = "GRIDCOLL_RNDV_PUSH_MS",
      .type = SET_INT,
      .store = &values.rndv_push_ms,
@@ -754,8 +755,7 @@ size_t gc_settings_rndv_threshold(void)
 
 size_t gc_settings_eager_window(void)
 {
-    return values.eager_window > values.rndv_threshold ? values.eager_window
-                                                       : values.rndv_threshold;
+    return values.eager_window;
 }
 
 int gc_settings_rndv_push_ms(void)

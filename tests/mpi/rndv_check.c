@@ -24,9 +24,12 @@
  *                must not wait for their receive.
  *   blocked      rank 1 posts a receive, then blocks in a call MPICH runs
  *                alone (a PMPI_Recv on a copy of its site's world) that
- *                only ends after rank 0's large send has completed: the
- *                sender must push its data unasked (GRIDCOLL_RNDV_PUSH_MS)
- *                where an eager send would have completed.
+ *                only ends after rank 0 has sent two large messages: the
+ *                first into that receive (eager, on the receive's credit),
+ *                the second, larger than the credit left, never posted:
+ *                the sender must push its data unasked
+ *                (GRIDCOLL_RNDV_PUSH_MS) where an eager send would have
+ *                completed.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -43,6 +46,8 @@ enum {
     SMALL_COUNT = 4096,
     SMALL_FLOOD_BYTES = 8 << 10,
     BIG_BYTES = (1 << 20) + 17,
+    /* above what a receive of BIG_BYTES lets its sender send ahead */
+    BIGGER_BYTES = 4 * BIG_BYTES + 1,
 };
 
 static int rank, size;
@@ -292,7 +297,7 @@ static void blocked(int base)
     /* PMPI: MPICH's world is this site's; the copy is MPICH's alone. */
     MPI_Comm site_plain;
     MPI_CHECK(PMPI_Comm_dup(MPI_COMM_WORLD, &site_plain));
-    unsigned char *buf = xmalloc(BIG_BYTES);
+    unsigned char *buf = xmalloc(BIGGER_BYTES);
     MPI_Status st;
     int token = 0;
     if (rank == 0) {
@@ -300,6 +305,9 @@ static void blocked(int base)
         fill(buf, BIG_BYTES, 200);
         MPI_CHECK(
             MPI_Send(buf, BIG_BYTES, MPI_BYTE, 1, base + 1, MPI_COMM_WORLD));
+        fill(buf, BIGGER_BYTES, 201);
+        MPI_CHECK(
+            MPI_Send(buf, BIGGER_BYTES, MPI_BYTE, 1, base + 4, MPI_COMM_WORLD));
         MPI_CHECK(MPI_Send(&token, 1, MPI_INT, 2, base + 2, MPI_COMM_WORLD));
     } else if (rank == 1) {
         MPI_Request request;
@@ -312,6 +320,10 @@ static void blocked(int base)
         MPI_CHECK(MPI_Wait(&request, &st));
         expect_status(&st, 0, base + 1, BIG_BYTES);
         expect(buf, BIG_BYTES, 200);
+        MPI_CHECK(MPI_Recv(buf, BIGGER_BYTES, MPI_BYTE, 0, base + 4,
+                           MPI_COMM_WORLD, &st));
+        expect_status(&st, 0, base + 4, BIGGER_BYTES);
+        expect(buf, BIGGER_BYTES, 201);
     } else if (rank == 2) {
         MPI_CHECK(
             MPI_Recv(&token, 1, MPI_INT, 0, base + 2, MPI_COMM_WORLD, &st));
