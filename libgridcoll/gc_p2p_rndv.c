@@ -36,9 +36,10 @@
  * whenever their sum grew by a threshold-sized message since it last
  * did (fits() gives the rule).  A message up to the threshold goes eager
  * while sent stays within taken + posted + the eager window; a larger
- * one within taken + posted + min(3 posted, window), so a rank that posts
- * no receive for a sender holds none of its large messages' data, only
- * their envelopes, and at most the window of small ones.  Over a WAN a
+ * one within taken + posted + min(3 posted, window), so a rank that has
+ * posted no receive for a sender holds none of its large messages' data,
+ * only their envelopes (one that did, at most four times the receives it
+ * last told), and at most the window of small ones.  Over a WAN a
  * rendezvous costs a round trip per message and its RTS queues behind
  * the data before it: the posted receives are what lets a stream of large
  * messages into receives posted again as they fill go eager, and a send
