@@ -277,15 +277,21 @@ static void ack_arrived(const struct gc_rc_msg_info *info)
         }
 }
 
+void gc_engine_send_ack_context(uint32_t to, uint32_t context, int32_t tag,
+                                const void *msg, size_t len)
+{
+    struct gc_rc_send *wire;
+    if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag, msg,
+                    len, &wire) != 0)
+        gc_fatal_relay("sending a control message");
+    gc_rc_send_free(wire); /* msg is copied (GC_RC_COPIED) */
+}
+
 void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
                             enum control control)
 {
     unsigned char byte = (unsigned char)control;
-    struct gc_rc_send *wire;
-    if (gc_rc_isend(gc_world.rc, to, ctx_base(context) + GC_CTX_ACK, tag, &byte,
-                    1, &wire) != 0)
-        gc_fatal_relay("sending a control message");
-    gc_rc_send_free(wire); /* byte is copied (GC_RC_COPIED) */
+    gc_engine_send_ack_context(to, context, tag, &byte, 1);
 }
 
 struct op *gc_engine_send_named(const struct gc_rc_msg_info *info)

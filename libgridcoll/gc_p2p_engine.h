@@ -178,7 +178,10 @@ void gc_engine_deliver(struct op *op, struct rx *rx);
 /* All of rx's data is here (in `buf` when the library allocated it):
  * hand it to its receive, free it if withdrawn, else keep it unexpected. */
 void gc_rx_arrived(struct rx *rx, void *buf, int library_allocated);
-/* A one-byte control message on the acknowledgement context. */
+/* A message of up to GC_RC_COPIED bytes on the acknowledgement context of
+ * context's communicator; a one-byte control message. */
+void gc_engine_send_ack_context(uint32_t to, uint32_t context, int32_t tag,
+                                const void *msg, size_t len);
 void gc_engine_send_control(uint32_t to, uint32_t context, int32_t tag,
                             enum control control);
 /* The pending remote send whose wire message info->tag names (its msg_seq,

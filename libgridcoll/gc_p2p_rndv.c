@@ -75,9 +75,9 @@ struct flow {
      * CREDIT */
     uint64_t sent, taken, posted;
     /* as the receiver: those bytes from it taken by matching, capacity of
-     * the receives posted for it and not filled, and their values as
+     * the receives posted for it and not filled, and their sum as last
      * told to it */
-    uint64_t took, holds, told_took, told_holds;
+    uint64_t took, holds, told;
 };
 
 static struct {
@@ -167,13 +167,10 @@ static int fits(const struct op *op, const struct flow *f)
      * streamed at 102 MB/s with once as much, at the eager 115 with three
      * times, docs/performance.md), while a rank that posts no receive for
      * this sender gets nothing but the window for small messages. */
-    uint64_t ahead = 3 * f->posted;
-    if (ahead > window())
-        ahead = window();
-    uint64_t room = f->taken + f->posted + ahead;
-    if (op->capacity <= gc_settings_rndv_threshold())
-        room = f->taken + f->posted + window();
-    return f->sent + eager_cost(op->capacity) <= room;
+    uint64_t ahead = window();
+    if (op->capacity > gc_settings_rndv_threshold() && 3 * f->posted < ahead)
+        ahead = 3 * f->posted;
+    return f->sent + eager_cost(op->capacity) <= f->taken + f->posted + ahead;
 }
 
 static struct flow *flow_to(const struct op *op)
@@ -210,18 +207,13 @@ static void tell(uint32_t from, uint32_t context)
     uint64_t step = eager_cost(gc_settings_rndv_threshold());
     if (window() / 2 < step)
         step = window() / 2;
-    if (f->took + f->holds < f->told_took + f->told_holds + step)
+    if (f->took + f->holds < f->told + step)
         return;
-    f->told_took = f->took;
-    f->told_holds = f->holds;
+    f->told = f->took + f->holds;
     unsigned char msg[CREDIT_BYTES] = {RNDV_CREDIT};
     put_u64(msg + 8, f->took);
     put_u64(msg + 16, f->holds);
-    struct gc_rc_send *wire;
-    if (gc_rc_isend(gc_world.rc, from, gc_ctx_base(context) + GC_CTX_ACK, 0,
-                    msg, CREDIT_BYTES, &wire) != 0)
-        gc_fatal_relay("sending a control message");
-    gc_rc_send_free(wire); /* msg is copied (GC_RC_COPIED) */
+    gc_engine_send_ack_context(from, context, 0, msg, CREDIT_BYTES);
 }
 
 void gc_rndv_taken(const struct rx *rx)
@@ -253,7 +245,7 @@ void gc_rndv_unposted(struct op *op)
 {
     if (op->credit == 0)
         return;
-    flow_of((uint32_t)op->comm->grid_rank[op->peer])->holds -= op->credit;
+    flow_to(op)->holds -= op->credit;
     op->credit = 0;
 }
 
