@@ -16,7 +16,7 @@
  * behind is re-parented to gridrun, where a /proc scan finds and kills it.
  */
 #include "default_model.h"
-#include "gc_model.h"
+#include "core/gc_model.h"
 #include "gridrun_job.h"
 #include "netns.h"
 

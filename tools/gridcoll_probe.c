@@ -37,7 +37,7 @@
 #include <time.h>
 
 #include "bench_mpi.h"
-#include "gc_model.h"
+#include "core/gc_model.h"
 
 #define PROG      "gridcoll-probe"
 #define MAX_SIZES 32

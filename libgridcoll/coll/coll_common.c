@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
-#include "gc_mpi.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_mpi.h"
 
 int coll_packed_size(const struct gc_comm *c, MPI_Count count,
                      MPI_Datatype type, size_t *len)

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_mpi.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "core/gc_mpi.h"
 
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
 int gc_coll_barrier(struct gc_comm *c)

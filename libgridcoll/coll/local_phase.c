@@ -18,7 +18,7 @@
  * match).  What sleeping costs: a wait that outlasts gc_idle's spinning
  * polls wakes up to one nap (50 us) late.  docs/design/mpi-layer.md.
  */
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 #define LARGE_PHASE (256 * 1024)
 

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "gc_model.h"
+#include "core/gc_model.h"
 
 /*
  * One call as the model sees it: only values every member agrees on (the

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc_coll.h"
-#include "gc_settings.h"
+#include "coll/gc_coll.h"
+#include "core/gc_settings.h"
 
 #define DEFAULT_SHM_BYTES GC_SETTINGS_SHM_BYTES_DEFAULT
 #define LINE              64

@@ -66,8 +66,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gc_coll_algo.h"
-#include "gc_mpi.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_mpi.h"
 
 struct node_flag;
 

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 int rooted_layout_make(struct coll_sched *s, const MPI_Count *counts,
                        const MPI_Aint *displs, MPI_Datatype type,

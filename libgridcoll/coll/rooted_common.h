@@ -10,8 +10,8 @@
 
 #include <stddef.h>
 
-#include "engine/coll_sched.h"
-#include "gc_mpi.h"
+#include "coll/engine/coll_sched.h"
+#include "core/gc_mpi.h"
 
 /*
  * The root's side, in schedule memory: counts[] and displs[] (by comm

@@ -35,7 +35,7 @@
 #include "check_util.h"
 #include "gridcoll.h"
 #include "neighbor_util.h"
-#include "topo_reorder.h"
+#include "comm/topo/topo_reorder.h"
 
 #define LINE 512
 

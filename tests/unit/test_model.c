@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gc_coll_algo.h"
-#include "gc_model.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_model.h"
 #include "unit_check.h"
 
 static char dir[] = "/tmp/test_model.XXXXXX";

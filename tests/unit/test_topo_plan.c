@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_plan.h"
+#include "comm/topo/topo_plan.h"
 #include "unit_check.h"
 
 struct graph {

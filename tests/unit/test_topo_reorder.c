@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo_reorder.h"
+#include "comm/topo/topo_reorder.h"
 #include "unit_check.h"
 
 /* ---- exhaustive optimum ------------------------------------------------- */

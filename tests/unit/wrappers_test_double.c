@@ -6,7 +6,7 @@
  * handler.  The library lock counts its depth, and gc_comm_is_grid()
  * counts the calls made without it (a wrapper missing GC_ENTER).
  */
-#include "gc_mpi.h"
+#include "core/gc_mpi.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -45,9 +45,9 @@
 #include <string.h>
 
 #include "coll/allgather/allgather_site.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /* Where every member's packed block lives in the buffer (schedule
  * memory, like the arguments it keeps). */

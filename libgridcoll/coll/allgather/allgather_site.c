@@ -7,8 +7,8 @@
 
 #include "coll/allgather/allgather_site.h"
 #include "coll/node_shm.h"
-#include "gc_coll.h"
-#include "gc_settings.h"
+#include "coll/gc_coll.h"
+#include "core/gc_settings.h"
 
 /* Every strategy message uses this tag on the private communicator:
  * strategies post their rounds in the same order on every member, and

@@ -26,8 +26,8 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "gc_coll_algo.h"
-#include "gc_mpi.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_mpi.h"
 
 /*
  * One site's packed blocks as a strategy sees them: block k (local rank

@@ -49,7 +49,7 @@
 
 #include "coll/allgather/allgather_site.h"
 #include "coll/node_shm.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 enum { LEADER_TAG = 1 };
 

@@ -16,9 +16,9 @@
  * site and back), S - 1 messages each way; the bcast leg moves N m bytes
  * to every other site.
  */
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /* MPI_Type_indexed_c takes its displacements as MPI_Count. */
 static int indexed_type(struct coll_sched *s, int n, const MPI_Count *counts,

@@ -40,9 +40,9 @@
  * multileader (allreduce_grid_multileader.c) spreads over all members.
  */
 #include "coll/node_shm.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /* The node layer's site phases, written as blocking code (blocking
  * calls only, GRIDCOLL_ALLREDUCE_LOCAL=shm). */

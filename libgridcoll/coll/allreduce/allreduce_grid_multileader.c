@@ -64,9 +64,9 @@
 #include "coll/allgather/allgather_site.h"
 #include "coll/node_shm.h"
 #include "coll/reduce/reduce_common.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 struct plan {
     struct site_map map;

@@ -13,9 +13,9 @@
  * Cost: reduce hier to rank 0's site plus bcast hier from it (below);
  * two WAN latencies, S - 1 messages each way per segment.
  */
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 int allreduce_grid_reduce_bcast(struct coll_sched *s, const struct coll_args *a)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "coll/alltoall/alltoall.h"
-#include "engine/coll_sched.h"
+#include "coll/engine/coll_sched.h"
 
 /* ---- the call ------------------------------------------------------------ */
 

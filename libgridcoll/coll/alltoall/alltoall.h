@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
-#include "gc_mpi.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_mpi.h"
 
 /* ---- the call, as the grid algorithms see it ----------------------------- */
 

@@ -26,7 +26,7 @@
  */
 
 #include "coll/alltoall/alltoall.h"
-#include "engine/coll_sched.h"
+#include "coll/engine/coll_sched.h"
 
 /* Offsets of the packed blocks to (from) ranks on other sites, back to
  * back: off[r] .. off[r + 1]. */

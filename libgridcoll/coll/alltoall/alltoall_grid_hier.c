@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
-#include "engine/coll_sched.h"
+#include "coll/engine/coll_sched.h"
 
 struct hier {
     struct alltoall_call k;

@@ -60,7 +60,7 @@
 #include <string.h>
 
 #include "coll/alltoall/alltoall.h"
-#include "engine/coll_sched.h"
+#include "coll/engine/coll_sched.h"
 
 /*
  * The rank of a site of n_send members (site rank) that carries across

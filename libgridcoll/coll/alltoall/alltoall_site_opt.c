@@ -26,7 +26,7 @@
 #include <stdlib.h>
 
 #include "coll/alltoall/alltoall.h"
-#include "gc_sched.h"
+#include "patterns/gc_sched.h"
 
 static int opt_prepare(int n, void **state)
 {

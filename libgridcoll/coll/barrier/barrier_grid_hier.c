@@ -17,9 +17,9 @@
  * The layer's own barrier (gc_coll_barrier: MPI_Finalize, communicator
  * creation) moves the same messages without a schedule.
  */
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 int barrier_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /* ---- broadcast order ---------------------------------------------------- */
 

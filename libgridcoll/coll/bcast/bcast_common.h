@@ -18,9 +18,9 @@
 #include <stddef.h>
 
 #include "coll/node_shm.h"
-#include "engine/coll_sched.h"
-#include "gc_coll_algo.h"
-#include "gc_mpi.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_mpi.h"
 
 /*
  * The largest message a plan step moves: segment sizes are capped to it,

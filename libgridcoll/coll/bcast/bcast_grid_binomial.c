@@ -35,7 +35,7 @@
 #include <stdlib.h>
 
 #include "coll/bcast/bcast_common.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 static int binomial_steps(struct bcast_plan *p, const struct coll_args *a,
                           const struct bcast_order *o, size_t len)

@@ -28,7 +28,7 @@
  * latency term, so it overtakes the chain as sites grow.
  */
 #include "coll/bcast/bcast_common.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 static int chain_steps(struct bcast_plan *p, const struct coll_args *a,
                        const struct bcast_order *o, size_t len)

@@ -37,7 +37,7 @@
  * the chain send M per site.
  */
 #include "coll/bcast/bcast_common.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /* `after`: the step every step of this bcast waits for (-1: none); `a`:
  * the user's call, NULL for a phase of another collective. */

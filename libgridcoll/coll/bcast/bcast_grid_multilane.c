@@ -60,7 +60,7 @@
 #include <stdlib.h>
 
 #include "coll/bcast/bcast_common.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 enum { LANE_A, LANE_B, LANES };
 

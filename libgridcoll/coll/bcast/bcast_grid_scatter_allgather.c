@@ -39,7 +39,7 @@
 #include <stdlib.h>
 
 #include "coll/bcast/bcast_common.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /* Lowest set bit of v; for the root (v = 0) the whole range. */
 static int subtree(int v, int size)

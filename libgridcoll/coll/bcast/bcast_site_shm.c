@@ -48,7 +48,7 @@
 #include <stdlib.h>
 
 #include "coll/node_shm.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /*
  * Slots of 64 KiB, at least four: a chunk takes as many consecutive

@@ -31,9 +31,9 @@
  * single WAN latency to it.
  */
 #include "coll/rooted_common.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 int phase_gatherv(struct coll_sched *s, const void *sbuf, MPI_Count scount,
                   MPI_Datatype stype, void *rbuf, const MPI_Count *rcounts,

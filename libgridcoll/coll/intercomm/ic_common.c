@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 #include "coll/intercomm/intercomm.h"
-#include "engine/coll_request.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_request.h"
+#include "coll/select/gc_coll_algo.h"
 
 int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
                int *root_member)

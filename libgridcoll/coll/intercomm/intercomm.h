@@ -28,10 +28,10 @@
 
 #include <limits.h>
 
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
-#include "gc_intercomm.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
+#include "comm/gc_intercomm.h"
 
 /* ---- what the algorithms share (ic_common.c) --------------------------- */
 

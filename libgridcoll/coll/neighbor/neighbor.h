@@ -7,8 +7,8 @@
 #ifndef GC_COLL_NEIGHBOR_H
 #define GC_COLL_NEIGHBOR_H
 
-#include "engine/coll_sched.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/select/gc_coll_algo.h"
 
 /*
  * The receive of slot j (sources[j]) and the send of block i

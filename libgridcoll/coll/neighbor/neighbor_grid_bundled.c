@@ -65,8 +65,8 @@
 #include <string.h>
 
 #include "coll/neighbor/neighbor.h"
-#include "gc_coll.h"
-#include "topo/gc_topo.h"
+#include "coll/gc_coll.h"
+#include "comm/topo/gc_topo.h"
 
 /* A size in a bundle's header and in the sizes step. */
 typedef uint64_t nb_len;

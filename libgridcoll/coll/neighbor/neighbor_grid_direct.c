@@ -35,7 +35,7 @@
  */
 #include "coll/neighbor/neighbor.h"
 
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a, int j)
 {

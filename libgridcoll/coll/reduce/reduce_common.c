@@ -4,11 +4,11 @@
  */
 #include "coll/reduce/reduce_common.h"
 
-#include "engine/coll_sched.h"
+#include "coll/engine/coll_sched.h"
 
 #include <stdlib.h>
 
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /* The largest relay message a segment may be: a larger partial result is
  * still pipelined. */

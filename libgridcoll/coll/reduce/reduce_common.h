@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "gc_mpi.h"
+#include "core/gc_mpi.h"
 
 /*
  * One WAN message of a partial result: elements [lo, hi) of the partial

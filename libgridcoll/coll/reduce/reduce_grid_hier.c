@@ -48,9 +48,9 @@
  * WAN latency and the fold of the last segment to it.
  */
 #include "coll/reduce/reduce_common.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /*
  * Non-commutative op over sites that interleave in rank order: no

@@ -56,7 +56,7 @@
 #include <stdlib.h>
 
 #include "coll/node_shm.h"
-#include "gc_coll.h"
+#include "coll/gc_coll.h"
 
 /* The rounds of one call on this node. */
 struct cyclic {

@@ -67,9 +67,9 @@
 #include <string.h>
 
 #include "coll/reduce/reduce_common.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /* Elements lo .. hi of member `owner`'s block, at position `at` of E_s. */
 struct span {

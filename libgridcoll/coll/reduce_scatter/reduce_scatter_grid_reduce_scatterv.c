@@ -14,9 +14,9 @@
  * Cost, S sites, n bytes the vector: two WAN latencies, n bytes from
  * every other site into rank 0's (per segment) and n - n_s bytes back.
  */
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 int reduce_scatter_grid_reduce_scatterv(struct coll_sched *s,
                                         const struct coll_args *a)

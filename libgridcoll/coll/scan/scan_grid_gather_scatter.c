@@ -18,9 +18,9 @@
  */
 #include <stdlib.h>
 
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 struct prefixes {
     unsigned char *all; /* rank 0: every member's packed contribution */

@@ -57,9 +57,9 @@
  */
 #include <stdlib.h>
 
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 /* Exscan: the site total T_u = (the inputs before mine) op mine, from
  * this member's exscan result and its input packed before the exscan. */

@@ -32,9 +32,9 @@
  * WAN latency to it.
  */
 #include "coll/rooted_common.h"
-#include "engine/coll_sched.h"
-#include "gc_coll.h"
-#include "gc_coll_algo.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
 
 int phase_scatterv(struct coll_sched *s, const void *sbuf,
                    const MPI_Count *scounts, const MPI_Aint *sdispls,

@@ -1,0 +1,1208 @@
+/*
+ * Algorithm tables, selection, forced choices and WAN accounting for the
+ * collectives (gc_coll_algo.h explains the scheme).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/allgather/allgather_site.h"
+#include "coll/alltoall/alltoall.h"
+#include "coll/node_shm.h"
+#include "coll/engine/coll_request.h"
+#include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_settings.h"
+#include "gridcoll.h"
+
+#define ALGOS(a) a, (int)(sizeof a / sizeof *a)
+
+/* ---- conditions of the site rules ---------------------------------------- */
+
+/* Where the shm phases were measured to win (docs/algorithms.md, "Node
+ * level"); finding out makes the node layer's communicators. */
+static int one_node_test(const struct coll_args *a, int *holds)
+{
+    return coll_node_default(a->comm, a->fn, holds);
+}
+static const struct coll_when one_node = {
+    "the site has several members, all on one node", one_node_test};
+
+static int power_of_two_test(const struct coll_args *a, int *holds)
+{
+    int n = a->comm->local_size;
+    *holds = (n & (n - 1)) == 0;
+    return MPI_SUCCESS;
+}
+static const struct coll_when power_of_two = {
+    "the site's members are a power of two", power_of_two_test};
+
+static int k_divides_test(const struct coll_args *a, int *holds)
+{
+    int n = a->comm->local_size, k = gc_settings_allgather_k();
+    *holds = n % (k < n ? k : n) == 0;
+    return MPI_SUCCESS;
+}
+static const struct coll_when k_divides = {
+    "the site's members are a multiple of min(K, members) "
+    "(GRIDCOLL_ALLGATHER_K)",
+    k_divides_test};
+
+/* ---- the tables ---------------------------------------------------------- */
+
+/*
+ * Grid algorithms first, then the site algorithms (designated
+ * initializers: the grid's fields left out).  The site ones other than
+ * mpich are blocking code or use the node layer, which serves one
+ * collective at a time: blocking calls only.
+ */
+
+static const struct coll_algo barrier_algos[] = {
+    {.name = "hier",
+     .description =
+         "local barrier, site leaders exchange one empty message each "
+         "(one WAN latency), local barrier",
+     .build = barrier_grid_hier},
+};
+static const struct coll_rule barrier_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo bcast_algos[] = {
+    {.name = "hier",
+     .description =
+         "MagPIe: the root sends the packed buffer to one leader per "
+         "site in segments, each site broadcasts every segment locally "
+         "as it arrives (one WAN latency)",
+     .cost = bcast_grid_hier_cost,
+     .segmented = 1,
+     .build = bcast_grid_hier},
+    {.name = "multilane",
+     .description =
+         "two binary trees per site, half the message each, leaves swap "
+         "halves, trees chained site to site, pipelined in segments "
+         "(each byte crosses each WAN link once)",
+     .cost = bcast_grid_multilane_cost,
+     .segmented = 1,
+     .build = bcast_grid_multilane},
+    {.name = "binomial",
+     .description = "binomial tree over all ranks numbered site by site, whole "
+                    "message per edge",
+     .cost = bcast_grid_binomial_cost,
+     .build = bcast_grid_binomial},
+    {.name = "scatter_allgather",
+     .description =
+         "van de Geijn: binomial scatter of p blocks, ring allgather, "
+         "ranks numbered site by site",
+     .restrictions = "packed message up to 1 GiB",
+     .usable = bcast_grid_scatter_allgather_usable,
+     .cost = bcast_grid_scatter_allgather_cost,
+     .build = bcast_grid_scatter_allgather},
+    {.name = "chain",
+     .description =
+         "pipelined chain through all ranks, site by site, in segments "
+         "(each byte crosses each WAN link once)",
+     .cost = bcast_grid_chain_cost,
+     .segmented = 1,
+     .build = bcast_grid_chain},
+    /* site: the local bcasts of hier */
+    {.name = "shm",
+     .description = "the source writes each segment into its node's shared "
+                    "memory and sends it to the other node leaders, which "
+                    "write it into theirs; node members copy it out, chunk "
+                    "by chunk (bcast_site_shm.c)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1},
+    {.name = "mpich",
+     .description = "PMPI_Ibcast of each segment among the site's members",
+     .restrictions = "",
+     .level = COLL_SITE},
+};
+/*
+ * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
+ * sites each send M once where hier's root sends (S-1) M; with two sites
+ * both send M once and hier's fewer hops win up to a few segments
+ * (docs/algorithms.md, "Bcast", has the measurements).
+ */
+static const struct coll_rule bcast_rules[] = {
+    {0, 0, 64 * 1024, "hier"},
+    {3, 0, 0, "multilane"},
+    {0, 0, 256 * 1024, "hier"},
+    {0, 0, 0, "multilane"},
+    /* site: shm where it won on loopback, from 256 KiB (below it neither
+     * won consistently; docs/algorithms.md, "Node level") */
+    {0, 256 * 1024, 0, "shm", &one_node},
+    {0, 0, 0, "mpich"},
+};
+
+static const struct coll_algo reduce_algos[] = {
+    {.name = "hier",
+     .description =
+         "MagPIe: local reduce on every site, leaders send partial "
+         "results to the root in segments, folded in rank order as they "
+         "arrive (non-commutative op on interleaved sites: every "
+         "contribution to the root)",
+     .cost = reduce_grid_hier_cost,
+     .segmented = 1,
+     .build = reduce_grid_hier},
+};
+static const struct coll_rule reduce_rules[] = {{0, 0, 0, "hier"}};
+
+/* Site-ordered folding of partial results is rank order for this op. */
+static int op_partials_in_order(const struct coll_args *a, MPI_Op op)
+{
+    int in_order = 0;
+    return coll_site_partials_ok(a->comm, op, &in_order) == MPI_SUCCESS &&
+           in_order;
+}
+
+static int partials_in_order(const struct coll_args *a)
+{
+    return op_partials_in_order(a, a->u.reduce.op);
+}
+
+static int scatter_partials_in_order(const struct coll_args *a)
+{
+    return op_partials_in_order(a, a->u.reduce_scatter.op);
+}
+
+static int sites_contiguous(const struct coll_args *a)
+{
+    return coll_sites_contiguous(a->comm);
+}
+
+#define SITE_ORDER_RESTRICTION                                                 \
+    "a non-commutative op only when every site's members are one "             \
+    "contiguous range of ranks"
+
+static const struct coll_algo allreduce_algos[] = {
+    {.name = "reduce_bcast",
+     .description = "hierarchical Reduce to rank 0, then hierarchical Bcast "
+                    "(two WAN latencies)",
+     .cost = allreduce_grid_reduce_bcast_cost,
+     .build = allreduce_grid_reduce_bcast},
+    {.name = "hier",
+     .description =
+         "local reduce, every leader sends its site's partial result to every "
+         "other leader (one WAN latency), fold in site order, local bcast",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = partials_in_order,
+     .cost = allreduce_grid_hier_cost,
+     .build = allreduce_grid_hier},
+    {.name = "multileader",
+     .description =
+         "local reduce-scatter, every member exchanges its slice with the "
+         "members of the other sites whose slices overlap it (segmented), "
+         "fold, local allgather",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = partials_in_order,
+     .cost = allreduce_grid_multileader_cost,
+     .segmented = 1,
+     .build = allreduce_grid_multileader},
+    /* site: the local reduce and bcast of hier, the reduce-scatter of
+     * multileader */
+    {.name = "shm",
+     .description = "cyclic parallel reduction in each node's shared memory, "
+                    "node leaders reduce over PMPI; the result back through "
+                    "shared memory (reduce_site_shm.c, bcast_site_shm.c); "
+                    "multileader: the same reduction as its reduce-scatter "
+                    "when the site is one node",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1},
+    {.name = "mpich",
+     .description = "PMPI_Ireduce and PMPI_Ibcast (hier), "
+                    "PMPI_Ireduce_scatter (multileader) on the site's members",
+     .restrictions = "",
+     .level = COLL_SITE},
+};
+/* hier while the WAN round decides: over the emulated WAN (20 ms, 1
+ * Gbit/s) it was ahead up to 1 MiB on 2+2, 4+4 and 3+5 ranks (1 MiB: 45-74
+ * against 76-82 ms) and behind at 16 MiB (340-721 against 252-374 ms);
+ * multileader beyond 4 MiB.  On loopback sites, where local phases weigh
+ * more than the "WAN", multileader led from 4 KiB: a model
+ * (GRIDCOLL_MODEL) decides from measured costs instead (docs/algorithms.md,
+ * "Allreduce"). */
+static const struct coll_rule allreduce_rules[] = {
+    {0, 0, 4 << 20, "hier"},
+    {0, 0, 0, "multileader"},
+    {0, 0, 0, "reduce_bcast"},
+    /* site: shm wherever it can, at every size (docs/algorithms.md, "Node
+     * level") */
+    {0, 0, 0, "shm", &one_node},
+    {0, 0, 0, "mpich"},
+};
+
+static const struct coll_algo reduce_scatter_algos[] = {
+    {.name = "reduce_scatterv",
+     .description =
+         "hierarchical Reduce of the whole vector to rank 0, "
+         "then hierarchical Scatterv of the pieces (two WAN latencies)",
+     .build = reduce_scatter_grid_reduce_scatterv},
+    {.name = "hier",
+     .description =
+         "local reduce-scatter over every member of a site, each member sends "
+         "the pieces of its slice straight to their owners on other sites "
+         "(segmented, one WAN latency), owners fold in site order",
+     .restrictions = SITE_ORDER_RESTRICTION,
+     .usable = scatter_partials_in_order,
+     .build = reduce_scatter_grid_hier},
+};
+/* hier whenever it can run the call; the rank-order fallback else. */
+static const struct coll_rule reduce_scatter_rules[] = {
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "reduce_scatterv"},
+};
+
+static const struct coll_algo scan_algos[] = {
+    {.name = "gather_scatter",
+     .description = "every contribution to rank 0 (Gather), prefixes in "
+                    "rank order there, Scatter back (two WAN latencies)",
+     .build = scan_grid_gather_scatter},
+    {.name = "hier",
+     .description =
+         "local scan, each site's last member sends the site total to the "
+         "leaders of the sites after it (one WAN latency), leaders fold the "
+         "prefix and broadcast it locally, members apply it",
+     .restrictions =
+         "every site's members one contiguous range of ranks, for any op",
+     .usable = sites_contiguous,
+     .build = scan_grid_hier},
+};
+/* hier whenever it can run the call; the rank-order fallback else. */
+static const struct coll_rule scan_rules[] = {
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "gather_scatter"},
+};
+
+static const struct coll_algo gather_algos[] = {
+    {.name = "hier",
+     .description =
+         "MagPIe: local gather to each site leader, leaders send their "
+         "site's packed blocks to the root",
+     .build = gather_grid_hier},
+};
+static const struct coll_rule gather_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo scatter_algos[] = {
+    {.name = "hier",
+     .description = "MagPIe: the root sends each site leader its site's packed "
+                    "blocks, local scatter",
+     .build = scatter_grid_hier},
+};
+static const struct coll_rule scatter_rules[] = {{0, 0, 0, "hier"}};
+
+static const struct coll_algo allgather_algos[] = {
+    {.name = "gather_bcast",
+     .description = "hierarchical Gather(v) to rank 0, hierarchical Bcast "
+                    "of the whole result",
+     .build = allgatherv_grid_gather_bcast},
+    {.name = "hier",
+     .description = "intra-site allgather (site level), leaders exchange "
+                    "their sites' packed blocks (one WAN latency), local bcast",
+     .build = allgather_grid_hier},
+    /* site: Kumar & Kale's strategies (allgather_site.h), the local
+     * allgather of hier and of allreduce multileader */
+    {.name = "ring",
+     .description =
+         "P-1 steps, each rank forwards one block to its right neighbour",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_ring},
+    {.name = "recursive_doubling",
+     .description = "log P pairwise exchanges of doubling size; non-powers "
+                    "of two: the ranks that had a partner hand its half on "
+                    "within their subtree",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_recursive_doubling},
+    {.name = "kshift",
+     .description = "each block goes to k neighbours at once, the one k "
+                    "away forwards it on: about P/k rounds "
+                    "(k: GRIDCOLL_ALLGATHER_K)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_kshift},
+    {.name = "kprefix",
+     .description = "prefix exchange (XOR) in groups of k, ring between "
+                    "groups (k: the largest power of two <= "
+                    "GRIDCOLL_ALLGATHER_K dividing P)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_kprefix},
+    {.name = "mesh",
+     .description = "2-D mesh combining: row multicast, then rows to "
+                    "columns; holes in the last row mapped onto full rows",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_mesh},
+    {.name = "hypercube",
+     .description = "dimension exchange with the last two dimensions "
+                    "direct; ranks past a power of two fold onto the cube "
+                    "and get everything at the end",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.allgather = allgather_site_hypercube},
+    {.name = "mpich",
+     .description = "MPICH's own Allgatherv on the site's members "
+                    "(Iallgatherv in nonblocking calls)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .site.allgather = allgather_site_mpich},
+    {.name = "shm",
+     .description = "blocks into each node's shared memory, node leaders "
+                    "exchange their nodes' blocks, members copy out while "
+                    "the leaders' messages arrive",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .node = 1,
+     .site.allgather = allgather_site_shm},
+};
+/*
+ * Site: Kumar & Kale.  Short blocks (under 8 KB, section 4.6): the alpha
+ * terms dominate, so combine: the hypercube sends log2 P messages (eq. 4)
+ * against the mesh's 2 sqrt(P) (eq. 3), but off a power of two its fold
+ * doubles the bytes and adds a message (eq. 5) while the mesh's holes
+ * cost nothing (section 3.1).  Long blocks: every strategy moves (P-1) m
+ * per rank, so the fewest rounds on the critical path win: kShift's ~P/k
+ * rounds (eq. 10) against the ring's P-1 (eq. 7), as long as P is a
+ * multiple of k, where kShift is congestion free on a fat tree (Lemma 6);
+ * otherwise the ring, which is congestion free for every P (Lemma 1).
+ * Before all these: shm when the site is one node of several members.
+ */
+static const struct coll_rule allgather_rules[] = {
+    {0, 0, 0, "hier"},
+    {0, 0, 0, "shm", &one_node},
+    {0, 0, 8192, "hypercube", &power_of_two},
+    {0, 0, 8192, "mesh"},
+    {0, 0, 0, "kshift", &k_divides},
+    {0, 0, 0, "ring"},
+    /* nonblocking calls */
+    {0, 0, 0, "mpich"},
+};
+
+/* Alltoall, Alltoallv and Alltoallw: every algorithm moves packed blocks,
+ * so per-pair counts and datatypes only change byte counts. */
+static const struct coll_algo alltoall_algos[] = {
+    {.name = "lg",
+     .description =
+         "Steffenel's Local Group: blocks regrouped inside each site, then "
+         "every block crosses the WAN once, max(n_s, n_t) messages from "
+         "site s to site t, straight to the destination ranks",
+     .cost = alltoall_grid_lg_cost,
+     .build = alltoall_grid_lg},
+    {.name = "hier",
+     .description =
+         "MagPIe: each site's blocks for other sites gathered at one "
+         "coordinator, one WAN message per ordered pair of sites, local "
+         "scatter",
+     .cost = alltoall_grid_hier_cost,
+     .build = alltoall_grid_hier},
+    {.name = "direct",
+     .description =
+         "every pair of ranks on different sites exchanges one message "
+         "over the relays; local phase inside each site",
+     .cost = alltoall_grid_direct_cost,
+     .build = alltoall_grid_direct},
+    /* site: the exchange inside each site of lg and hier (alltoall.h) */
+    {.name = "lin",
+     .description = "linear shift: in phase p rank i sends to (i+p) mod n "
+                    "and receives from (i-p) mod n, one pair at a time",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_lin}},
+    {.name = "xor",
+     .description = "pairwise exchange: in phase p rank i exchanges with i "
+                    "XOR p (phases up to the next power of two, partners >= "
+                    "n sit out)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_xor}},
+    {.name = "opt",
+     .description = "Prisacari fat-tree optimal: permuted variable-base "
+                    "exchange on the site's fattree= (GRIDCOLL_FATTREE), "
+                    "B_min(l) messages leave every level-l subtree in every "
+                    "phase; without a tree, lin",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_pairwise, &alltoall_site_opt}},
+    {.name = "bruck",
+     .description = "Bruck et al.: ceil(log2 n) steps, in step k every "
+                    "block whose index has bit k set moves 2^k ranks on "
+                    "(small messages)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .blocking = 1,
+     .site.alltoall = {alltoall_site_bruck, NULL}},
+    {.name = "mpich",
+     .description = "one PMPI_Alltoallw on the site's communicator "
+                    "(MPICH's choice; Ialltoallw in nonblocking calls)",
+     .restrictions = "",
+     .level = COLL_SITE,
+     .site.alltoall = {alltoall_site_mpich, NULL}},
+};
+/*
+ * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
+ * messages are large anyway and direct skips lg's regrouping inside the
+ * sites (docs/algorithms.md has the measurements).  The v- and w-forms,
+ * whose block sizes differ by pair, take lg.
+ */
+/*
+ * Site: Bruck sends about (n/2) log2(n) blocks per rank instead of n-1, in
+ * log2(n) steps instead of n-1: it wins while start-ups dominate, small
+ * blocks on many ranks; these are MPICH's own bounds for choosing it
+ * (MPIR_CVAR_ALLTOALL_SHORT_MSG_SIZE = 256 bytes, 8 ranks), which MPICH's
+ * Alltoallw never applies itself.  Otherwise MPICH's Alltoallw, which
+ * posts the pairs in blocks (MPIR_CVAR_ALLTOALL_THROTTLE) rather than one
+ * phase at a time: on one node or one switch no pairing order beats that,
+ * and it was the fastest measured here (docs/algorithms.md, "Alltoall").
+ * lin and xor, one pair at a time, are for networks where the order of
+ * the pairs matters (fat trees).
+ */
+#define ALLTOALL_SITE_RULES                                                    \
+    {8, 1, 256, "bruck"},                                                      \
+    {                                                                          \
+        0, 0, 0, "mpich"                                                       \
+    }
+static const struct coll_rule alltoall_rules[] = {
+    {0, 0, (512 << 10) - 1, "lg"},
+    {0, 0, 0, "direct"},
+    ALLTOALL_SITE_RULES,
+};
+static const struct coll_rule alltoallv_rules[] = {
+    {0, 0, 0, "lg"},
+    ALLTOALL_SITE_RULES,
+};
+
+static const struct coll_algo neighbor_algos[] = {
+    {.name = "direct",
+     .description =
+         "every rank sends each neighbour its block and receives each of its "
+         "own, inside a site over MPICH, between sites over the relays",
+     .build = neighbor_grid_direct},
+    {.name = "bundled",
+     .description =
+         "the blocks from one site to another gathered at one member of each "
+         "site and sent as one relay message (v-, w-forms: after a header of "
+         "their sizes), split and delivered there; where one block crosses, "
+         "and inside sites, direct",
+     .restrictions = "two or more blocks from one site to another",
+     .usable = neighbor_grid_bundled_usable,
+     .build = neighbor_grid_bundled},
+};
+/*
+ * bundled where it saves WAN messages (usable: the topology's plan has a
+ * direction with two or more blocks) and blocks are small: each bundled
+ * block saves a WAN message, the relays' gap g = 9.3 us a message on the
+ * reference model (docs/model.md), and costs two local hops and two
+ * copies, 4 m bytes moved inside the site: 6.6 us at m = 8 KiB and
+ * 5 GB/s, still below g.  Kumar and Kale (section 4.6) also measured
+ * combining ahead of direct sends below 8 KB.  bytes is the block size
+ * of allgather and alltoall, equal on every member; the v- and w-forms
+ * (bytes 0, sizes the members do not share) stay direct.
+ */
+static const struct coll_rule neighbor_rules[] = {
+    {0, 1, 8 * 1024, "bundled"},
+    {0, 0, 0, "direct"},
+};
+
+/* The site phases, and the bytes their rules compare. */
+#define BCAST_SITE "the local bcasts of hier; bytes: the packed message"
+#define ALLREDUCE_SITE                                                         \
+    "the local phases of hier and multileader; bytes: the packed vector"
+#define ALLGATHER_SITE                                                         \
+    "the local allgather of allgather(v) hier and allreduce multileader; "     \
+    "bytes: a member's packed block, on average (rounded up)"
+#define ALLTOALL_SITE                                                          \
+    "the exchange inside each site of alltoall(v,w) lg and hier; bytes: "      \
+    "what an average pair of the site's members exchanges"
+
+static const struct coll_table tables[GC_COLL_KINDS] = {
+    [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
+                         0},
+    [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
+                       256 * 1024, "GRIDCOLL_BCAST_LOCAL", BCAST_SITE},
+    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules),
+                        256 * 1024},
+    [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
+                           ALGOS(allreduce_rules), 256 * 1024,
+                           "GRIDCOLL_ALLREDUCE_LOCAL", ALLREDUCE_SITE},
+    [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
+                                ALGOS(reduce_scatter_rules), 256 * 1024},
+    [GC_COLL_SCAN] = {"scan", ALGOS(scan_algos), ALGOS(scan_rules), 0},
+    [GC_COLL_GATHER] = {"gather", ALGOS(gather_algos), ALGOS(gather_rules), 0},
+    [GC_COLL_GATHERV] = {"gatherv", ALGOS(gather_algos), ALGOS(gather_rules),
+                         0},
+    [GC_COLL_SCATTER] = {"scatter", ALGOS(scatter_algos), ALGOS(scatter_rules),
+                         0},
+    [GC_COLL_SCATTERV] = {"scatterv", ALGOS(scatter_algos),
+                          ALGOS(scatter_rules), 0},
+    [GC_COLL_ALLGATHER] = {"allgather", ALGOS(allgather_algos),
+                           ALGOS(allgather_rules), 0,
+                           "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
+    [GC_COLL_ALLGATHERV] = {"allgatherv", ALGOS(allgather_algos),
+                            ALGOS(allgather_rules), 0,
+                            "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
+    [GC_COLL_ALLTOALL] = {"alltoall", ALGOS(alltoall_algos),
+                          ALGOS(alltoall_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                          ALLTOALL_SITE},
+    [GC_COLL_ALLTOALLV] = {"alltoallv", ALGOS(alltoall_algos),
+                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                           ALLTOALL_SITE},
+    [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
+                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
+                           ALLTOALL_SITE},
+    [GC_COLL_NEIGHBOR] = {"neighbor", ALGOS(neighbor_algos),
+                          ALGOS(neighbor_rules), 0},
+};
+
+/* Room per table in the statistics; checked when the stats are read. */
+#define MAX_ALGOS 16
+
+/* Per table entry: a grid algorithm's calls and WAN traffic, how often
+ * the site phases chose a site algorithm. */
+struct coll_stats {
+    uint64_t calls;
+    uint64_t wan_bytes;
+    uint64_t wan_messages;
+};
+
+static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
+
+const struct coll_table *coll_table_of(enum gc_coll_kind kind)
+{
+    return kind >= 0 && kind < GC_COLL_KINDS ? &tables[kind] : NULL;
+}
+
+/* ---- forced choices ------------------------------------------------------ */
+
+/* Set by GridColl_Set_algorithm; NULL: the environment decides. */
+static const char *forced_by_call[GC_COLL_KINDS];
+static char forced_storage[GC_COLL_KINDS][64];
+
+/* GRIDCOLL_<NAME><suffix>, upper case, into `var`. */
+static void env_name(const struct coll_table *t, const char *suffix, char *var,
+                     size_t size)
+{
+    size_t at = (size_t)snprintf(var, size, "GRIDCOLL_");
+    for (const char *p = t->name; *p != '\0' && at + 1 < size; p++)
+        var[at++] = (char)toupper((unsigned char)*p);
+    var[at] = '\0';
+    strncat(var, suffix, size - at - 1);
+}
+
+/* The index of algorithm `name` of `level` in t, -1 when there is none. */
+static int find_algo(const struct coll_table *t, enum coll_level level,
+                     const char *name)
+{
+    for (int i = 0; i < t->algo_count; i++)
+        if (t->algos[i].level == level && strcmp(t->algos[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void list_names(const struct coll_table *t, enum coll_level level,
+                       char *out, size_t size)
+{
+    out[0] = '\0';
+    for (int i = 0; i < t->algo_count; i++) {
+        if (t->algos[i].level != level)
+            continue;
+        if (out[0] != '\0')
+            strncat(out, ", ", size - strlen(out) - 1);
+        strncat(out, t->algos[i].name, size - strlen(out) - 1);
+    }
+}
+
+static const char *restrictions_of(const struct coll_algo *algo)
+{
+    return algo->restrictions != NULL ? algo->restrictions : "";
+}
+
+/* Runs blocking calls only: a site algorithm marked so (every grid
+ * algorithm is a schedule, engine/coll_sched.h). */
+static int blocking_only(const struct coll_algo *algo)
+{
+    return algo->level == COLL_SITE && algo->blocking;
+}
+
+static int usable(const struct coll_algo *algo, const struct coll_args *a)
+{
+    if (!coll_may_block(a) && blocking_only(algo))
+        return 0;
+    return algo->usable == NULL || algo->usable(a);
+}
+
+/*
+ * The algorithm of `level` a forced name stands for, or an error through
+ * the communicator's handler naming the variable and the valid choices.
+ */
+static int forced_algo(const struct coll_table *t, enum coll_level level,
+                       const struct coll_args *a, const char *name,
+                       const char *source, int *index)
+{
+    char text[512], names[256];
+    *index = find_algo(t, level, name);
+    if (*index >= 0 && usable(&t->algos[*index], a))
+        return MPI_SUCCESS;
+    list_names(t, level, names, sizeof names);
+    if (*index < 0)
+        snprintf(text, sizeof text,
+                 "%s: %s=%s is not %s algorithm of %s (valid: %s)", a->fn,
+                 source, name, level == COLL_GRID ? "an" : "a site", t->name,
+                 names);
+    else
+        snprintf(text, sizeof text,
+                 "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
+                 source, name, restrictions_of(&t->algos[*index]), names);
+    return gc_error(a->comm->handle, MPI_ERR_ARG, text);
+}
+
+static int rule_matches(const struct coll_rule *r, enum coll_level level,
+                        const struct coll_args *a)
+{
+    int size = level == COLL_GRID ? a->comm->site_count : a->comm->local_size;
+    return size >= r->min_size && a->bytes >= r->min_bytes &&
+           (r->max_bytes == 0 || a->bytes <= r->max_bytes);
+}
+
+/* The default of `level`: its first rule that applies (struct coll_rule). */
+static int select_default(const struct coll_table *t, enum coll_level level,
+                          const struct coll_args *a, int *index)
+{
+    for (int r = 0; r < t->rule_count; r++) {
+        const struct coll_rule *rule = &t->rules[r];
+        *index = find_algo(t, level, rule->algo);
+        if (*index < 0 || !rule_matches(rule, level, a) ||
+            !usable(&t->algos[*index], a))
+            continue;
+        int holds = 1;
+        /* Last: the node layer's condition is a collective of the site. */
+        int status =
+            rule->when != NULL ? rule->when->test(a, &holds) : MPI_SUCCESS;
+        if (status != MPI_SUCCESS || holds)
+            return status;
+    }
+    /* Nonblocking calls whose rules name blocking-only algorithms. */
+    for (*index = 0; *index < t->algo_count; ++*index)
+        if (t->algos[*index].level == level && usable(&t->algos[*index], a))
+            return MPI_SUCCESS;
+    if (!coll_may_block(a))
+        return gc_unsupported(a->comm->handle, a->fn);
+    /* The levels end with an unbounded rule for an algorithm without
+     * restrictions; getting here is a bug in a table. */
+    return gc_error(a->comm->handle, MPI_ERR_INTERN,
+                    "collective on a grid communicator: no algorithm "
+                    "applies (GridColl bug)");
+}
+
+/* ---- model mode ---------------------------------------------------------- */
+
+/* Segment sizes model mode tries: powers of two in this range. */
+#define MODEL_MIN_SEGSIZE ((size_t)16 * 1024)
+#define MODEL_MAX_SEGSIZE ((size_t)16 * 1024 * 1024)
+
+int coll_model_choose(const struct coll_table *t,
+                      const struct coll_cost_args *c, size_t fixed_segsize,
+                      const struct coll_args *a, struct coll_prediction *out)
+{
+    int best = -1;
+    for (int i = 0; i < t->algo_count; i++) {
+        const struct coll_algo *algo = &t->algos[i];
+        struct coll_prediction *p = &out[i];
+        p->candidate = algo->cost != NULL && (a == NULL || usable(algo, a));
+        p->segsize = 0;
+        p->cost = 0;
+        if (!p->candidate)
+            continue;
+        struct coll_cost_args try = *c;
+        try.segsize = fixed_segsize > 0 ? fixed_segsize : t->default_segsize;
+        p->cost = algo->cost(&try);
+        if (algo->segmented) {
+            p->segsize = try.segsize;
+            /* Sizes beyond the message cost what the message costs. */
+            for (size_t seg = MODEL_MIN_SEGSIZE; fixed_segsize == 0; seg *= 2) {
+                try.segsize = seg;
+                double cost = algo->cost(&try);
+                if (cost < p->cost) {
+                    p->cost = cost;
+                    p->segsize = seg;
+                }
+                if (seg >= c->bytes || seg >= MODEL_MAX_SEGSIZE)
+                    break;
+            }
+        }
+        if (best < 0 || p->cost < out[best].cost)
+            best = i;
+    }
+    return best;
+}
+
+/* The root's comm rank for the kinds that have one, else rank 0. */
+static int call_root(enum gc_coll_kind kind, const struct coll_args *a)
+{
+    switch (kind) {
+    case GC_COLL_BCAST: return a->u.bcast.root;
+    case GC_COLL_REDUCE: return a->u.reduce.root;
+    case GC_COLL_GATHER:
+    case GC_COLL_GATHERV:
+    case GC_COLL_SCATTER:
+    case GC_COLL_SCATTERV: return a->u.rooted.root;
+    default: return 0;
+    }
+}
+
+/*
+ * With a model, a call whose `bytes` every member knows (not the
+ * v-forms) and a table with cost functions: the cheapest predicted
+ * algorithm, and its segment size into a->segsize; -1 when the rules
+ * decide.  For a `forced` algorithm (>= 0), only its segment size, the
+ * one its cost function predicts best, and `forced` is returned.  The inputs
+ * are the model every member read from the same file, the communicator's layout
+ * and the call's arguments, so every member chooses alike.
+ */
+static int model_select(const struct coll_table *t, struct coll_args *a,
+                        int forced)
+{
+    const int *site_map;
+    const struct gc_model *m = gc_model_active(&site_map);
+    if (m == NULL || a->bytes == 0)
+        return forced >= 0 ? forced : -1;
+    const struct gc_comm *c = a->comm;
+    int compact[GC_MAX_SITES], site_size[GC_MAX_SITES] = {0},
+                               model_site[GC_MAX_SITES];
+    int sites = 0;
+    for (int w = 0; w < gc_world.site_count; w++)
+        if (c->leader[w] >= 0) {
+            compact[w] = sites;
+            model_site[sites++] = site_map[w];
+        }
+    for (int r = 0; r < c->size; r++)
+        site_size[compact[c->site[r]]]++;
+    enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
+    struct coll_cost_args cost = {
+        .site_count = sites,
+        .size = c->size,
+        .site_size = site_size,
+        .model = m,
+        .model_site = model_site,
+        .root_site = compact[c->site[call_root(kind, a)]],
+        .bytes = a->bytes,
+    };
+    size_t fixed = gc_settings_segsize(kind);
+    struct coll_prediction out[MAX_ALGOS];
+    int chosen =
+        coll_model_choose(t, &cost, fixed != 0 ? a->segsize : 0, a, out);
+    if (forced >= 0)
+        chosen = out[forced].candidate ? forced : -1;
+    if (chosen >= 0 && t->algos[chosen].segmented)
+        a->segsize = out[chosen].segsize;
+    return forced >= 0 ? forced : chosen;
+}
+
+/*
+ * Both levels: the `forced` algorithm (from `source`), else at the grid
+ * level the model's choice, else the default rules.  A forced algorithm
+ * that runs blocking calls only leaves the nonblocking ones to the
+ * default.
+ */
+static int select_level(const struct coll_table *t, enum coll_level level,
+                        struct coll_args *a, const char *forced,
+                        const char *source, int *index)
+{
+    if (forced != NULL && forced[0] != '\0' && !coll_may_block(a)) {
+        int k = find_algo(t, level, forced);
+        if (k >= 0 && blocking_only(&t->algos[k]))
+            forced = NULL;
+    }
+    if (forced != NULL && forced[0] != '\0') {
+        int status = forced_algo(t, level, a, forced, source, index);
+        if (status == MPI_SUCCESS && level == COLL_GRID)
+            model_select(t, a, *index);
+        return status;
+    }
+    if (level == COLL_GRID && (*index = model_select(t, a, -1)) >= 0)
+        return MPI_SUCCESS;
+    return select_default(t, level, a, index);
+}
+
+static int select_algo(const struct coll_table *t, struct coll_args *a,
+                       int *index)
+{
+    char var[64];
+    env_name(t, "", var, sizeof var);
+    enum gc_coll_kind kind = (enum gc_coll_kind)(t - tables);
+    const char *forced = forced_by_call[kind],
+               *source = "GridColl_Set_algorithm";
+    if (forced == NULL) {
+        forced = gc_settings_algorithm(var);
+        source = var;
+    }
+    return select_level(t, COLL_GRID, a, forced, source, index);
+}
+
+/* What a site rule's condition or `usable` sees of a nonblocking call:
+ * only whether the request is NULL counts. */
+static MPI_Request site_nonblocking;
+
+int coll_site_select(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
+                     int blocking, size_t bytes, const struct coll_algo **algo)
+{
+    const struct coll_table *t = &tables[kind];
+    struct coll_args a = {.comm = c,
+                          .fn = fn,
+                          .bytes = bytes,
+                          .request = blocking ? NULL : &site_nonblocking};
+    int index;
+    int status =
+        select_level(t, COLL_SITE, &a, gc_settings_algorithm(t->site_var),
+                     t->site_var, &index);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (index < MAX_ALGOS)
+        stats[kind][index].calls++;
+    *algo = &t->algos[index];
+    return MPI_SUCCESS;
+}
+
+int coll_parse_size(const char *text, size_t *value)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-')
+        return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case '\0': break;
+    default: return -1;
+    }
+    if (shift > 0 && *++end != '\0')
+        return -1;
+    if (v == 0 || v > (SIZE_MAX >> shift))
+        return -1;
+    *value = (size_t)v << shift;
+    return 0;
+}
+
+/* GRIDCOLL_<COLL>_SEGSIZE was checked at MPI_Init (gc_settings.c). */
+static int select_segsize(const struct coll_table *t, struct coll_args *a)
+{
+    size_t forced = gc_settings_segsize((enum gc_coll_kind)(t - tables));
+    a->segsize = forced != 0 ? forced : t->default_segsize;
+    return MPI_SUCCESS;
+}
+
+static const struct coll_table *table_named(const char *collective)
+{
+    for (int k = 0; collective != NULL && k < GC_COLL_KINDS; k++)
+        if (strcmp(tables[k].name, collective) == 0)
+            return &tables[k];
+    return NULL;
+}
+
+const char *GridColl_Algorithm_name(const char *collective, int index)
+{
+    const struct coll_table *t = table_named(collective);
+    for (int i = 0; t != NULL && i < t->algo_count; i++)
+        if (t->algos[i].level == COLL_GRID && index-- == 0)
+            return t->algos[i].name;
+    return NULL;
+}
+
+/* The algorithm each collective's last call ran; NULL: none yet. */
+static const struct coll_algo *last_run[GC_COLL_KINDS];
+
+const char *GridColl_Algorithm_used(const char *collective)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL || last_run[t - tables] == NULL)
+        return NULL;
+    return last_run[t - tables]->name;
+}
+
+int GridColl_Set_algorithm(const char *collective, const char *algorithm)
+{
+    const struct coll_table *t = table_named(collective);
+    if (t == NULL)
+        return MPI_ERR_ARG;
+    int k = (int)(t - tables);
+    if (algorithm == NULL) {
+        forced_by_call[k] = NULL;
+        return MPI_SUCCESS;
+    }
+    if (find_algo(t, COLL_GRID, algorithm) < 0)
+        return MPI_ERR_ARG;
+    snprintf(forced_storage[k], sizeof forced_storage[k], "%s", algorithm);
+    forced_by_call[k] = forced_storage[k];
+    return MPI_SUCCESS;
+}
+
+/* ---- WAN accounting ------------------------------------------------------ */
+
+/* What the layer sends outside user collectives (communicator creation,
+ * MPI_Finalize's barrier); the current slot when no collective runs. */
+static struct coll_stats internal_stats;
+static struct coll_stats *current = &internal_stats;
+
+void *coll_stats_enter(void *slot)
+{
+    struct coll_stats *outer = current;
+    current = slot != NULL ? slot : &internal_stats;
+    return outer;
+}
+
+void gc_coll_account_wan(size_t bytes)
+{
+    current->wan_bytes += bytes;
+    current->wan_messages++;
+}
+
+/* The schedule of algorithm `algo` for the call, not started. */
+static int build_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
+                          struct coll_args *a, struct coll_stats *slot,
+                          struct coll_sched **built)
+{
+    struct coll_sched *s = coll_sched_new(a->comm, a->fn, slot);
+    *built = NULL;
+    if (s == NULL)
+        return coll_no_mem(a->comm);
+    int status = algo->build(s, a);
+    /* The op of a reduction: the program may free it once an MPI_I*
+     * call returned. */
+    MPI_Op op = kind == GC_COLL_REDUCE_SCATTER ? a->u.reduce_scatter.op
+                : kind == GC_COLL_REDUCE || kind == GC_COLL_ALLREDUCE ||
+                        kind == GC_COLL_SCAN
+                    ? a->u.reduce.op
+                    : MPI_OP_NULL;
+    if (status == MPI_SUCCESS && op != MPI_OP_NULL &&
+        coll_sched_hold_op(s, op) != MPI_SUCCESS)
+        status = coll_no_mem(a->comm);
+    if (status != MPI_SUCCESS) {
+        coll_sched_free(s);
+        return status;
+    }
+    *built = s;
+    return MPI_SUCCESS;
+}
+
+/* Pick the algorithm and account the call to it. */
+static int pick(enum gc_coll_kind kind, struct coll_args *a,
+                const struct coll_algo **algo, struct coll_stats **slot)
+{
+    const struct coll_table *t = &tables[kind];
+    int index;
+    int status = select_segsize(t, a);
+    if (status == MPI_SUCCESS)
+        status = select_algo(t, a, &index);
+    if (status != MPI_SUCCESS)
+        return status;
+    *slot = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
+    (*slot)->calls++;
+    last_run[kind] = *algo = &t->algos[index];
+    return MPI_SUCCESS;
+}
+
+int coll_build(enum gc_coll_kind kind, struct coll_args *a,
+               struct coll_sched **s)
+{
+    const struct coll_algo *algo;
+    struct coll_stats *slot;
+    *s = NULL;
+    int status = pick(kind, a, &algo, &slot);
+    return status == MPI_SUCCESS ? build_schedule(kind, algo, a, slot, s)
+                                 : status;
+}
+
+/*
+ * A schedule algorithm: built for this call, then run to its end
+ * (blocking), started behind a request (nonblocking) or kept for
+ * MPI_Start (persistent).
+ */
+int coll_run(enum gc_coll_kind kind, struct coll_args *a)
+{
+    struct coll_sched *s;
+    int status = coll_build(kind, a, &s);
+    if (status != MPI_SUCCESS)
+        return status;
+    if (a->request == NULL) {
+        status = coll_sched_run(s);
+        coll_sched_free(s);
+        return status;
+    }
+    return a->persistent ? coll_request_persistent(s, a->request)
+                         : coll_request_start(s, a->request);
+}
+
+/*
+ * GRIDCOLL_STATS=1: every site's local rank 0 prints, per collective and
+ * algorithm used, the calls and what the site's ranks sent across the WAN
+ * (bytes and messages, summed over the site), and per site algorithm
+ * chosen (level=site) how many times the site's phases chose it.  Called
+ * by MPI_Finalize on every rank of the world, before its barrier.
+ */
+void gc_coll_print_stats(void)
+{
+    if (!gc_settings_stats())
+        return;
+    /* Slot GC_COLL_KINDS * MAX_ALGOS is the layer's own traffic. */
+    enum { SLOTS = GC_COLL_KINDS * MAX_ALGOS + 1 };
+    uint64_t *calls = calloc(2 * SLOTS, sizeof *calls);
+    uint64_t *traffic = calloc(4 * SLOTS, sizeof *traffic);
+    if (calls == NULL || traffic == NULL)
+        goto cleanup;
+    uint64_t *site_calls = calls + SLOTS, *site_traffic = traffic + 2 * SLOTS;
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        for (int i = 0; i < tables[k].algo_count && i < MAX_ALGOS; i++) {
+            int slot = k * MAX_ALGOS + i;
+            calls[slot] = stats[k][i].calls;
+            traffic[2 * slot] = stats[k][i].wan_bytes;
+            traffic[2 * slot + 1] = stats[k][i].wan_messages;
+        }
+    traffic[2 * (SLOTS - 1)] = internal_stats.wan_bytes;
+    traffic[2 * (SLOTS - 1) + 1] = internal_stats.wan_messages;
+    /* A collective's members all count its calls (the site's maximum is
+     * the number of calls); bytes and messages add up over the site. */
+    if (PMPI_Reduce(calls, site_calls, SLOTS, MPI_UINT64_T, MPI_MAX, 0,
+                    gc_world.site_world) != MPI_SUCCESS ||
+        PMPI_Reduce(traffic, site_traffic, 2 * SLOTS, MPI_UINT64_T, MPI_SUM, 0,
+                    gc_world.site_world) != MPI_SUCCESS)
+        goto cleanup;
+    int local_rank;
+    PMPI_Comm_rank(gc_world.site_world, &local_rank);
+    if (local_rank != 0)
+        goto cleanup;
+    const char *site = gc_world.sites[gc_world.site_index].name;
+    for (int slot = 0; slot < SLOTS; slot++) {
+        int last = slot == SLOTS - 1;
+        if (!last && site_calls[slot] == 0)
+            continue;
+        const struct coll_table *t = &tables[slot / MAX_ALGOS];
+        if (!last && t->algos[slot % MAX_ALGOS].level == COLL_SITE) {
+            fprintf(stderr,
+                    "gridcoll-stats: site=%s coll=%s level=site algo=%s "
+                    "calls=%llu\n",
+                    site, t->name, t->algos[slot % MAX_ALGOS].name,
+                    (unsigned long long)site_calls[slot]);
+            continue;
+        }
+        fprintf(stderr,
+                "gridcoll-stats: site=%s coll=%s algo=%s calls=%llu "
+                "wan_bytes=%llu wan_messages=%llu\n",
+                site, last ? "internal" : t->name,
+                last ? "-" : t->algos[slot % MAX_ALGOS].name,
+                (unsigned long long)site_calls[slot],
+                (unsigned long long)site_traffic[2 * slot],
+                (unsigned long long)site_traffic[2 * slot + 1]);
+    }
+cleanup:
+    free(calls);
+    free(traffic);
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+/* One level of t: its algorithms, then its default rules. */
+static void print_level(FILE *out, const struct coll_table *t,
+                        enum coll_level level)
+{
+    for (int i = 0; i < t->algo_count; i++) {
+        const struct coll_algo *algo = &t->algos[i];
+        if (algo->level != level)
+            continue;
+        fprintf(out, "  %-20s %s\n", algo->name, algo->description);
+        const char *restrictions = restrictions_of(algo);
+        if (restrictions[0] != '\0' || blocking_only(algo))
+            fprintf(out, "  %-20s restrictions: %s%s%s\n", "", restrictions,
+                    restrictions[0] != '\0' && blocking_only(algo) ? "; " : "",
+                    blocking_only(algo) ? "blocking calls only" : "");
+    }
+    fprintf(out, "  %s:", level == COLL_GRID ? "default" : "site default");
+    const char *sep = "";
+    for (int r = 0; r < t->rule_count; r++) {
+        const struct coll_rule *rule = &t->rules[r];
+        if (find_algo(t, level, rule->algo) < 0)
+            continue;
+        fprintf(out, "%s %s", sep, rule->algo);
+        sep = "; else";
+        if (rule->min_size > 0)
+            fprintf(out, " from %d %s", rule->min_size,
+                    level == COLL_GRID ? "sites" : "members");
+        if (rule->min_bytes > 0)
+            fprintf(out, " from %zu bytes", rule->min_bytes);
+        if (rule->max_bytes > 0)
+            fprintf(out, " up to %zu bytes", rule->max_bytes);
+        if (rule->when != NULL)
+            fprintf(out, " when %s", rule->when->text);
+    }
+    fprintf(out, "\n");
+}
+
+void coll_print_algorithms(FILE *out)
+{
+    for (int k = 0; k < GC_COLL_KINDS; k++) {
+        const struct coll_table *t = &tables[k];
+        char var[64];
+        env_name(t, "", var, sizeof var);
+        fprintf(out, "%s (%s=NAME", t->name, var);
+        if (t->default_segsize > 0) {
+            env_name(t, "_SEGSIZE", var, sizeof var);
+            fprintf(out, ", %s=BYTES, default %zu", var, t->default_segsize);
+        }
+        fprintf(out, ")\n");
+        print_level(out, t, COLL_GRID);
+        if (t->site_var != NULL) {
+            fprintf(out, "  site level (%s=NAME): %s\n", t->site_var,
+                    t->site_doc);
+            print_level(out, t, COLL_SITE);
+        }
+        fprintf(out, "\n");
+    }
+    coll_node_print(out);
+}
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
+static void print_csv_field(FILE *out, const char *text)
+{
+    if (strpbrk(text, ",\"\n") == NULL) {
+        fputs(text, out);
+        return;
+    }
+    fputc('"', out);
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '"')
+            fputc('"', out);
+        fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+void coll_print_algorithms_csv(FILE *out)
+{
+    fprintf(out, "coll,level,algo,description,restrictions,blocking\n");
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        for (int i = 0; i < tables[k].algo_count; i++) {
+            const struct coll_algo *algo = &tables[k].algos[i];
+            fprintf(out, "%s,%s,%s,", tables[k].name,
+                    algo->level == COLL_GRID ? "grid" : "site", algo->name);
+            print_csv_field(out, algo->description);
+            fputc(',', out);
+            print_csv_field(out, restrictions_of(algo));
+            fprintf(out, ",%d\n", blocking_only(algo));
+        }
+}
