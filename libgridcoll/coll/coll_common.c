@@ -13,7 +13,11 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_world.h"
+#include "p2p/gc_xfer.h"
 
 int coll_packed_size(const struct gc_comm *c, MPI_Count count,
                      MPI_Datatype type, size_t *len)

@@ -9,9 +9,11 @@
 #ifndef GC_COLL_H
 #define GC_COLL_H
 
+#include "core/gc_comm.h"
+#include "core/gc_lock.h"
+#include "core/gc_world.h"
+#include "p2p/gc_xfer.h"
 #include <stddef.h>
-
-#include "core/gc_mpi.h"
 
 struct coll_sched;
 

@@ -14,7 +14,10 @@
 
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
-#include "core/gc_mpi.h"
+#include "coll/internal_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 
 /* Barrier: local barrier, leaders exchange empty messages, local barrier. */
 int gc_coll_barrier(struct gc_comm *c)

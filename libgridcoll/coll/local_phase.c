@@ -19,6 +19,7 @@
  * polls wakes up to one nap (50 us) late.  docs/design/mpi-layer.md.
  */
 #include "coll/gc_coll.h"
+#include "core/gc_progress.h"
 
 #define LARGE_PHASE (256 * 1024)
 

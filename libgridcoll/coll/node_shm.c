@@ -12,7 +12,10 @@
 #include <string.h>
 
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
 #include "core/gc_settings.h"
+#include "core/gc_world.h"
 
 #define DEFAULT_SHM_BYTES GC_SETTINGS_SHM_BYTES_DEFAULT
 #define LINE              64

@@ -63,11 +63,10 @@
 #ifndef NODE_SHM_H
 #define NODE_SHM_H
 
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 #include <stdint.h>
 #include <stdio.h>
-
-#include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
 
 struct node_flag;
 

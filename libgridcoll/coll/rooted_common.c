@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 int rooted_layout_make(struct coll_sched *s, const MPI_Count *counts,
                        const MPI_Aint *displs, MPI_Datatype type,

@@ -8,10 +8,9 @@
 #ifndef ROOTED_COMMON_H
 #define ROOTED_COMMON_H
 
-#include <stddef.h>
-
 #include "coll/engine/coll_sched.h"
-#include "core/gc_mpi.h"
+#include "core/gc_world.h"
+#include <stddef.h>
 
 /*
  * The root's side, in schedule memory: counts[] and displs[] (by comm

@@ -15,10 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/internal_coll.h"
+#include "comm/gc_comm_create.h"
+#include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
-#include "core/gc_settings.h"
 #include "comm/topo/gc_topo.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_settings.h"
+#include "core/gc_world.h"
 
 /* What every member of the parent tells the others when a communicator
  * is made from it. */

@@ -26,7 +26,12 @@
 #include <string.h>
 
 #include "coll/gc_coll.h"
+#include "comm/gc_context.h"
 #include "comm/gc_group.h"
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
+#include "p2p/gc_xfer.h"
 
 /*
  * One round of phases 2-4 for the members `g` (grid ranks, new-rank
@@ -304,7 +309,7 @@ int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
         PMPI_Comm_create_from_group(site, stringtag, info, errhandler, &local);
     gc_block_end(held);
     if (status == MPI_SUCCESS)
-        status = finish(gc_runtime_grid(), &g, local, stringtag_tag(stringtag),
+        status = finish(gc_world.grid, &g, local, stringtag_tag(stringtag),
                         MPI_COMM_NULL, "MPI_Comm_create_from_group", newcomm);
 cleanup:
     if (site != MPI_GROUP_NULL && site != MPI_GROUP_EMPTY)

@@ -16,7 +16,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "comm/gc_comm_create.h"
 #include "comm/gc_group.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 
 #define HW_KEY       "mpi_hw_resource_type"
 #define HW_SITE      "gridcoll://site"

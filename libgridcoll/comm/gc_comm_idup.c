@@ -32,10 +32,13 @@
 #include <stdlib.h>
 
 #include "coll/engine/coll_request.h"
-#include "comm/gc_ctxid.h"
+#include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
 #include "comm/topo/gc_topo.h"
+#include "core/gc_comm.h"
+#include "core/gc_ctxid.h"
+#include "core/gc_lock.h"
 
 struct idup {
     struct gc_comm *parent;

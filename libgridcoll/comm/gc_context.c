@@ -34,7 +34,8 @@
  * other members): its ids are derived from the parent's instead
  * (gc_context_derived), in a range of their own above GC_CTX_DERIVED.
  */
-#include "core/gc_mpi.h"
+#include "comm/gc_context.h"
+#include "core/gc_comm.h"
 
 /* Where the ids of later rounds begin. */
 #define CTX_ORDERED (GC_CTX_DERIVED / 2 / GC_CTX_STRIDE * GC_CTX_STRIDE)

@@ -13,6 +13,10 @@
 
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_world.h"
 
 #define HANDLE_BASE  0x0A000000u
 #define HANDLE_MASK  0xFE000000u
@@ -638,9 +642,8 @@ static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
         goto cleanup;
     }
     status = MPI_Intercomm_create(
-        local, local_leader, gc_runtime_grid()->handle,
-        remote.rank[remote_leader], (int)(gc_stringtag_hash(stringtag) % 32768),
-        newintercomm);
+        local, local_leader, gc_world.grid->handle, remote.rank[remote_leader],
+        (int)(gc_stringtag_hash(stringtag) % 32768), newintercomm);
     if (status == MPI_SUCCESS)
         status = MPI_Comm_set_errhandler(*newintercomm, errhandler);
 cleanup:

@@ -10,10 +10,9 @@
  * equals MPI_GROUP_NULL (0x08000000) or another predefined null handle.
  * Groups of site-local communicators stay MPICH groups.
  */
+#include "core/gc_comm.h"
 #ifndef GC_GROUP_H
 #define GC_GROUP_H
-
-#include "core/gc_mpi.h"
 
 /* A group's members as grid ranks, in group-rank order. */
 struct gc_ranks {

@@ -10,8 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/internal_coll.h"
+#include "comm/gc_comm_create.h"
+#include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 
 /* What an MPICH intercommunicator made here keeps (gc_inter_site_union). */
 struct site_union {

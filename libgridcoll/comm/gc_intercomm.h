@@ -2,6 +2,9 @@
  * Intercommunicators whose groups span sites (gc_intercomm.c;
  * docs/design/mpi-layer.md, "Intercommunicators").
  *
+ * The struct and the peer addressing every call uses are in
+ * core/gc_comm.h.
+ *
  * An intercommunicator is a grid communicator over the union of its two
  * groups, with a context of its own: the group whose first member has the
  * lower grid rank comes first, then the other, each in group-rank order,
@@ -14,55 +17,7 @@
 #ifndef GC_INTERCOMM_H
 #define GC_INTERCOMM_H
 
-#include "core/gc_mpi.h"
-
-struct gc_inter {
-    int local_size;
-    int remote_size;
-    int local_offset;  /* union rank of local group rank 0 */
-    int remote_offset; /* union rank of remote group rank 0 */
-    /*
-     * The local group as an intracommunicator (a grid communicator, or an
-     * MPICH one when it lives on this site alone), for the phases of the
-     * intercommunicator collectives inside a group.
-     */
-    MPI_Comm group_comm;
-};
-
-/* Ranks the program names: the remote group's on an intercommunicator. */
-static inline int gc_comm_peer_count(const struct gc_comm *c)
-{
-    return c->inter != NULL ? c->inter->remote_size : c->size;
-}
-
-/* Peer rank (remote group rank on an intercommunicator) -> member. */
-static inline int gc_comm_peer_member(const struct gc_comm *c, int rank)
-{
-    return c->inter != NULL && rank >= 0 ? rank + c->inter->remote_offset
-                                         : rank;
-}
-
-/* A message source's member rank -> the rank its status reports. */
-static inline int gc_comm_member_peer(const struct gc_comm *c, int member)
-{
-    return c->inter != NULL && member >= 0 ? member - c->inter->remote_offset
-                                           : member;
-}
-
-/* The program's view of its own group: size, rank and grid ranks. */
-static inline int gc_comm_group_size(const struct gc_comm *c)
-{
-    return c->inter != NULL ? c->inter->local_size : c->size;
-}
-static inline int gc_comm_group_rank(const struct gc_comm *c)
-{
-    return c->inter != NULL ? c->rank - c->inter->local_offset : c->rank;
-}
-static inline const int *gc_comm_group_members(const struct gc_comm *c)
-{
-    return c->inter != NULL ? c->grid_rank + c->inter->local_offset
-                            : c->grid_rank;
-}
+#include "core/gc_comm.h"
 
 /*
  * The intercommunicator parts of c, a new union made from an

@@ -14,9 +14,13 @@
 
 #include "coll/node_shm.h"
 #include "comm/gc_intercomm.h"
-#include "core/gc_mpi.h"
-#include "gridcoll.h"
 #include "comm/topo/gc_topo.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
+#include "gridcoll.h"
 
 static struct {
     struct gc_comm **comms;

@@ -17,9 +17,9 @@
  *     non-null anchor through a struct type displaced by minus the
  *     anchor's address.
  */
+#include "core/gc_datatype.h"
+#include "core/gc_world.h"
 #include <stdint.h>
-
-#include "core/gc_mpi.h"
 
 int gc_packed_size(MPI_Count count, MPI_Datatype type, size_t *bytes)
 {

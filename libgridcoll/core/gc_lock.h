@@ -6,8 +6,8 @@
  *
  * It is only needed, and only taken, while a second thread can enter the
  * layer: a program at MPI_THREAD_MULTIPLE, or the progress thread of
- * GRIDCOLL_ASYNC_PROGRESS=1 (gc_thread.c).  Without either an entry costs
- * two calls (gc_lock_enter and gc_lock_leave) and their branches.
+ * GRIDCOLL_ASYNC_PROGRESS=1 (runtime/gc_thread.c).  Without either an entry
+ * costs two calls (gc_lock_enter and gc_lock_leave) and their branches.
  *
  * Nesting: an MPI function the layer calls from inside another (MPI_Wait
  * from MPI_Send) or a callback MPICH makes from inside PMPI_Test
@@ -33,6 +33,8 @@
 #ifndef GC_LOCK_H
 #define GC_LOCK_H
 
+#include <stdatomic.h>
+
 /* Set (before a second thread can enter the layer) while the lock is
  * needed. */
 extern int gc_lock_needed;
@@ -44,6 +46,13 @@ int gc_lock_enter(void);
 void gc_lock_leave(const int *entered);
 /* The progress thread's entry: 1 when it now holds the lock. */
 int gc_lock_try(void);
+/* Release the level gc_lock_try took. */
+void gc_lock_drop(void);
+/*
+ * The progress thread: while *sleeping is set, a thread releasing the
+ * lock with work outstanding calls wake().
+ */
+void gc_lock_set_waker(atomic_int *sleeping, void (*wake)(void));
 /* Whether this thread may touch the layer's state now. */
 int gc_lock_held(void);
 

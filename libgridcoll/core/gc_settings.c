@@ -23,6 +23,8 @@
 #include <string.h>
 
 #include "coll/gc_coll.h"
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_world.h"
 #include "gc_proto.h"
 #include "gc_util.h"
 
@@ -717,7 +719,7 @@ const char *gc_settings_algorithm(const char *name)
     return NULL;
 }
 
-size_t gc_settings_segsize(enum gc_coll_kind kind)
+size_t gc_settings_segsize(int kind)
 {
     return values.segsize[kind];
 }

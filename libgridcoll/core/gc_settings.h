@@ -14,8 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_world.h"
 #include "patterns/gc_sched.h"
 
 /* Defaults of the settings table (the node layer prints its own too). */
@@ -75,9 +74,10 @@ const char *gc_settings_model(void);
  * here.
  */
 const char *gc_settings_algorithm(const char *name);
-/* GRIDCOLL_<COLL>_SEGSIZE of collective `kind`, 0 when unset (then the
+/* GRIDCOLL_<COLL>_SEGSIZE of collective `kind` (enum gc_coll_kind), 0 when
+ * unset (then the
  * table's default_segsize). */
-size_t gc_settings_segsize(enum gc_coll_kind kind);
+size_t gc_settings_segsize(int kind);
 /* GRIDCOLL_STATS. */
 int gc_settings_stats(void);
 /* GRIDCOLL_ALLGATHER_K. */

@@ -696,7 +696,7 @@ def main(argv):
                   sum(1 for n in handwritten if n in comm_taking),
                   len(passthrough),
                   sum(1 for n in SKIP if n in comm_taking)))
-    out.append('#include "core/gc_mpi.h"\n\n#include <stddef.h>\n')
+    out.append('#include "core/gc_comm.h"\n#include "core/gc_error.h"\n#include "core/gc_lock.h"\n#include "core/gc_world.h"\n\n#include <stddef.h>\n')
     for p in wrap:
         out.append(wrapper(p) + "\n")
     not_wrapped = sorted(set(comm_taking) - {p.name for p in wrap})

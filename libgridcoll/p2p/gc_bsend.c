@@ -13,12 +13,16 @@
  * messages sit in the buffer first fit, in offset order, as MPICH places
  * them; MPI_Buffer_detach returns once all of them have left.
  */
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "p2p/gc_p2p.h"
 #include "p2p/gc_p2p_engine.h"
+#include <stdio.h>
+#include <stdlib.h>
 
 /* A message in the attached buffer, from its Bsend until it has left. */
 struct buffered {

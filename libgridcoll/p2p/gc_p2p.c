@@ -12,10 +12,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "comm/gc_intercomm.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "p2p/gc_p2p.h"
 #include "p2p/gc_p2p_engine.h"
+#include "p2p/gc_request.h"
 
 /* A status of a probe or of an empty receive.  MPI_ERROR is left alone:
  * MPI sets it only in the multiple-completion calls (MPI 4.1, 3.2.5). */

@@ -9,7 +9,7 @@
 
 #include <mpi.h>
 
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
 
 enum send_mode { MODE_STANDARD, MODE_SYNC, MODE_READY, MODE_BUFFERED };
 
@@ -36,5 +36,8 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
 /* MPI_Finalize, while the relay session is up: deliver the buffered
  * messages still in the attached buffer. */
 void gc_bsend_flush(void);
+
+/* Drop unreceived messages (MPI_Finalize, after the session closed). */
+void gc_p2p_shutdown(void);
 
 #endif

@@ -32,9 +32,6 @@
  * a receive has it, so that what a rank that does not receive holds stays
  * bounded.
  */
-#include "p2p/gc_p2p_engine.h"
-#include "coll/engine/coll_sched.h"
-#include "p2p/layer_request.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -45,9 +42,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm/gc_ctxid.h"
-#include "comm/gc_intercomm.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
+#include "p2p/gc_p2p_engine.h"
+#include "p2p/gc_request.h"
+#include "p2p/layer_request.h"
 #include "relay_client/gc_relay_client.h"
 
 /*
@@ -68,7 +70,6 @@ static struct {
     struct rx **unexpected_tail;
     MPIX_Grequest_class request_class;
     int have_request_class;
-    int in_progress;
     MPI_Comm self; /* private MPI_COMM_SELF for unpacking partial elements */
 } engine = {.recvs_tail = &engine.recvs,
             .unexpected_tail = &engine.unexpected,
@@ -604,107 +605,35 @@ static int progress_sends(void)
     return completed;
 }
 
-void gc_progress(int timeout_ms)
+/* Before the relay session is polled: a send the relay client wrote at
+ * once (gc_rc_isend) is done now; waiting in poll() first would hold its
+ * caller until something else arrives or the timeout ends (a whole
+ * timeout when the peer has already answered, as in a barrier). */
+static int before_poll(void)
 {
-    /* MPICH calls poll_fn from inside PMPI_Test, which the engine itself
-     * calls: one level is enough. */
-    if (engine.in_progress || !gc_world.active)
-        return;
-    if (!gc_lock_held()) {
-        /* An MPI function without GC_ENTER: a race with the progress
-         * thread would corrupt the engine silently. */
-        fprintf(stderr, "gridcoll: internal error: progress without the "
-                        "library lock\n");
-        abort();
-    }
-    engine.in_progress = 1;
     free_released_ops();
     cancel_asked_ops();
-    /* A send the relay client wrote at once (gc_rc_isend) is done now;
-     * waiting in poll() first would hold its caller until something
-     * else arrives or the timeout ends (a whole timeout when the peer
-     * has already answered, as in a barrier). */
-    if (progress_sends() > 0)
-        timeout_ms = 0;
-    if (gc_rc_progress(gc_world.rc, timeout_ms) < 0)
-        gc_fatal_relay("relay session");
+    return progress_sends();
+}
+
+static void after_poll(void)
+{
     progress_local_receives();
     progress_sends();
-    layer_request_progress();
-    gc_ctxid_progress();
-    /* Collective schedules post their next steps as transfers finish. */
-    coll_sched_progress();
-    engine.in_progress = 0;
 }
 
-#define GC_SPIN_POLLS 100
-
-void gc_nap(unsigned *idle_polls)
-{
-    static const struct timespec nap = {0, 50 * 1000};
-    if (*idle_polls < GC_SPIN_POLLS) {
-        ++*idle_polls;
-        sched_yield();
-    } else {
-        nanosleep(&nap, NULL);
-    }
-}
-
-unsigned gc_block_begin(void)
-{
-    /* Inside a progress pass (a blocking step of a schedule) the engine's
-     * state is half updated: keep the lock. */
-    return engine.in_progress || coll_sched_advancing() ? 0 : gc_lock_suspend();
-}
-
-void gc_block_end(unsigned held)
-{
-    gc_lock_restore(held);
-}
-
-void gc_idle(unsigned *idle_polls)
-{
-    unsigned held = gc_block_begin();
-    gc_nap(idle_polls);
-    gc_block_end(held);
-}
-
-void gc_wait_relay(int timeout_ms)
-{
-    if (!gc_lock_needed || engine.in_progress || coll_sched_advancing()) {
-        gc_progress(timeout_ms);
-        return;
-    }
-    /* The same wait in poll(), but without the lock: another thread may
-     * drive the session meanwhile, and then this one finds its work done
-     * when it has the lock back. */
-    gc_progress(0);
-    struct pollfd relay = {.fd = gc_rc_fd(gc_world.rc),
-                           .events = (short)gc_rc_poll_events(gc_world.rc)};
-    unsigned held = gc_lock_suspend();
-    int n = poll(&relay, 1, timeout_ms);
-    int poll_errno = errno;
-    gc_lock_restore(held);
-    if (n < 0 && poll_errno != EINTR)
-        gc_fatal_relay("waiting for the relay session");
-}
-
-int gc_progress_pending(void)
+static int pending(void)
 {
     return engine.recvs != NULL || engine.sends != NULL ||
-           engine.arriving != NULL || engine.freed != NULL ||
-           coll_sched_pending() || gc_ctxid_pending();
+           engine.arriving != NULL || engine.freed != NULL;
 }
 
-void gc_progress_from_mpich(void)
-{
-    /* With the progress thread MPICH runs at MPI_THREAD_MULTIPLE, where
-     * an MPI call from inside its callbacks fails an assertion (its
-     * global lock is held); the thread and the layer's completion calls,
-     * which progress before they test, drive the engine instead. */
-    if (!gc_lock_needed)
-        gc_progress(0);
-}
+const struct gc_progress_hook gc_p2p_progress_hook = {
+    .name = "point-to-point engine",
+    .before_poll = before_poll,
+    .after_poll = after_poll,
+    .pending = pending,
+};
 
 /* ---- generalized request callbacks ------------------------------------- */
 
@@ -758,14 +687,6 @@ static int request_cancel(void *extra, int complete)
     struct op *op = extra;
     if (!complete)
         op->cancel_asked = 1;
-    return MPI_SUCCESS;
-}
-
-int gc_grequest_poll(void *extra, MPI_Status *status)
-{
-    (void)extra;
-    (void)status;
-    gc_progress_from_mpich();
     return MPI_SUCCESS;
 }
 
@@ -901,7 +822,7 @@ int gc_op_start_remote_send(struct op *op, int copy)
                    : op->sync ? GC_CTX_SYNC
                               : GC_CTX_P2P;
     int rndv = gc_rndv_choose(op);
-    if (rndv && !engine.in_progress) {
+    if (rndv && !gc_progress_in_pass()) {
         /* A receive posted at the other end after it sent what this
          * process just received has its credit right behind it: read it
          * rather than pay a round trip (a ping-pong). */

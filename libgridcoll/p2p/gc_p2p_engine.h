@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "relay_client/gc_relay_client.h"
 
 enum op_kind { OP_RECV, OP_SEND };
@@ -219,5 +221,12 @@ void gc_rndv_data_complete(const struct gc_rc_msg_info *info, void *buf,
 int gc_rndv_forget(struct rx *rx);
 /* MPI_Finalize: free what is still waiting for data. */
 void gc_rndv_shutdown(void);
+
+/* The relay session's callbacks: the engine matches what arrives. */
+void gc_p2p_callbacks(gc_rc_alloc_fn *on_alloc_fn,
+                      gc_rc_complete_fn *on_complete_fn);
+/* The engine's part of each progress pass (the runtime registers it
+ * first). */
+extern const struct gc_progress_hook gc_p2p_progress_hook;
 
 #endif

@@ -16,11 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "p2p/layer_request.h"
-#include "comm/gc_intercomm.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "p2p/gc_p2p.h"
 #include "p2p/gc_p2p_engine.h"
+#include "p2p/layer_request.h"
 
 /* The result of an engine operation for its request's status. */
 static void op_result(const struct op *op, struct layer_result *result)

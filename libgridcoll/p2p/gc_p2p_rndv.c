@@ -65,7 +65,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_settings.h"
+#include "core/gc_world.h"
 #include "gc_util.h"
 
 enum { RTS_BYTES = 16, CREDIT_BYTES = 24, UNIT = 64 };

@@ -21,11 +21,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "p2p/layer_request.h"
 #include "comm/gc_intercomm.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "p2p/gc_p2p.h"
 #include "p2p/gc_p2p_engine.h"
+#include "p2p/layer_request.h"
 
 struct partitioned {
     enum op_kind kind;

@@ -7,11 +7,14 @@
  * so each call polls MPICH and the engine in turn
  * (docs/design/mpi-layer.md, "Point-to-point" and "Progress").
  */
+#include "p2p/gc_request.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
+#include "p2p/layer_request.h"
 #include <stdlib.h>
 #include <string.h>
-
-#include "p2p/layer_request.h"
-#include "core/gc_mpi.h"
 
 /* Failed requests one completion call can report at once; more are
  * reported as failed with the last recorded error. */

@@ -5,10 +5,12 @@
  * (gc_p2p_engine.c) without generalized requests.  Every one crosses the
  * WAN and counts for the running collective (gc_coll_account_wan).
  */
-#include <stddef.h>
-
-#include "core/gc_mpi.h"
+#include "p2p/gc_xfer.h"
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
 #include "p2p/gc_p2p_engine.h"
+#include "p2p/gc_wan_stats.h"
+#include <stddef.h>
 
 int gc_xfer_isend(struct gc_comm *c, int dst, int tag, const void *buf,
                   size_t len, struct gc_xfer **req)
@@ -30,7 +32,7 @@ int gc_xfer_isend_on(struct gc_comm *c, enum gc_ctx_class cls, int dst, int tag,
         gc_op_free(op);
         return status;
     }
-    gc_coll_account_wan(len);
+    gc_wan_account(len);
     *req = (struct gc_xfer *)op;
     return MPI_SUCCESS;
 }

@@ -17,6 +17,10 @@
  * (layer_request_report).
  */
 #include "p2p/layer_request.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 
 #include <stdlib.h>
 
@@ -145,7 +149,7 @@ fail:
     return gc_error(comm, status, "creating a request");
 }
 
-void layer_request_progress(void)
+static void layer_request_progress(void)
 {
     if (requests.active == 0 && requests.released == 0)
         return;
@@ -287,3 +291,8 @@ void layer_request_shutdown(void)
     if (requests.self != MPI_COMM_NULL)
         PMPI_Comm_free(&requests.self);
 }
+
+const struct gc_progress_hook layer_request_progress_hook = {
+    .name = "layer requests",
+    .after_poll = layer_request_progress,
+};

@@ -10,9 +10,8 @@
 #ifndef LAYER_REQUEST_H
 #define LAYER_REQUEST_H
 
+#include "core/gc_progress.h"
 #include <mpi.h>
-
-#include "core/gc_mpi.h"
 
 struct layer_request;
 
@@ -55,8 +54,9 @@ void *layer_request_run(MPI_Request handle,
 /* The active run of r ended: its status (NULL: an empty one) and error. */
 void layer_request_done(struct layer_request *r, int error,
                         const struct layer_result *result);
-/* Poll the active runs and free the requests released meanwhile. */
-void layer_request_progress(void);
+/* Polls the active runs and frees the requests released meanwhile, in
+ * each progress pass (the runtime registers it). */
+extern const struct gc_progress_hook layer_request_progress_hook;
 /*
  * For the completion calls: `handle` just completed; put its run's status
  * in *status (unless MPI_STATUS_IGNORE) and return its error, and in

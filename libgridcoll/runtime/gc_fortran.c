@@ -31,8 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/gc_mpi.h"
 #include "core/gc_settings.h"
+#include "core/gc_world.h"
 
 /* gfortran's LOGICAL .TRUE. and .FALSE., as MPICH's binding writes them
  * (MPIR_F_TRUE, MPIR_F_FALSE of Debian's gfortran build). */

@@ -13,18 +13,26 @@
 #include <string.h>
 
 #include "coll/engine/coll_request.h"
-#include "p2p/layer_request.h"
+#include "coll/engine/coll_sched.h"
+#include "coll/internal_coll.h"
+#include "coll/select/gc_coll_algo.h"
 #include "comm/gc_intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_ctxid.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
 #include "core/gc_model.h"
-#include "core/gc_mpi.h"
-#include "p2p/gc_p2p.h"
-#include "gc_proto.h"
-#include "relay_client/gc_relay_client.h"
+#include "core/gc_progress.h"
 #include "core/gc_settings.h"
+#include "core/gc_world.h"
+#include "gc_proto.h"
 #include "gc_util.h"
-
-struct gc_world gc_world = {.site_world = MPI_COMM_WORLD,
-                            .site_self = MPI_COMM_SELF};
+#include "p2p/gc_p2p.h"
+#include "p2p/gc_p2p_engine.h"
+#include "p2p/layer_request.h"
+#include "relay_client/gc_relay_client.h"
+#include "runtime/gc_progress_thread.h"
+#include "runtime/gc_runtime.h"
 
 /*
  * The grid (relay session, grid world) is started by whichever comes
@@ -32,8 +40,7 @@ struct gc_world gc_world = {.site_world = MPI_COMM_WORLD,
  * them ends: MPI_Finalize, or the last MPI_Session_finalize.
  */
 static struct {
-    int local_rank; /* rank in this site's MPICH world */
-    int unsupported_class;
+    int local_rank;  /* rank in this site's MPICH world */
     int users;       /* the world model, until MPI_Finalize; open sessions */
     int world_model; /* MPI_Init was called, MPI_Finalize not yet */
     /* A session started the grid: the layer's own session, of which
@@ -51,39 +58,9 @@ static struct {
      */
     int hidden_world;
     int own_site_world; /* gc_world.site_world is the layer's to free */
-    /* Every grid rank, for the layer's own needs (the closing barrier,
-     * the group constructors' agreement), on the layer's own site
-     * communicator: MPI_COMM_WORLD is not valid under sessions alone, nor
-     * after an MPI_Finalize that leaves sessions open. */
-    struct gc_comm *grid;
-} runtime = {.unsupported_class = -1, .session = MPI_SESSION_NULL};
+} runtime = {.session = MPI_SESSION_NULL};
 
 /* ---- start-up --------------------------------------------------------- */
-
-const struct gc_sched_fattree *gc_site_fattree(void)
-{
-    return gc_world.has_fattree ? &gc_world.fattree : NULL;
-}
-
-void gc_fatal_relay(const char *during)
-{
-    const char *site = gc_world.sites[gc_world.site_index].name;
-    const char *lost = gc_rc_lost(gc_world.rc);
-    /* A lost connection names the relay and where it was: whoever reads
-     * this (gridrun's output, a site's operator) must find which relay
-     * or service went away, not just that a read failed. */
-    if (lost != NULL)
-        fprintf(stderr,
-                "gridcoll: grid rank %d (site %s): %s: lost the connection "
-                "to site %s's relay (%s): %s\n",
-                gc_world.grid_rank, site, during, site, gc_settings_relay(),
-                lost);
-    else
-        fprintf(stderr, "gridcoll: grid rank %d (site %s): %s: %s\n",
-                gc_world.grid_rank, site, during,
-                gc_world.rc ? gc_rc_error(gc_world.rc) : "no connection");
-    PMPI_Abort(gc_world.site_world, 1);
-}
 
 /* gc_settings_load checked that gridrun set the relay's variables. */
 static int connect_relay(void)
@@ -106,6 +83,12 @@ static int connect_relay(void)
         .rank = (uint32_t)gc_world.grid_rank,
     };
     gc_p2p_callbacks(&opt.on_alloc, &opt.on_complete);
+    /* A pass serves the engine first: what it matched lets the layer's
+     * requests, the duplications and then the schedules go on. */
+    gc_progress_register(&gc_p2p_progress_hook);
+    gc_progress_register(&layer_request_progress_hook);
+    gc_progress_register(&gc_ctxid_progress_hook);
+    gc_progress_register(&coll_sched_progress_hook);
     int status = gc_rc_connect(&opt, &gc_world.rc, err, sizeof err);
     memset(token, 0, sizeof token);
     if (status != 0)
@@ -200,8 +183,8 @@ static int grid_setup(int settings, MPI_Comm site)
     /* Context block 0 is MPI_COMM_WORLD's (registered by MPI_Init), 1
      * the layer's grid communicator, whichever started the grid
      * (gc_comm_create.c starts after them). */
-    runtime.grid = gc_comm_world_init(site, GC_CTX_STRIDE);
-    if (runtime.grid == NULL) {
+    gc_world.grid = gc_comm_world_init(site, GC_CTX_STRIDE);
+    if (gc_world.grid == NULL) {
         fprintf(stderr, "gridcoll: out of memory\n");
         goto fail;
     }
@@ -287,7 +270,7 @@ static void grid_close(void)
     gc_coll_print_stats();
     gc_bsend_flush();
     /* No rank may leave while another site could still address it. */
-    gc_coll_barrier(runtime.grid);
+    gc_coll_barrier(gc_world.grid);
     if (gc_rc_close(gc_world.rc, 30000) != 0)
         fprintf(stderr,
                 "gridcoll: grid rank %d: relay session did not "
@@ -298,7 +281,7 @@ static void grid_close(void)
     layer_request_shutdown();
     gc_p2p_shutdown();
     gc_comm_release_all();
-    runtime.grid = NULL;
+    gc_world.grid = NULL;
     gc_world.active = 0;
     if (runtime.own_site_world) {
         PMPI_Comm_free(&gc_world.site_world);
@@ -327,11 +310,6 @@ void gc_runtime_leave(int world_model)
         grid_close();
     else if (!close_registered)
         close_registered = atexit(grid_close) == 0;
-}
-
-struct gc_comm *gc_runtime_grid(void)
-{
-    return runtime.grid;
 }
 
 /*
@@ -473,71 +451,4 @@ int MPI_Finalize(void)
         gc_runtime_leave(1);
     }
     return PMPI_Finalize();
-}
-
-/* ---- calls not supported across sites --------------------------------- */
-
-/* One error code per function, made once: its string names the call. */
-static int unsupported_code(const char *function, const char *where)
-{
-    static struct {
-        const char *function;
-        int code;
-    } codes[512];
-    static int code_count;
-    int code = MPI_ERR_OTHER;
-    for (int i = 0; i < code_count; i++)
-        if (codes[i].function == function ||
-            strcmp(codes[i].function, function) == 0)
-            code = codes[i].code;
-    if (code == MPI_ERR_OTHER &&
-        code_count < (int)(sizeof codes / sizeof *codes)) {
-        char text[MPI_MAX_ERROR_STRING];
-        /* A class of the library's own: MPICH 4.0.2 adds a code to a
-         * predefined class such as MPI_ERR_UNSUPPORTED_OPERATION, but its
-         * MPI_Error_string then reads the code as one of MPICH's internal
-         * ones and prints an unrelated message, losing the call's name. */
-        if (runtime.unsupported_class < 0) {
-            if (PMPI_Add_error_class(&runtime.unsupported_class) == MPI_SUCCESS)
-                PMPI_Add_error_string(runtime.unsupported_class,
-                                      "MPI call not supported across "
-                                      "sites (GridColl)");
-            else
-                runtime.unsupported_class = MPI_ERR_OTHER;
-        }
-        snprintf(text, sizeof text, "%s is not supported %s (GridColl)",
-                 function, where);
-        if (PMPI_Add_error_code(runtime.unsupported_class, &code) ==
-                MPI_SUCCESS &&
-            PMPI_Add_error_string(code, text) == MPI_SUCCESS) {
-            codes[code_count].function = function;
-            codes[code_count].code = code;
-            code_count++;
-        }
-    }
-    return code;
-}
-
-int gc_unsupported(MPI_Comm comm, const char *function)
-{
-    int code = unsupported_code(function, "on a communicator that spans sites");
-    PMPI_Comm_call_errhandler(comm, code);
-    return code;
-}
-
-int gc_error(MPI_Comm comm, int code, const char *detail)
-{
-    /* The predefined class is returned as is, so MPI_Error_class works on
-     * it (MPICH cannot attach a string to a code of a predefined class).
-     * When the error ends the job, the detail naming the call is printed
-     * first: MPICH's own message would only say "Invalid rank". */
-    MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
-    PMPI_Comm_get_errhandler(comm, &handler);
-    if (handler == MPI_ERRORS_ARE_FATAL || handler == MPI_ERRORS_ABORT)
-        fprintf(stderr, "gridcoll: grid rank %d: %s\n", gc_world.grid_rank,
-                detail);
-    if (handler != MPI_ERRHANDLER_NULL)
-        PMPI_Errhandler_free(&handler);
-    PMPI_Comm_call_errhandler(comm, code);
-    return code;
 }

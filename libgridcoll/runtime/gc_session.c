@@ -16,6 +16,9 @@
 #include <strings.h>
 
 #include "comm/gc_group.h"
+#include "core/gc_lock.h"
+#include "core/gc_world.h"
+#include "runtime/gc_runtime.h"
 
 #define PSET_SITE "gridcoll://site"
 

@@ -11,7 +11,7 @@
 #include <mpi.h>
 #include <stdio.h>
 
-#include "core/gc_mpi.h"
+#include "core/gc_world.h"
 #include "gridcoll.h"
 
 int main(int argc, char **argv)

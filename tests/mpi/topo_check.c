@@ -33,9 +33,9 @@
 #include <string.h>
 
 #include "check_util.h"
+#include "comm/topo/topo_reorder.h"
 #include "gridcoll.h"
 #include "neighbor_util.h"
-#include "comm/topo/topo_reorder.h"
 
 #define LINE 512
 

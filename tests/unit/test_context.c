@@ -15,7 +15,8 @@
 #define UNIT_CHECK_EXPR
 #include "unit_check.h"
 
-#include "core/gc_mpi.h"
+#include "comm/gc_context.h"
+#include "core/gc_comm.h"
 
 /* One round whose other members all proposed `others` (0: one yielded). */
 static uint32_t round_with(struct gc_ctx_claim *claim, uint32_t mine,

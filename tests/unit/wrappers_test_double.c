@@ -1,12 +1,14 @@
 /*
  * TEST DOUBLE for tests/unit/test_wrappers.c, not the real runtime
- * (libgridcoll/gc_runtime.c): gc_comm_is_grid() reports exactly one chosen
+ * (libgridcoll/core/): gc_comm_is_grid() reports exactly one chosen
  * communicator as multi-site, and gc_unsupported() records its arguments
  * and returns MPI_ERR_UNSUPPORTED_OPERATION without calling an error
  * handler.  The library lock counts its depth, and gc_comm_is_grid()
  * counts the calls made without it (a wrapper missing GC_ENTER).
  */
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -48,6 +48,8 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* Where every member's packed block lives in the buffer (schedule
  * memory, like the arguments it keeps). */

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 
 #include "coll/allgather/allgather_site.h"
-#include "coll/node_shm.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_settings.h"
 
 /* Every strategy message uses this tag on the private communicator:

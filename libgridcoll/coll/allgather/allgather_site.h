@@ -23,11 +23,10 @@
 #ifndef ALLGATHER_SITE_H
 #define ALLGATHER_SITE_H
 
+#include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 #include <mpi.h>
 #include <stdio.h>
-
-#include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
 
 /*
  * One site's packed blocks as a strategy sees them: block k (local rank

@@ -48,8 +48,8 @@
 #include <string.h>
 
 #include "coll/allgather/allgather_site.h"
-#include "coll/node_shm.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
 
 enum { LEADER_TAG = 1 };
 

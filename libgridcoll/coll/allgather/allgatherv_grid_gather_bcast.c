@@ -19,6 +19,7 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 
 /* MPI_Type_indexed_c takes its displacements as MPI_Count. */
 static int indexed_type(struct coll_sched *s, int n, const MPI_Count *counts,

@@ -39,10 +39,12 @@
  * long ones every byte funnels through one leader per site, which
  * multileader (allreduce_grid_multileader.c) spreads over all members.
  */
-#include "coll/node_shm.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* The node layer's site phases, written as blocking code (blocking
  * calls only, GRIDCOLL_ALLREDUCE_LOCAL=shm). */

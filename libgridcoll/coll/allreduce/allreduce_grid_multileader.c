@@ -62,11 +62,13 @@
 #include <stdlib.h>
 
 #include "coll/allgather/allgather_site.h"
-#include "coll/node_shm.h"
-#include "coll/reduce/reduce_common.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
+#include "coll/reduce/reduce_common.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 struct plan {
     struct site_map map;

@@ -8,6 +8,9 @@
 
 #include "coll/alltoall/alltoall.h"
 #include "coll/engine/coll_sched.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_world.h"
 
 /* ---- the call ------------------------------------------------------------ */
 

@@ -17,7 +17,7 @@
 
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
 
 /* ---- the call, as the grid algorithms see it ----------------------------- */
 

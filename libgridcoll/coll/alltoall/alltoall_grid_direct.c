@@ -27,6 +27,7 @@
 
 #include "coll/alltoall/alltoall.h"
 #include "coll/engine/coll_sched.h"
+#include "core/gc_comm.h"
 
 /* Offsets of the packed blocks to (from) ranks on other sites, back to
  * back: off[r] .. off[r + 1]. */

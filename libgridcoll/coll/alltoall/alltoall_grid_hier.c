@@ -42,6 +42,8 @@
 
 #include "coll/alltoall/alltoall.h"
 #include "coll/engine/coll_sched.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 struct hier {
     struct alltoall_call k;

@@ -61,6 +61,8 @@
 
 #include "coll/alltoall/alltoall.h"
 #include "coll/engine/coll_sched.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /*
  * The rank of a site of n_send members (site rank) that carries across

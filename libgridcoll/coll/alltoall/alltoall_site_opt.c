@@ -26,6 +26,7 @@
 #include <stdlib.h>
 
 #include "coll/alltoall/alltoall.h"
+#include "core/gc_world.h"
 #include "patterns/gc_sched.h"
 
 static int opt_prepare(int n, void **state)

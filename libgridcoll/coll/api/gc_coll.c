@@ -12,11 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/intercomm/intercomm.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/intercomm/intercomm.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
 
 /* ---- entry points ------------------------------------------------------ */
 
@@ -404,3 +407,11 @@ static int allgatherv(struct gc_comm *c, const char *fn, const void *sendbuf,
                COLL_VEC(recvcounts, displs), recvtype, form)
 GC_COLL_FORMS(Allgatherv, Iallgatherv, ALLGATHERV_PARAMS, ALLGATHERV_ARGS,
               ALLGATHERV_IMPL)
+
+/* The reductions' schedules hold their op: MPI lets the program free it
+ * once a nonblocking or persistent call has returned. */
+int MPI_Op_free(MPI_Op *op)
+{
+    GC_ENTER();
+    return coll_sched_op_free(op);
+}

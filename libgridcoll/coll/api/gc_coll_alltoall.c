@@ -5,10 +5,12 @@
  */
 #include <stdlib.h>
 
-#include "coll/intercomm/intercomm.h"
 #include "coll/gc_coll.h"
+#include "coll/intercomm/intercomm.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
 
 static void side_free(struct coll_side *s)
 {

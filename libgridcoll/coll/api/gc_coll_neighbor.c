@@ -11,8 +11,8 @@
 
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
 #include "comm/topo/gc_topo.h"
+#include "core/gc_comm.h"
 
 /*
  * One side of a call as the program gave it: `count` x `type` per

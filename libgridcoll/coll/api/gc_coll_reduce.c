@@ -10,11 +10,13 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "coll/intercomm/intercomm.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/intercomm/intercomm.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
 
 /* ---- entry points -------------------------------------------------------- */
 

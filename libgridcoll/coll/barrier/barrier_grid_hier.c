@@ -20,6 +20,8 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 int barrier_grid_hier(struct coll_sched *s, const struct coll_args *a)
 {

@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_world.h"
 
 /* ---- broadcast order ---------------------------------------------------- */
 

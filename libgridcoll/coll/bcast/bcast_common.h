@@ -17,10 +17,11 @@
 
 #include <stddef.h>
 
-#include "coll/node_shm.h"
 #include "coll/engine/coll_sched.h"
+#include "coll/node_shm.h"
 #include "coll/select/gc_coll_algo.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /*
  * The largest message a plan step moves: segment sizes are capped to it,

@@ -29,6 +29,7 @@
  */
 #include "coll/bcast/bcast_common.h"
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
 
 static int chain_steps(struct bcast_plan *p, const struct coll_args *a,
                        const struct bcast_order *o, size_t len)

@@ -38,6 +38,8 @@
  */
 #include "coll/bcast/bcast_common.h"
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* `after`: the step every step of this bcast waits for (-1: none); `a`:
  * the user's call, NULL for a phase of another collective. */

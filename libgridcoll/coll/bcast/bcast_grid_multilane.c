@@ -61,6 +61,8 @@
 
 #include "coll/bcast/bcast_common.h"
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
 
 enum { LANE_A, LANE_B, LANES };
 

@@ -40,6 +40,7 @@
 
 #include "coll/bcast/bcast_common.h"
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
 
 /* Lowest set bit of v; for the root (v = 0) the whole range. */
 static int subtree(int v, int size)

@@ -47,8 +47,10 @@
 #include <sched.h>
 #include <stdlib.h>
 
-#include "coll/node_shm.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /*
  * Slots of 64 KiB, at least four: a chunk takes as many consecutive

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 
 #include "coll/gc_coll.h"
+#include "core/gc_progress.h"
+#include "p2p/gc_request.h"
 #include "p2p/layer_request.h"
 
 /* ---- nonblocking --------------------------------------------------------- */

@@ -8,11 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/node_shm.h"
 #include "coll/engine/coll_request.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
 #include "coll/select/gc_coll_algo.h"
-#include "comm/gc_ctxid.h"
+#include "core/gc_comm.h"
+#include "core/gc_ctxid.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
+#include "p2p/gc_wan_stats.h"
+#include "p2p/gc_xfer.h"
 
 /*
  * Stream steps in flight at once: enough segments to keep the relay's
@@ -63,7 +71,7 @@ struct chunk {
 struct coll_sched {
     struct gc_comm *comm;
     const char *fn;
-    void *stats;
+    struct gc_wan_count *wan; /* where its WAN traffic counts */
     struct step *steps;
     int count, cap;
     int *deps;
@@ -180,9 +188,8 @@ int coll_sched_hold_op(struct coll_sched *s, MPI_Op op)
     return MPI_SUCCESS;
 }
 
-int MPI_Op_free(MPI_Op *op)
+int coll_sched_op_free(MPI_Op *op)
 {
-    GC_ENTER();
     struct held_op *h = op != NULL ? op_find(*op) : NULL;
     if (h == NULL || h->freed)
         return PMPI_Op_free(op);
@@ -194,7 +201,7 @@ int MPI_Op_free(MPI_Op *op)
 /* ---- building ---------------------------------------------------------- */
 
 struct coll_sched *coll_sched_new(struct gc_comm *c, const char *fn,
-                                  void *stats)
+                                  struct gc_wan_count *wan)
 {
     struct coll_sched *s = calloc(1, sizeof *s);
     if (s == NULL)
@@ -204,7 +211,7 @@ struct coll_sched *coll_sched_new(struct gc_comm *c, const char *fn,
     s->local_idup = MPI_REQUEST_NULL;
     s->comm = c;
     s->fn = fn;
-    s->stats = stats;
+    s->wan = wan;
     gc_comm_retain(c);
     return s;
 }
@@ -698,12 +705,12 @@ static int post_transfer(struct coll_sched *s, int i)
     if (remote(s, st)) {
         /* Only bytes cross sites: the algorithms pack. */
         struct gc_xfer **req = &s->xreq[s->nx];
-        void *outer = coll_stats_enter(s->stats);
+        struct gc_wan_count *outer = gc_wan_enter(s->wan);
         status = st->kind == SEND ? gc_xfer_isend(c, st->peer, tag, st->buf,
                                                   (size_t)st->count, req)
                                   : gc_xfer_irecv(c, st->peer, tag, st->buf,
                                                   (size_t)st->count, req);
-        coll_stats_enter(outer);
+        gc_wan_enter(outer);
         if (status == MPI_SUCCESS)
             s->xstep[s->nx++] = i;
         else
@@ -1057,7 +1064,9 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
     *tail = s;
     /* Local work first: a schedule of CALL steps only finishes here. */
     in_progress++;
+    gc_progress_step_begin();
     advance(s);
+    gc_progress_step_end();
     in_progress--;
     return MPI_SUCCESS;
 }
@@ -1082,6 +1091,7 @@ static int progress_all(void)
     if (in_progress)
         return 0;
     in_progress++;
+    gc_progress_step_begin();
     int moved = 0;
     do {
         /* Children run after their parents: one that finished lets its
@@ -1094,27 +1104,30 @@ static int progress_all(void)
             moved += advance(s);
         }
     } while (child_finished);
+    gc_progress_step_end();
     in_progress--;
     return moved;
 }
 
-int coll_sched_pending(void)
+static int sched_pending(void)
 {
     return running_head != NULL;
 }
 
-int coll_sched_advancing(void)
-{
-    return in_progress;
-}
-
-void coll_sched_progress(void)
+/* Collective schedules post their next steps as transfers finish. */
+static void sched_progress(void)
 {
     if (in_progress)
         return;
     coll_request_free_released();
     progress_all();
 }
+
+const struct gc_progress_hook coll_sched_progress_hook = {
+    .name = "schedule engine",
+    .after_poll = sched_progress,
+    .pending = sched_pending,
+};
 
 /* Whether a running schedule waits on MPICH (which needs polling). */
 static int mpich_busy(void)

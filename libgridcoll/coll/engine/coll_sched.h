@@ -64,9 +64,10 @@
 #ifndef COLL_SCHED_H
 #define COLL_SCHED_H
 
+#include "core/gc_comm.h"
+#include "core/gc_progress.h"
+#include "p2p/gc_wan_stats.h"
 #include <stddef.h>
-
-#include "core/gc_mpi.h"
 
 struct coll_sched;
 struct coll_node;
@@ -124,11 +125,11 @@ typedef int sched_call_fn(struct coll_sched *s, void *arg);
 /*
  * A new empty schedule for collective `fn` ("MPI_Ibcast", for messages)
  * on c, which it holds a reference to; NULL when out of memory.
- * `stats` is where its WAN traffic is counted (coll_stats_slot), NULL for
+ * `wan` is where its WAN traffic is counted (gc_wan_stats.h), NULL for
  * the layer's own.
  */
 struct coll_sched *coll_sched_new(struct gc_comm *c, const char *fn,
-                                  void *stats);
+                                  struct gc_wan_count *wan);
 /* Free a schedule that is not running (or has finished). */
 void coll_sched_free(struct coll_sched *s);
 struct gc_comm *coll_sched_comm(const struct coll_sched *s);
@@ -248,6 +249,9 @@ int coll_sched_persist(struct coll_sched *s);
  * waits for the last schedule that uses it.
  */
 int coll_sched_hold_op(struct coll_sched *s, MPI_Op op);
+/* MPI_Op_free: an op a schedule holds is freed when the last such
+ * schedule is. */
+int coll_sched_op_free(MPI_Op *op);
 /* 1 while a run is in progress. */
 int coll_sched_active(const struct coll_sched *s);
 /*
@@ -255,12 +259,9 @@ int coll_sched_active(const struct coll_sched *s);
  * error went through the communicator's handler, naming `fn`.
  */
 int coll_sched_run(struct coll_sched *s);
-/* Drive every running schedule a step further (called by gc_progress). */
-void coll_sched_progress(void);
-/* Whether a schedule runs (the progress thread's "outstanding work"), and
- * whether this thread is inside a progress pass over them. */
-int coll_sched_pending(void);
-int coll_sched_advancing(void);
+/* Drives every running schedule a step further in each progress pass;
+ * outstanding while a schedule runs (the runtime registers it). */
+extern const struct gc_progress_hook coll_sched_progress_hook;
 /*
  * Wait until no schedule of c runs: the collectives not yet written as
  * schedules call this before they start, so that their local phases

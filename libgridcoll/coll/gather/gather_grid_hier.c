@@ -30,10 +30,12 @@
  * the root's incoming link bounds every algorithm and this one adds a
  * single WAN latency to it.
  */
-#include "coll/rooted_common.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/rooted_common.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 int phase_gatherv(struct coll_sched *s, const void *sbuf, MPI_Count scount,
                   MPI_Datatype stype, void *rbuf, const MPI_Count *rcounts,

@@ -31,6 +31,7 @@
 #include <limits.h>
 
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 /* rcounts NULL: allgather, rcount from every remote member. */
 static int gather_exchange_bcast(struct gc_comm *c, const char *fn,

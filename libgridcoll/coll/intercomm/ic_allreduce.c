@@ -16,6 +16,8 @@
  * groups, plus the groups' own reduce and bcast.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
 
 int ic_allreduce(struct gc_comm *c, const char *fn, const void *sbuf,
                  void *rbuf, int count, MPI_Datatype type, MPI_Op op,

@@ -16,6 +16,7 @@
  * narrowest link between the groups.  WAN: every block once.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 /* Where block j of `x` starts, and its count and type. */
 static int block_of(const struct ic_blocks *x, int j, char **at, int *count,

@@ -18,6 +18,7 @@
  * WAN: 2 (S-1) empty messages per group and 2 between the groups.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 int ic_barrier(struct gc_comm *c, const char *fn, const struct coll_form *form)
 {

@@ -20,6 +20,8 @@
  * (one per other site) and every other site link one.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 int ic_bcast(struct gc_comm *c, const char *fn, void *buf, int count,
              MPI_Datatype type, int root, const struct coll_form *form)

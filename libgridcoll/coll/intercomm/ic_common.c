@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "coll/intercomm/intercomm.h"
 #include "coll/engine/coll_request.h"
+#include "coll/intercomm/intercomm.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
+#include "core/gc_error.h"
 
 int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
                int *root_member)

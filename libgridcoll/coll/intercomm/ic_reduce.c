@@ -17,6 +17,7 @@
  * between the groups.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 int ic_reduce(struct gc_comm *c, const char *fn, const void *sbuf, void *rbuf,
               int count, MPI_Datatype type, MPI_Op op, int root,

@@ -20,6 +20,8 @@
 #include <limits.h>
 
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
+#include "core/gc_datatype.h"
 
 int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
                       void *rbuf, const int *rcounts, int rcount,

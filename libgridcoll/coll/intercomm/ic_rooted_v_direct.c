@@ -15,6 +15,7 @@
  * link.  WAN: each block once.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 /* Gatherv (`to_root`) or scatterv: rooted side counts/displs x type at
  * buf, the other side count x ltype at lbuf. */

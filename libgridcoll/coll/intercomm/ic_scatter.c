@@ -17,6 +17,7 @@
  * all blocks once between the groups, each site's once inside the group.
  */
 #include "coll/intercomm/intercomm.h"
+#include "core/gc_comm.h"
 
 int ic_scatter(struct gc_comm *c, const char *fn, const void *sbuf, int scount,
                MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype,

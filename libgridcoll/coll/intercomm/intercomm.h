@@ -31,7 +31,7 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
-#include "comm/gc_intercomm.h"
+#include "core/gc_comm.h"
 
 /* ---- what the algorithms share (ic_common.c) --------------------------- */
 

@@ -64,9 +64,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "coll/neighbor/neighbor.h"
 #include "coll/gc_coll.h"
+#include "coll/neighbor/neighbor.h"
 #include "comm/topo/gc_topo.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
+#include "core/gc_world.h"
 
 /* A size in a bundle's header and in the sizes step. */
 typedef uint64_t nb_len;

@@ -36,6 +36,7 @@
 #include "coll/neighbor/neighbor.h"
 
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
 
 int neighbor_direct_recv(struct coll_sched *s, const struct coll_args *a, int j)
 {

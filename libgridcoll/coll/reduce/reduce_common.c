@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 #include "coll/gc_coll.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* The largest relay message a segment may be: a larger partial result is
  * still pipelined. */

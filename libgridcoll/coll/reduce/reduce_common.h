@@ -10,9 +10,8 @@
 #ifndef REDUCE_COMMON_H
 #define REDUCE_COMMON_H
 
+#include <mpi.h>
 #include <stddef.h>
-
-#include "core/gc_mpi.h"
 
 /*
  * One WAN message of a partial result: elements [lo, hi) of the partial

@@ -47,10 +47,11 @@
  * the root's incoming link bounds every algorithm, and this one adds one
  * WAN latency and the fold of the last segment to it.
  */
-#include "coll/reduce/reduce_common.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/reduce/reduce_common.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 
 /*
  * Non-commutative op over sites that interleave in rank order: no

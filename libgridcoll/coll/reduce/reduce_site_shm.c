@@ -55,8 +55,9 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include "coll/node_shm.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
+#include "core/gc_comm.h"
 
 /* The rounds of one call on this node. */
 struct cyclic {

@@ -66,10 +66,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/reduce/reduce_common.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/reduce/reduce_common.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* Elements lo .. hi of member `owner`'s block, at position `at` of E_s. */
 struct span {

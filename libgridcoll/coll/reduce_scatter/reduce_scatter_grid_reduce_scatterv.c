@@ -17,6 +17,7 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 
 int reduce_scatter_grid_reduce_scatterv(struct coll_sched *s,
                                         const struct coll_args *a)

@@ -21,6 +21,7 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
 
 struct prefixes {
     unsigned char *all; /* rank 0: every member's packed contribution */

@@ -60,6 +60,8 @@
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 /* Exscan: the site total T_u = (the inputs before mine) op mine, from
  * this member's exscan result and its input packed before the exscan. */

@@ -31,10 +31,12 @@
  * root's outgoing link bounds every algorithm and this one adds a single
  * WAN latency to it.
  */
-#include "coll/rooted_common.h"
 #include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
+#include "coll/rooted_common.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 int phase_scatterv(struct coll_sched *s, const void *sbuf,
                    const MPI_Count *scounts, const MPI_Aint *sdispls,

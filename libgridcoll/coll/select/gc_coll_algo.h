@@ -43,7 +43,8 @@
 #include <stdio.h>
 
 #include "coll/model_cost.h"
-#include "core/gc_mpi.h"
+#include "core/gc_comm.h"
+#include "core/gc_world.h"
 
 enum gc_coll_kind {
     GC_COLL_BARRIER,
@@ -283,12 +284,6 @@ int coll_run(enum gc_coll_kind kind, struct coll_args *a);
  */
 int coll_build(enum gc_coll_kind kind, struct coll_args *a,
                struct coll_sched **s);
-/*
- * Count the WAN traffic that follows for `slot` (a schedule's, from
- * coll_run; NULL: the layer's own) until the next call, which is given
- * the slot this one returned.
- */
-void *coll_stats_enter(void *slot);
 
 /*
  * The site level: this site's algorithm for the phase inside it of a
@@ -370,5 +365,8 @@ coll_cost_fn allreduce_grid_multileader_cost;
 coll_cost_fn alltoall_grid_direct_cost;
 coll_cost_fn alltoall_grid_lg_cost;
 coll_cost_fn alltoall_grid_hier_cost;
+
+/* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
+void gc_coll_print_stats(void);
 
 #endif

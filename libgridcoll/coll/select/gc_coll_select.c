@@ -9,12 +9,16 @@
 
 #include "coll/allgather/allgather_site.h"
 #include "coll/alltoall/alltoall.h"
-#include "coll/node_shm.h"
 #include "coll/engine/coll_request.h"
 #include "coll/gc_coll.h"
+#include "coll/node_shm.h"
 #include "coll/select/gc_coll_algo.h"
+#include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_settings.h"
+#include "core/gc_world.h"
 #include "gridcoll.h"
+#include "p2p/gc_wan_stats.h"
 
 #define ALGOS(a) a, (int)(sizeof a / sizeof *a)
 
@@ -575,8 +579,7 @@ static const struct coll_table tables[GC_COLL_KINDS] = {
  * the site phases chose a site algorithm. */
 struct coll_stats {
     uint64_t calls;
-    uint64_t wan_bytes;
-    uint64_t wan_messages;
+    struct gc_wan_count wan;
 };
 
 static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
@@ -953,32 +956,13 @@ int GridColl_Set_algorithm(const char *collective, const char *algorithm)
     return MPI_SUCCESS;
 }
 
-/* ---- WAN accounting ------------------------------------------------------ */
-
-/* What the layer sends outside user collectives (communicator creation,
- * MPI_Finalize's barrier); the current slot when no collective runs. */
-static struct coll_stats internal_stats;
-static struct coll_stats *current = &internal_stats;
-
-void *coll_stats_enter(void *slot)
-{
-    struct coll_stats *outer = current;
-    current = slot != NULL ? slot : &internal_stats;
-    return outer;
-}
-
-void gc_coll_account_wan(size_t bytes)
-{
-    current->wan_bytes += bytes;
-    current->wan_messages++;
-}
-
 /* The schedule of algorithm `algo` for the call, not started. */
 static int build_schedule(enum gc_coll_kind kind, const struct coll_algo *algo,
                           struct coll_args *a, struct coll_stats *slot,
                           struct coll_sched **built)
 {
-    struct coll_sched *s = coll_sched_new(a->comm, a->fn, slot);
+    struct coll_sched *s =
+        coll_sched_new(a->comm, a->fn, slot != NULL ? &slot->wan : NULL);
     *built = NULL;
     if (s == NULL)
         return coll_no_mem(a->comm);
@@ -1012,8 +996,11 @@ static int pick(enum gc_coll_kind kind, struct coll_args *a,
         status = select_algo(t, a, &index);
     if (status != MPI_SUCCESS)
         return status;
-    *slot = index < MAX_ALGOS ? &stats[kind][index] : &internal_stats;
-    (*slot)->calls++;
+    /* Past the room of the statistics, the calls go uncounted and their
+     * traffic counts as the layer's. */
+    *slot = index < MAX_ALGOS ? &stats[kind][index] : NULL;
+    if (*slot != NULL)
+        (*slot)->calls++;
     last_run[kind] = *algo = &t->algos[index];
     return MPI_SUCCESS;
 }
@@ -1071,11 +1058,11 @@ void gc_coll_print_stats(void)
         for (int i = 0; i < tables[k].algo_count && i < MAX_ALGOS; i++) {
             int slot = k * MAX_ALGOS + i;
             calls[slot] = stats[k][i].calls;
-            traffic[2 * slot] = stats[k][i].wan_bytes;
-            traffic[2 * slot + 1] = stats[k][i].wan_messages;
+            traffic[2 * slot] = stats[k][i].wan.bytes;
+            traffic[2 * slot + 1] = stats[k][i].wan.messages;
         }
-    traffic[2 * (SLOTS - 1)] = internal_stats.wan_bytes;
-    traffic[2 * (SLOTS - 1) + 1] = internal_stats.wan_messages;
+    traffic[2 * (SLOTS - 1)] = gc_wan_internal()->bytes;
+    traffic[2 * (SLOTS - 1) + 1] = gc_wan_internal()->messages;
     /* A collective's members all count its calls (the site's maximum is
      * the number of calls); bytes and messages add up over the site. */
     if (PMPI_Reduce(calls, site_calls, SLOTS, MPI_UINT64_T, MPI_MAX, 0,

@@ -40,8 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/internal_coll.h"
+#include "comm/gc_comm_create.h"
 #include "comm/gc_group.h"
 #include "comm/topo/topo_reorder.h"
+#include "core/gc_comm.h"
+#include "core/gc_lock.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 
 /* ---- topology objects ---------------------------------------------------- */
 

@@ -7,8 +7,8 @@
 #ifndef GC_TOPO_H
 #define GC_TOPO_H
 
-#include "core/gc_mpi.h"
 #include "comm/topo/topo_plan.h"
+#include "core/gc_comm.h"
 
 struct gc_topo {
     int kind; /* MPI_CART, MPI_GRAPH or MPI_DIST_GRAPH */

@@ -2,10 +2,9 @@
  * MPICH communicator duplications made without blocking, kept clear of
  * an endless loop in MPICH 4.0.2's context-id allocation (gc_ctxid.c).
  */
+#include "core/gc_progress.h"
 #ifndef GC_CTXID_H
 #define GC_CTXID_H
-
-#include "core/gc_mpi.h"
 
 /*
  * PMPI_Comm_idup(_with_info, unless info is MPI_INFO_NULL) of an MPICH
@@ -16,10 +15,9 @@
  */
 int gc_ctxid_idup(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
                   MPI_Request *request);
-/* Complete what can be (the engine's progress). */
-void gc_ctxid_progress(void);
-/* Whether a duplication is outstanding. */
-int gc_ctxid_pending(void);
+/* Completes what can be in each progress pass; outstanding while a
+ * duplication is (the runtime registers it). */
+extern const struct gc_progress_hook gc_ctxid_progress_hook;
 /* Wait for a request gc_ctxid_idup handed out, driving the engine. */
 void gc_ctxid_wait(MPI_Request *request);
 

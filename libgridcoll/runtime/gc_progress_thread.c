@@ -1,6 +1,6 @@
 /*
- * The library lock (gc_lock.h) and the progress thread of
- * GRIDCOLL_ASYNC_PROGRESS=1 (docs/design/mpi-layer.md, "Threads").
+ * The progress thread of GRIDCOLL_ASYNC_PROGRESS=1 (docs/design/mpi-layer.md,
+ * "Threads").
  *
  * Why a thread: the layer moves a rank's bytes between the relay socket
  * and the program's buffers, and a collective schedule posts its next
@@ -34,8 +34,10 @@
 #include <unistd.h>
 
 #include "core/gc_lock.h"
-#include "core/gc_mpi.h"
+#include "core/gc_progress.h"
+#include "core/gc_world.h"
 #include "relay_client/gc_relay_client.h"
+#include "runtime/gc_progress_thread.h"
 
 /*
  * Poll period while operations are outstanding.  Short against the WAN
@@ -46,11 +48,6 @@
  */
 #define POLL_BUSY_NS (200 * 1000)
 
-int gc_lock_needed;
-
-static pthread_mutex_t library_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local unsigned depth;
-
 static struct {
     pthread_t id;
     int running;
@@ -59,15 +56,6 @@ static struct {
     atomic_int stop;
 } progress = {.wake_fd = -1};
 
-int gc_lock_enter(void)
-{
-    if (!gc_lock_needed)
-        return 0;
-    if (depth++ == 0)
-        pthread_mutex_lock(&library_lock);
-    return 1;
-}
-
 static void kick(void)
 {
     uint64_t one = 1;
@@ -75,69 +63,6 @@ static void kick(void)
     if (write(progress.wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
         fprintf(stderr, "gridcoll: waking the progress thread: %s\n",
                 strerror(errno));
-}
-
-void gc_lock_leave(const int *entered)
-{
-    if (*entered < 0) { /* gc_lock_leave_early gave the callers' up */
-        gc_lock_restore((unsigned)-*entered);
-        return;
-    }
-    if (!*entered || --depth > 0)
-        return;
-    /* Work the program left behind would otherwise wait for the next
-     * relay traffic to wake the thread. */
-    int hand_over = atomic_load(&progress.sleeping) && gc_progress_pending();
-    pthread_mutex_unlock(&library_lock);
-    if (hand_over)
-        kick();
-}
-
-void gc_lock_leave_early(int *entered)
-{
-    gc_lock_leave(entered);
-    /* Called from inside another of the layer's calls (MPI_Allreduce on
-     * a site's communicator inside MPI_Intercomm_create): MPICH's call that
-     * follows may block, so the callers' levels are given up as well, as
-     * every wait of the layer gives them up, until this function
-     * returns. */
-    *entered = depth > 0 ? -(int)gc_block_begin() : 0;
-}
-
-void gc_lock_enable(void)
-{
-    gc_lock_needed = 1;
-}
-
-int gc_lock_try(void)
-{
-    if (pthread_mutex_trylock(&library_lock) != 0)
-        return 0;
-    depth = 1;
-    return 1;
-}
-
-int gc_lock_held(void)
-{
-    return !gc_lock_needed || depth > 0;
-}
-
-unsigned gc_lock_suspend(void)
-{
-    unsigned held = depth;
-    if (!gc_lock_needed || held == 0)
-        return 0;
-    depth = 0;
-    pthread_mutex_unlock(&library_lock);
-    return held;
-}
-
-void gc_lock_restore(unsigned held)
-{
-    if (held == 0)
-        return;
-    pthread_mutex_lock(&library_lock);
-    depth = held;
 }
 
 /*
@@ -152,8 +77,7 @@ static int turn(struct pollfd *relay)
     relay->fd = gc_rc_fd(gc_world.rc);
     relay->events = (short)gc_rc_poll_events(gc_world.rc);
     atomic_store(&progress.sleeping, !busy);
-    depth = 0;
-    pthread_mutex_unlock(&library_lock);
+    gc_lock_drop();
     return busy;
 }
 
@@ -195,6 +119,7 @@ int gc_thread_start(void)
         goto cleanup;
     }
     gc_lock_enable();
+    gc_lock_set_waker(&progress.sleeping, kick);
     /* Signals stay the program's: the thread is created with all blocked
      * and inherits the mask. */
     sigfillset(&all);

@@ -36,7 +36,8 @@
  * waits for something this process does after that duplication completes
  * would hang (docs/design/mpi-layer.md, "Communicators").
  */
-#include "comm/gc_ctxid.h"
+#include "core/gc_ctxid.h"
+#include "core/gc_progress.h"
 
 #include <stdlib.h>
 
@@ -121,7 +122,7 @@ static int dup_now(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
                                  : PMPI_Comm_dup(comm, newcomm);
 }
 
-void gc_ctxid_progress(void)
+static void ctxid_progress(void)
 {
     for (struct dup **at = &dups.head; *at != NULL;) {
         struct dup *d = *at;
@@ -145,10 +146,16 @@ void gc_ctxid_progress(void)
     }
 }
 
-int gc_ctxid_pending(void)
+static int ctxid_pending(void)
 {
     return dups.head != NULL;
 }
+
+const struct gc_progress_hook gc_ctxid_progress_hook = {
+    .name = "communicator duplications",
+    .after_poll = ctxid_progress,
+    .pending = ctxid_pending,
+};
 
 int gc_ctxid_idup(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm,
                   MPI_Request *request)

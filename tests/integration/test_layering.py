@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""libgridcoll's floors (libgridcoll/README.md), read from the sources.
+
+Each folder of libgridcoll/ is a floor that uses only the floors below it:
+a file that includes a header of a higher floor fails here, so the house
+stays as built.  The ties not yet cut are listed in KNOWN_TIES with what
+cuts them; a listed tie that is gone fails too, so the list only shrinks.
+MPI entry points live only in the floors that serve the program
+(coll/api/, p2p/, comm/, runtime/; the generated wrappers are gen/'s).
+"""
+
+import os
+import re
+
+from harness import check, main
+
+SOURCE_DIR = os.environ.get(
+    "GRIDCOLL_SOURCE_DIR",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+LIB = os.path.join(SOURCE_DIR, "libgridcoll")
+
+# Bottom to top.
+FLOORS = ["relay_client", "patterns", "core", "p2p", "coll", "comm",
+          "runtime", "gen"]
+ENTRY_POINT_DIRS = ("coll/api/", "p2p/", "comm/", "runtime/")
+
+# (includer, included): why it is still there.
+KNOWN_TIES = {
+    ("core/gc_settings.c", "coll/gc_coll.h"):
+        "the per-collective variables are named and listed from the "
+        "collective tables; cut by a list of collectives in core/",
+    ("core/gc_settings.c", "coll/select/gc_coll_algo.h"):
+        "the same",
+    ("core/gc_comm.c", "coll/node_shm.h"):
+        "freeing a communicator frees its node layer by name; cut by "
+        "destructors registered when the node layer is attached",
+    ("core/gc_comm.c", "comm/topo/gc_topo.h"):
+        "the same for the topology",
+    ("core/gc_comm.c", "comm/gc_intercomm.h"):
+        "the same for the intercommunicator's group communicators",
+    ("coll/api/gc_coll_neighbor.c", "comm/topo/gc_topo.h"):
+        "the neighbour lists come from the topology; cut by keeping them "
+        "with the communicator (core/gc_comm.h)",
+    ("coll/neighbor/neighbor_grid_bundled.c", "comm/topo/gc_topo.h"):
+        "the bundled exchange reads the site-pair plan the topology made; "
+        "the same",
+    ("p2p/gc_partitioned.c", "comm/gc_intercomm.h"):
+        "MPICH intercommunicators' unions (gc_inter_site_union); cut by "
+        "keeping them with the communicator registry",
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+ENTRY = re.compile(r"^(?:int|double)\s+(MPIX?_\w+)\s*\(", re.M)
+
+
+def sources():
+    for root, _, files in os.walk(LIB):
+        for f in sorted(files):
+            if f.endswith((".c", ".h")):
+                yield os.path.relpath(os.path.join(root, f), LIB)
+
+
+def floor_of(path):
+    top = path.split("/", 1)[0]
+    return FLOORS.index(top) if top in FLOORS else None
+
+
+def headers_by_name():
+    by_name = {}
+    for path in sources():
+        if path.endswith(".h"):
+            by_name.setdefault(os.path.basename(path), []).append(path)
+    return by_name
+
+
+def resolve(includer, name, by_name):
+    """The library header `name` names, or None for one of elsewhere."""
+    if os.path.isfile(os.path.join(LIB, name)):
+        return name
+    beside = os.path.normpath(os.path.join(os.path.dirname(includer), name))
+    if os.path.isfile(os.path.join(LIB, beside)):
+        return beside
+    found = by_name.get(os.path.basename(name), [])
+    return found[0] if len(found) == 1 else None
+
+
+def ties():
+    by_name = headers_by_name()
+    found = set()
+    for path in sources():
+        with open(os.path.join(LIB, path)) as f:
+            text = f.read()
+        for name in INCLUDE.findall(text):
+            header = resolve(path, name, by_name)
+            if header is None or floor_of(header) is None:
+                continue
+            if floor_of(header) > floor_of(path):
+                found.add((path, header))
+    return found
+
+
+def every_file_is_on_a_floor():
+    stray = [p for p in sources() if floor_of(p) is None]
+    check(not stray, "in no floor (%s), put them where their names say: %s"
+          % (", ".join(FLOORS), ", ".join(stray)))
+    twice = ["%s (%s)" % (n, ", ".join(p))
+             for n, p in headers_by_name().items() if len(p) > 1]
+    check(not twice, "header names must be unique in the library: %s"
+          % "; ".join(twice))
+
+
+def no_floor_includes_a_higher_one():
+    found = ties()
+    new = ["libgridcoll/%s includes %s (%s is above %s)"
+           % (a, b, FLOORS[floor_of(b)], FLOORS[floor_of(a)])
+           for a, b in sorted(found - set(KNOWN_TIES))]
+    gone = ["%s no longer includes %s: drop it from KNOWN_TIES" % tie
+            for tie in sorted(set(KNOWN_TIES) - found)]
+    check(not new and not gone, "\n".join(new + gone))
+
+
+def checker_finds_a_tie():
+    # The checker against a tie it must see: the engine's own header is a
+    # floor above core/, so core/ including it would be one.
+    check(floor_of("p2p/gc_p2p_engine.h") > floor_of("core/gc_progress.c"),
+          "p2p/ is not above core/")
+    check(resolve("core/gc_progress.c", "p2p/gc_p2p_engine.h",
+                  headers_by_name()) == "p2p/gc_p2p_engine.h",
+          "the engine's header does not resolve")
+
+
+def entry_points_where_the_program_calls():
+    misplaced = []
+    for path in sources():
+        if not path.endswith(".c") or path.startswith(ENTRY_POINT_DIRS):
+            continue
+        with open(os.path.join(LIB, path)) as f:
+            misplaced += ["libgridcoll/%s: %s" % (path, fn)
+                          for fn in ENTRY.findall(f.read())]
+    check(not misplaced, "MPI entry points live in %s, not: %s"
+          % (", ".join(ENTRY_POINT_DIRS), ", ".join(misplaced)))
+
+
+if __name__ == "__main__":
+    main([(f.__name__, f) for f in (
+        every_file_is_on_a_floor, no_floor_includes_a_higher_one,
+        checker_finds_a_tie, entry_points_where_the_program_calls)])
