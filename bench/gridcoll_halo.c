@@ -1,7 +1,7 @@
 /*
  * gridcoll-halo: the halo exchange of a 2-D stencil,
  * MPI_Neighbor_alltoall on a Cartesian communicator made from
- * MPI_COMM_WORLD with reorder = 0 or 1 (issue 13; docs/performance.md).
+ * MPI_COMM_WORLD with reorder = 0 or 1 (issue 13; docs/performance/README.md).
  * With reorder = 1 libgridcoll renumbers the ranks so that each site holds
  * a compact block of the grid (docs/algorithms/topology.md): fewer
  * neighbour pairs split between sites, fewer WAN
