@@ -3,7 +3,8 @@
 
 Runs gridcoll-bench under gridrun for every collective it knows and every
 layout, collects the rows into one CSV and prints the report of
-docs/performance.md: the median time per algorithm and size, and the
+docs/performance/history.md (issue 4): the median time per algorithm and
+size, and the
 automatic choice ("auto") against the best forced algorithm.
 
     bench/coll_loopback.py [--build build] [--layouts 2,2 3,5] [--iters 10]

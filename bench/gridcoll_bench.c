@@ -2,7 +2,7 @@
  * gridcoll-bench: times every algorithm of one collective on
  * MPI_COMM_WORLD in turn, and the automatic choice, per message size
  * (issue 4; the nonblocking forms and --overlap: issue 13;
- * docs/performance.md).  An ordinary MPI program linked with
+ * docs/performance/).  An ordinary MPI program linked with
  * libgridcoll, run with gridrun:
  *
  *   gridrun --site-sizes 2,2 -- gridcoll-bench bcast --sizes 8,1k,1m --csv

@@ -1,10 +1,10 @@
 /*
  * gridcoll-halo: the halo exchange of a 2-D stencil,
  * MPI_Neighbor_alltoall on a Cartesian communicator made from
- * MPI_COMM_WORLD with reorder = 0 or 1 (issue 13; docs/performance.md).
+ * MPI_COMM_WORLD with reorder = 0 or 1 (issue 13; docs/performance/README.md).
  * With reorder = 1 libgridcoll renumbers the ranks so that each site holds
- * a compact block of the grid (docs/algorithms.md, "Process topologies
- * across sites"): fewer neighbour pairs split between sites, fewer WAN
+ * a compact block of the grid (docs/algorithms/topology.md): fewer
+ * neighbour pairs split between sites, fewer WAN
  * messages per exchange.
  *
  *   gridrun --site-sizes 4,4 -- gridcoll-halo --dims 2x4 --reorder 1 --csv

@@ -12,7 +12,7 @@
  * libgridcoll (run it with gridrun, or with plain mpiexec, where the
  * library passes every call through), gridcoll-mpibench-plain only with
  * MPICH (the baseline without any interposition).  bench/mpi_layer.py runs
- * both side by side; docs/performance.md has the figures.
+ * both side by side; docs/performance/README.md has the figures.
  *
  * Tests, all on MPI_COMM_WORLD:
  *   allreduce  MPI_Allreduce (MPI_SUM) of BYTES / 8 int64 values;

@@ -2,7 +2,7 @@
  * gridcoll-threads: ping-pong of several threads per rank at once, each
  * on a communicator of its own, between rank r and rank r + size/2 (on
  * another site with gridrun --site-sizes N,N), for the cost and scaling
- * of MPI_THREAD_MULTIPLE (docs/performance.md, "Threads").
+ * of MPI_THREAD_MULTIPLE (docs/performance/README.md, "Threads").
  *
  *   gridcoll-threads [--threads T] [--bytes LIST] [--iters N]
  *                    [--level single|multiple] [--csv]

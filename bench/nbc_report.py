@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tables of docs/performance.md's issue-13 section from the CSVs of
+"""The issue-13 tables of docs/performance/ from the CSVs of
 bench/run-nbc.sh: overlap per layout, library (GridColl, or MPICH alone:
 native), collective, size and MPI_Test variant (median over the jobs of
 each job's median overlap, min .. max); blocking collectives this build

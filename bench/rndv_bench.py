@@ -13,8 +13,8 @@ Tests, gridcoll-mpibench between rank 0 and rank 1 (other site):
             median round trip (usec_median);
   bandwidth stream --bytes 1k,8k,1m,8m,64m --window 8 --seconds 3
             --omit 1: application-level MB/s of 8 MPI_Isend in flight
-            (the relay link's stream of docs/performance.md, "The WAN
-            report").
+            (the relay link's stream of docs/performance/README.md, "Over
+            an emulated WAN").
 Every round runs each configuration once, the first one moving on by one
 every round.  CSV columns: config, test, bytes, round, position,
 usec_median, MBps, load1 (1-minute load average as the job started).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The issue-13 figures of docs/performance.md ("Nonblocking collectives
+# The issue-13 figures of docs/performance/README.md ("Nonblocking collectives
 # and the schedule engine"), over gridrun --wan (delay=20ms, rate=1gbit,
 # loss=0.1%), --no-model, in --runs rounds of these parts (--only):
 #   overlap   gridcoll-bench ialltoall and iallreduce --overlap

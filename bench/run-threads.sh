@@ -1,5 +1,5 @@
 #!/bin/sh
-# The MPI_THREAD_MULTIPLE figures of docs/performance.md ("Threads"), in
+# The MPI_THREAD_MULTIPLE figures of docs/performance/README.md ("Threads"), in
 # --runs rounds of two parts, gridcoll-threads (plain MPI) on 1+1:
 #   cost     one thread, 8 B, 64 KiB and 1 MiB ping-pong through the local
 #            relays (no --wan): this build's library at MPI_THREAD_SINGLE

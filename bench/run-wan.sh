@@ -62,7 +62,7 @@
 #   OUT/wan-targets.csv                           the issue-5 targets
 #   OUT/wan-barrier.csv                           back-to-back barriers
 #   OUT/wan-tcp-burst.csv                         plain TCP bursts
-#   OUT/wan-report.md                             tables for performance.md
+#   OUT/wan-report.md                             tables README.md quotes
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)

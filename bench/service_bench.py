@@ -29,7 +29,8 @@ alike:
                            [--service-config TEXT]
                            [--csv docs/performance/service.csv]
 
-Needs root (namespaces); prints a Markdown report for docs/performance.md.
+Needs root (namespaces); prints a Markdown report for
+docs/performance/README.md.
 """
 
 import argparse

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tables of bench/run-threads.sh's CSVs (docs/performance.md, "Threads").
+"""Tables of bench/run-threads.sh's CSVs (docs/performance/README.md,
+"Threads").
 
 Usage: threads_report.py DIR
 

@@ -6,7 +6,7 @@ barrier, model_check.sh's CSV when there is one) and writes, into --out:
 PREFIX-coll.csv again with each row's WAN lower bound (ARCHITECTURE.md,
 "Performance: limits to aim at") and its fraction, PREFIX-targets.csv (every
 issue-5 target: measured median, spread, pass/fail), PREFIX-report.md
-(the markdown tables docs/performance.md links to) and the PNG plots
+(the markdown tables docs/performance/README.md links to) and the PNG plots
 (gnuplot).  Python 3 standard library only.
 """
 

@@ -293,7 +293,7 @@ static const struct key_spec keys[] = {
      /* A rank pair's credit comes back a WAN round trip after the data
       * arrived, later still when a loss holds the in-order delivery: at
       * 8M one pair got 575 Mbit/s over a 1 Gbit/s, 20 ms, 0.1 % loss link,
-      * at 32M 795 (docs/performance.md, the WAN report). */
+      * at 32M 795 (docs/performance/history.md, the WAN report). */
      .def = MIB(32),
      .min = KIB(64),
      .max = GIB(1),

@@ -57,7 +57,7 @@
  * GRIDCOLL_ALLREDUCE_LOCAL and GRIDCOLL_ALLGATHER_LOCAL.  By default
  * allreduce and allgather use shm on sites that are one node of several
  * members (coll_node_default), bcast from 256 KiB (measured,
- * docs/algorithms.md).  Every member of a site sees the same environment
+ * docs/algorithms/README.md).  Every member of a site sees the same environment
  * and the same nodes, so a site's members agree.
  */
 #ifndef NODE_SHM_H
@@ -110,7 +110,7 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node);
 /*
  * The default of the shm local phases: *shm = 1 when this site has
  * several members, all on one node (where the shm phases were measured
- * to win, docs/algorithms.md).  Makes the node communicators (every
+ * to win, docs/algorithms/README.md).  Makes the node communicators (every
  * member of this site calls it together); errors through c's handler.
  */
 int coll_node_default(struct gc_comm *c, const char *fn, int *shm);

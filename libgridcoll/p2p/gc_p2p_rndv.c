@@ -168,8 +168,9 @@ static int fits(const struct op *op, const struct flow *f)
      * posted again as they fill must cover the WAN's round trip and the
      * relays' queues (over 20 ms one way, 1 Gbit/s: eight 1 MiB receives
      * streamed at 102 MB/s with once as much, at the eager 115 with three
-     * times, docs/performance.md), while a rank that posts no receive for
-     * this sender gets nothing but the window for small messages. */
+     * times, docs/performance/README.md), while a rank that posts no
+     * receive for this sender gets nothing but the window for small
+     * messages. */
     uint64_t ahead = window();
     if (op->capacity > gc_settings_rndv_threshold() && 3 * f->posted < ahead)
         ahead = 3 * f->posted;

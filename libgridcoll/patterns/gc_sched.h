@@ -12,8 +12,8 @@
  * step's recv_from) and one send to gc_sched_*_dst (or send_to).
  *
  * Functions that can fail return 0 or -1; the ones with an `err` buffer put
- * a one-line reason there (err may be NULL).  See docs/algorithms.md,
- * "Intra-site schedules".
+ * a one-line reason there (err may be NULL).  See
+ * docs/algorithms/sched.md.
  */
 #ifndef GC_SCHED_H
 #define GC_SCHED_H

@@ -750,7 +750,7 @@ cleanup:
  * it last saw it deliver, about one burst per round trip, so a burst costs
  * a fraction of a round trip on top of the delay however fast the link;
  * smaller bursts on more streams pay less of it (docs/protocol.md §8.1,
- * docs/performance.md has the measurements).
+ * docs/performance/history.md has the measurements).
  */
 static uint32_t message_chunk(const struct gc_rc *rc, uint64_t len)
 {

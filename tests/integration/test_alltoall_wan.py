@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """WAN traffic of the all-to-all algorithms against their cost model
-(docs/algorithms.md, "Alltoall").  alltoall_wan (tests/mpi/, a
+(docs/algorithms/alltoall.md).  alltoall_wan (tests/mpi/, a
 self-checking MPI_Alltoall of m = 0, 1, 1000, 65536 and 1 MiB bytes per
 pair) runs through gridrun with GRIDCOLL_STATS=1 and a forced algorithm;
 from each site's gridcoll-stats line for alltoall, with N ranks, n_s on

@@ -4,7 +4,7 @@ runs every bcast algorithm in one gridrun job per layout, switching with
 GridColl_Set_algorithm, with GRIDCOLL_STATS=1.  Every case must print its
 OK line, and each algorithm's WAN bytes and messages per site (the
 gridcoll-stats lines) must be exactly what its cost model says
-(docs/algorithms.md, "Bcast"):
+(docs/algorithms/bcast.md):
 
   hier       the root's site sends M to every other site's leader:
              (S-1) M bytes per call from the root's site, none elsewhere;

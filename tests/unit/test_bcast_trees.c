@@ -1,6 +1,6 @@
 /*
  * Multilane bcast trees (libgridcoll/coll/bcast/bcast_grid_multilane.c,
- * docs/algorithms.md "Bcast") on every layout of up to four sites with up
+ * docs/algorithms/bcast.md) on every layout of up to four sites with up
  * to 40, 20, 9 and 6 members per site (1, 2, 3, 4 sites); the root is the
  * first position, its site the first.  For each layout:
  *   - every member but the root gets each lane from exactly one member,
@@ -8,7 +8,7 @@
  *   - no member sends more than two streams in all (so at most M);
  *   - each lane crosses exactly S-1 site boundaries, each from site k to
  *     site k+1: every byte crosses each WAN link of the chain once;
- * and the 3+5 trees are the ones docs/algorithms.md shows.
+ * and the 3+5 trees are the ones docs/algorithms/bcast.md shows.
  * Pure construction: no MPI call is made.
  */
 #include <stdio.h>
@@ -107,7 +107,7 @@ int main(void)
         }
     }
 
-    /* 3+5, as docs/algorithms.md shows it. */
+    /* 3+5, as docs/algorithms/bcast.md shows it. */
     static const int counts35[] = {3, 5};
     static const int want35[2][8] = {{-1, 0, 1, 1, 3, 3, 4, 4},
                                      {-1, 2, 0, 7, 7, 6, 2, 6}};

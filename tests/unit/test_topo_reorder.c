@@ -3,8 +3,8 @@
  * cut of every small case against its optimum found by exhaustive
  * branch and bound, the partitions' site sizes, the identity kept when it
  * is optimal, and the member assignment.  With an argument "table" it
- * prints the table of docs/algorithms.md ("Process topologies across
- * sites") instead.
+ * prints the table of docs/algorithms/topology.md ("Cut counts")
+ * instead.
  */
 #include <stdio.h>
 #include <stdlib.h>

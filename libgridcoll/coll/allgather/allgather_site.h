@@ -7,7 +7,7 @@
  * (section 4: ring, kPrefix, kShift), plus recursive doubling (Thakur,
  * Rabenseifner and Gropp, "Optimization of Collective Communication
  * Operations in MPICH", IJHPCA 2005, section 4.1) and MPICH's own
- * Allgatherv.  docs/algorithms.md compares them.
+ * Allgatherv.  docs/algorithms/allgather.md compares them.
  *
  * A strategy moves packed bytes between the members of one site with
  * PMPI point-to-point on a private communicator (coll_local_p2p), so

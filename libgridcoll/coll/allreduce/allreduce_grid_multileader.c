@@ -37,7 +37,7 @@
  *      into recvbuf.  (Not PMPI_Allgatherv: MPICH 4.0's long-message
  *      ring pipelines in MPIR_CVAR_ALLGATHERV_PIPELINE_MSG_SIZE = 32 KiB
  *      pieces, each a dependent step; on oversubscribed loopback sites
- *      it took 2 s for 4 MiB, docs/algorithms.md.)
+ *      it took 2 s for 4 MiB, docs/algorithms/allgather.md.)
  * A zero count (or an empty datatype) is a no-op.
  *
  * Restriction: like hier, a non-commutative op needs every site's members

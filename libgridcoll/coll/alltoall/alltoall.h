@@ -7,7 +7,7 @@
  *     one of the intra-site schedules (alltoall_site_*.c), the site level
  *     of the all-to-alls' table (gc_coll_select.c: GRIDCOLL_ALLTOALL_LOCAL,
  *     default by size).
- * docs/algorithms.md, "Alltoall", documents them all.
+ * docs/algorithms/alltoall.md documents them all.
  */
 #ifndef GC_COLL_ALLTOALL_H
 #define GC_COLL_ALLTOALL_H

@@ -1,6 +1,6 @@
 /*
- * Shared by the bcast algorithms (coll/bcast_grid_*.c, docs/algorithms.md
- * "Bcast"):
+ * Shared by the bcast algorithms (coll/bcast/bcast_grid_*.c,
+ * docs/algorithms/bcast.md):
  *
  * - the broadcast order: the root, the rest of its site, then every other
  *   site in turn, so each site's members are contiguous in the trees and

@@ -24,8 +24,8 @@
 
 /* ---- conditions of the site rules ---------------------------------------- */
 
-/* Where the shm phases were measured to win (docs/algorithms.md, "Node
- * level"); finding out makes the node layer's communicators. */
+/* Where the shm phases were measured to win (docs/algorithms/README.md,
+ * "Node level"); finding out makes the node layer's communicators. */
 static int one_node_test(const struct coll_args *a, int *holds)
 {
     return coll_node_default(a->comm, a->fn, holds);
@@ -127,7 +127,7 @@ static const struct coll_algo bcast_algos[] = {
  * Small messages: hier's one WAN latency.  Larger ones: multilane, whose
  * sites each send M once where hier's root sends (S-1) M; with two sites
  * both send M once and hier's fewer hops win up to a few segments
- * (docs/algorithms.md, "Bcast", has the measurements).
+ * (docs/algorithms/bcast.md has the measurements).
  */
 static const struct coll_rule bcast_rules[] = {
     {0, 0, 64 * 1024, "hier"},
@@ -135,7 +135,7 @@ static const struct coll_rule bcast_rules[] = {
     {0, 0, 256 * 1024, "hier"},
     {0, 0, 0, "multilane"},
     /* site: shm where it won on loopback, from 256 KiB (below it neither
-     * won consistently; docs/algorithms.md, "Node level") */
+     * won consistently; docs/algorithms/bcast.md, "Node level") */
     {0, 256 * 1024, 0, "shm", &one_node},
     {0, 0, 0, "mpich"},
 };
@@ -227,14 +227,14 @@ static const struct coll_algo allreduce_algos[] = {
  * against 76-82 ms) and behind at 16 MiB (340-721 against 252-374 ms);
  * multileader beyond 4 MiB.  On loopback sites, where local phases weigh
  * more than the "WAN", multileader led from 4 KiB: a model
- * (GRIDCOLL_MODEL) decides from measured costs instead (docs/algorithms.md,
- * "Allreduce"). */
+ * (GRIDCOLL_MODEL) decides from measured costs instead
+ * (docs/algorithms/allreduce.md). */
 static const struct coll_rule allreduce_rules[] = {
     {0, 0, 4 << 20, "hier"},
     {0, 0, 0, "multileader"},
     {0, 0, 0, "reduce_bcast"},
-    /* site: shm wherever it can, at every size (docs/algorithms.md, "Node
-     * level") */
+    /* site: shm wherever it can, at every size (docs/algorithms/allreduce.md,
+     * "Node level") */
     {0, 0, 0, "shm", &one_node},
     {0, 0, 0, "mpich"},
 };
@@ -460,8 +460,8 @@ static const struct coll_algo alltoall_algos[] = {
 /*
  * lg while its fewer, larger WAN messages pay; from 512 KiB a pair the
  * messages are large anyway and direct skips lg's regrouping inside the
- * sites (docs/algorithms.md has the measurements).  The v- and w-forms,
- * whose block sizes differ by pair, take lg.
+ * sites (docs/algorithms/alltoall.md has the measurements).  The v- and
+ * w-forms, whose block sizes differ by pair, take lg.
  */
 /*
  * Site: Bruck sends about (n/2) log2(n) blocks per rank instead of n-1, in
@@ -471,7 +471,7 @@ static const struct coll_algo alltoall_algos[] = {
  * Alltoallw never applies itself.  Otherwise MPICH's Alltoallw, which
  * posts the pairs in blocks (MPIR_CVAR_ALLTOALL_THROTTLE) rather than one
  * phase at a time: on one node or one switch no pairing order beats that,
- * and it was the fastest measured here (docs/algorithms.md, "Alltoall").
+ * and it was the fastest measured here (docs/algorithms/alltoall.md).
  * lin and xor, one pair at a time, are for networks where the order of
  * the pairs matters (fat trees).
  */

@@ -14,8 +14,8 @@
  * topology (reorder = 0 over a split already in the new order), so that
  * every later call on it passes through.
  *
- * Reordering (reorder = 1; docs/algorithms.md, "Process topologies across
- * sites"): the vertices (new ranks) are partitioned among the sites with
+ * Reordering (reorder = 1; docs/algorithms/topology.md, "Method"): the
+ * vertices (new ranks) are partitioned among the sites with
  * the site sizes fixed, few edges crossing (topo_reorder.c); within a site
  * the members take the site's vertices in their old order.  The Cartesian
  * and graph cases need only the arguments, which MPI makes equal on every

@@ -9,8 +9,8 @@
  * site, part[v], so that the total weight of edges whose ends are on
  * different sites (the cut) is minimal.  All functions are deterministic:
  * every member of a communicator computes the same answer from the same
- * input.  docs/algorithms.md, "Process topologies across sites", gives
- * the method, its cost and measured cuts.
+ * input.  docs/algorithms/topology.md gives the method, its cost and
+ * measured cuts.
  */
 #ifndef GC_TOPO_REORDER_H
 #define GC_TOPO_REORDER_H
