@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The rendezvous of large cross-site messages against eager only, side by
-side in one run over the emulated WAN (libgridcoll/gc_p2p_rndv.c).
+side in one run over the emulated WAN (libgridcoll/p2p/gc_p2p_rndv.c).
 
 Configurations, each a `gridrun --site-sizes 1,1 --wan WAN` job of its own:
   default   the defaults: GRIDCOLL_RNDV_THRESHOLD=64K (above it a message

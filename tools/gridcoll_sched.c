@@ -1,5 +1,5 @@
 /*
- * gridcoll-sched: print the intra-site schedules of libgridcoll/sched and
+ * gridcoll-sched: print the intra-site schedules of libgridcoll/patterns and
  * evaluate them against the network models of their papers, so that the
  * papers' figures can be reproduced without MPI.
  *

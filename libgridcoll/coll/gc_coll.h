@@ -4,7 +4,7 @@
  * the helpers they and the algorithms share (coll/coll_common.c,
  * coll/reduce/reduce_common.c, coll/rooted_common.c, coll/local_phase.c)
  * and the algorithms, coll/<collective>/, one per file; the schedule
- * engine is in engine/.  Layer-wide collectives are in gc_mpi.h.
+ * engine is in engine/.  Layer-wide collectives are in internal_coll.h.
  */
 #ifndef GC_COLL_H
 #define GC_COLL_H

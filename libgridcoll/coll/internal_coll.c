@@ -1,5 +1,5 @@
 /*
- * The collectives the layer itself needs (gc_mpi.h): the barrier of
+ * The collectives the layer itself needs (internal_coll.h): the barrier of
  * MPI_Finalize and the allgather of bytes behind communicator creation
  * and the topology constructors.  Blocking, without a schedule: they run
  * inside other calls, after the communicator's running schedules

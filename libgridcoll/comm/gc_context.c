@@ -1,5 +1,5 @@
 /*
- * Relay context ids of new grid communicators (gc_mpi.h), agreed in
+ * Relay context ids of new grid communicators (gc_context.h), agreed in
  * rounds over the parent communicator that stay correct when the
  * program's threads make communicators at once (MPI_THREAD_MULTIPLE;
  * MPI 4.1 section 11.6.3 allows it, from different parents, or from one

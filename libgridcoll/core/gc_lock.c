@@ -1,6 +1,6 @@
 /*
  * The library lock (gc_lock.h): a plain mutex and a per-thread depth.
- * The progress thread (runtime/gc_thread.c) registers how to wake it, so
+ * The progress thread (runtime/gc_progress_thread.c) registers how to wake it, so
  * that work a program leaves behind when it releases the lock is not left
  * until the next relay traffic.
  */

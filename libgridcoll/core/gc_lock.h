@@ -6,8 +6,8 @@
  *
  * It is only needed, and only taken, while a second thread can enter the
  * layer: a program at MPI_THREAD_MULTIPLE, or the progress thread of
- * GRIDCOLL_ASYNC_PROGRESS=1 (runtime/gc_thread.c).  Without either an entry
- * costs two calls (gc_lock_enter and gc_lock_leave) and their branches.
+ * GRIDCOLL_ASYNC_PROGRESS=1 (runtime/gc_progress_thread.c).  Without either an
+ * entry costs two calls (gc_lock_enter and gc_lock_leave) and their branches.
  *
  * Nesting: an MPI function the layer calls from inside another (MPI_Wait
  * from MPI_Send) or a callback MPICH makes from inside PMPI_Test

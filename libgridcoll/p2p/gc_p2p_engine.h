@@ -2,7 +2,8 @@
  * Private interface of the point-to-point engine (gc_p2p_engine.c) to
  * its two users: the MPI point-to-point calls (gc_p2p.c) and the internal
  * transfers of the collectives (gc_xfer.c).  Not for the rest of the
- * library, which sees gc_progress, gc_idle and gc_xfer_* (gc_mpi.h).
+ * library, which sees gc_progress and gc_idle (core/gc_progress.h) and
+ * gc_xfer_* (gc_xfer.h).
  */
 #ifndef GC_P2P_ENGINE_H
 #define GC_P2P_ENGINE_H

@@ -1,5 +1,5 @@
 /*
- * Internal transfers of the collectives (gc_mpi.h, gc_xfer_*): byte
+ * Internal transfers of the collectives (gc_xfer.h): byte
  * messages between members of a grid communicator on different sites, on
  * its collective context, carried out by the point-to-point engine
  * (gc_p2p_engine.c) without generalized requests.  Every one crosses the

@@ -69,7 +69,7 @@ MPI_VERSION = (4, 0)
 CONFIGURE_ARGS = ["--disable-fortran", "--disable-cxx", "--disable-spawn",
                   "--disable-ft-tests", "--disable-checkpointing",
                   "--disable-romio", "--disable-perftest"]
-# GridColl's wording (libgridcoll/gc_runtime.c, unsupported_code():
+# GridColl's wording (libgridcoll/core/gc_error.c, unsupported_code():
 # "FUNCTION is not supported WHERE (GridColl)", FUNCTION being e.g.
 # "MPI_Isendrecv" or "MPI_Comm_split_type with MPI_COMM_TYPE_HW_UNGUIDED",
 # WHERE "on a communicator that spans sites" or, for MPI_Session_init,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bounded memory at the receiver: the rendezvous of point-to-point
 messages to another site above GRIDCOLL_RNDV_THRESHOLD
-(libgridcoll/gc_p2p_rndv.c).  tests/mpi/rndv_check on --site-sizes 1,2
+(libgridcoll/p2p/gc_p2p_rndv.c).  tests/mpi/rndv_check on --site-sizes 1,2
 checks every byte, the order of a small eager message after a large one,
 probes, Mprobe/Mrecv, Ssend, cancel, truncation, Bsend with
 MPI_Buffer_detach and a receiver blocked in a call MPICH runs alone; here the flooded receiver's resident size

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Threads: MPI_THREAD_MULTIPLE programs, and the progress thread
-(GRIDCOLL_ASYNC_PROGRESS=1, libgridcoll/gc_thread.c).
+(GRIDCOLL_ASYNC_PROGRESS=1, libgridcoll/runtime/gc_progress_thread.c).
 
 thread_check runs 4 threads per rank calling MPI at once (rings on their
 own communicators and on one with tags, wildcard receives of every other

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Process topologies across sites (libgridcoll/topo/): tests/mpi/topo_check
+"""Process topologies across sites (libgridcoll/comm/topo/): tests/mpi/topo_check
 run through gridrun on one site (every call is MPICH's) and on 2+2, 1+3 and
 1+1+1 sites (GridColl's).  The reorder = 0 answers ("ANS" lines: coordinates,
 shifts, Cart_sub members, graph neighbours, weights, error classes) must be

@@ -3,7 +3,7 @@
 ! -DF_CHECK_MPIF_H: point-to-point, bcast, allreduce (also in place),
 ! alltoall and a communicator split, every value checked exactly, and
 ! the predefined attributes through MPICH's Fortran attribute bindings,
-! which libgridcoll replaces (libgridcoll/gc_fortran.c), against the
+! which libgridcoll replaces (libgridcoll/runtime/gc_fortran.c), against the
 ! deprecated MPI_Attr_get.  Each rank prints the attribute values (-1:
 ! not set), then "f_check ok"; any wrong value prints FAIL and aborts.
 program f_check

@@ -36,7 +36,7 @@ foreach(program ${_gc_fortran_programs})
   add_executable(${program} ${source})
   add_executable(${program}_plain ${source})
   # libgridcoll ahead of MPICH's Fortran library, whose attribute and
-  # mpi_f08 start-up entry points it replaces (libgridcoll/gc_fortran.c).
+  # mpi_f08 start-up entry points it replaces (libgridcoll/runtime/gc_fortran.c).
   target_link_libraries(${program} PRIVATE gridcoll MPI::MPI_Fortran)
   target_link_libraries(${program}_plain PRIVATE MPI::MPI_Fortran)
   if(program STREQUAL "f_check_mpif_h")

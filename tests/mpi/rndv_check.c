@@ -1,6 +1,6 @@
 /*
  * The rendezvous of large point-to-point messages to another site
- * (libgridcoll/gc_p2p_rndv.c; tests/integration/test_mpi_rndv.py), on
+ * (libgridcoll/p2p/gc_p2p_rndv.c; tests/integration/test_mpi_rndv.py), on
  * --site-sizes 1,2: rank 0 alone on site A, ranks 1 and 2 on site B.
  *
  *   flood        rank 0 sends FLOOD_COUNT messages of FLOOD_BYTES to rank

@@ -1,6 +1,6 @@
 /*
  * MPI_THREAD_MULTIPLE across sites: THREADS threads of every rank call
- * MPI at once (libgridcoll/gc_lock.h), every result checked byte for
+ * MPI at once (libgridcoll/core/gc_lock.h), every result checked byte for
  * byte.  Cases (arguments select them by prefix):
  *
  *   levels          MPI_Init_thread gives MPI_THREAD_MULTIPLE, and

@@ -1,5 +1,5 @@
 /*
- * Relay context ids under concurrency (libgridcoll/gc_context.c), one
+ * Relay context ids under concurrency (libgridcoll/comm/gc_context.c), one
  * process's side of the rounds: what each creation proposes, and where
  * the agreed ids move the next ones.  The rounds' outcomes, which the
  * other members would contribute to, are given by hand.

@@ -1,5 +1,5 @@
 /*
- * The performance model (libgridcoll/gc_model.c, docs/model.md): the
+ * The performance model (libgridcoll/core/gc_model.c, docs/model.md): the
  * parser on a good file and on every kind of error, each reported as
  * file:line: message; the lg prediction against Steffenel eq. 7 computed
  * by hand; model-mode choices (coll_model_choose) are the argmin of the

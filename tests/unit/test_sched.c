@@ -1,5 +1,5 @@
 /*
- * Unit test of the intra-site schedules (libgridcoll/sched).
+ * Unit test of the intra-site schedules (libgridcoll/patterns).
  *
  * Structural properties are checked exhaustively over many sizes: every
  * all-to-all phase is a permutation, every ordered pair occurs once, src

@@ -1,6 +1,6 @@
 /*
  * The site-pair plan of neighbourhood collectives
- * (libgridcoll/topo/topo_plan.c): for Cartesian grids with periodic
+ * (libgridcoll/comm/topo/topo_plan.c): for Cartesian grids with periodic
  * dimensions of size 2 (duplicate neighbours), a ring and random
  * multigraphs whose receives are posted in shuffled orders, every member's
  * plan is built and the bundles followed block by block: each block sent

@@ -1,5 +1,5 @@
 /*
- * WAN-aware topology reordering (libgridcoll/topo/topo_reorder.c): the
+ * WAN-aware topology reordering (libgridcoll/comm/topo/topo_reorder.c): the
  * cut of every small case against its optimum found by exhaustive
  * branch and bound, the partitions' site sizes, the identity kept when it
  * is optimal, and the member assignment.  With an argument "table" it

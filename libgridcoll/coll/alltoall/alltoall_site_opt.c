@@ -2,7 +2,7 @@
  * Fat-tree optimal exchange inside a site (Prisacari et al., "Bandwidth-
  * optimal all-to-all exchanges in fat tree networks", ICS 2013, §3.3-3.4:
  * the permuted variable-base exchange OPT), run by the pairwise engine
- * (alltoall_site_pairwise.c) on the schedule of libgridcoll/sched.
+ * (alltoall_site_pairwise.c) on the schedule of libgridcoll/patterns.
  *
  * The site's fat tree FT(L; M1..ML) comes from the machine file
  * (`fattree=`, GRIDCOLL_FATTREE, gc_site_fattree()); ranks are taken to sit
