@@ -122,6 +122,16 @@ static int make_comms(struct gc_comm *c, struct coll_node *n)
     return status;
 }
 
+/* Freed with the communicator, by every member of the site together. */
+static void node_release(struct gc_comm *c)
+{
+    node_free(c->node);
+    c->node = NULL;
+}
+
+static const struct gc_comm_part node_part = {.name = "node layer",
+                                              .release = node_release};
+
 /* The shared segment: flags, the leader's words, the data. */
 static int make_window(struct coll_node *n, size_t bytes)
 {
@@ -187,6 +197,7 @@ int coll_node_get(struct gc_comm *c, struct coll_node **node)
             return status;
         }
         c->node = n;
+        gc_comm_attach(c, &node_part);
     }
     *node = c->node;
     return MPI_SUCCESS;
@@ -211,12 +222,6 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node)
     return MPI_SUCCESS;
 }
 
-void coll_node_free(struct gc_comm *c)
-{
-    if (c->node != NULL)
-        node_free(c->node);
-    c->node = NULL;
-}
 
 int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
 {

@@ -115,8 +115,6 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node);
  */
 int coll_node_default(struct gc_comm *c, const char *fn, int *shm);
 
-/* Free c's node layer; every member of this site calls it together. */
-void coll_node_free(struct gc_comm *c);
 /* The node layer's variables (gridcoll-info). */
 void coll_node_print(FILE *out);
 

@@ -83,7 +83,7 @@ static int adopt_inter(struct idup *d, struct gc_comm *dup)
     *in = *d->parent->inter;
     in->group_comm = d->group_local;
     d->group_local = MPI_COMM_NULL;
-    dup->inter = in;
+    gc_inter_adopt(dup, in);
     const struct gc_comm *g = d->group;
     if (g != NULL &&
         gc_comm_build_p2p(g->grid_rank, g->size, in->group_comm, d->group_p2p,

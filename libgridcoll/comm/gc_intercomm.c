@@ -156,21 +156,37 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
     in->local_offset = local_first ? 0 : first_size;
     in->remote_offset = local_first ? first_size : 0;
     in->group_comm = MPI_COMM_NULL;
-    c->inter = in;
+    gc_inter_adopt(c, in);
     return gc_comm_split_grid(c, !local_first, c->rank - in->local_offset,
                               MPI_SUCCESS, &in->group_comm, function);
 }
 
-void gc_inter_release(struct gc_comm *c)
+/* MPI_Comm_free of an intercommunicator: free its group communicators
+ * (collective, like the free); the struct goes with the last reference. */
+static void inter_release(struct gc_comm *c)
 {
-    if (c->inter == NULL)
-        return;
     if (c->inter->group_comm != MPI_COMM_NULL) {
         struct gc_comm *g = gc_comm_find(c->inter->group_comm);
         PMPI_Comm_free(&c->inter->group_comm);
         if (g != NULL)
             gc_comm_release(g);
     }
+}
+
+static void inter_destroy(struct gc_comm *c)
+{
+    free(c->inter);
+    c->inter = NULL;
+}
+
+static const struct gc_comm_part inter_part = {.name = "intercommunicator",
+                                               .release = inter_release,
+                                               .destroy = inter_destroy};
+
+void gc_inter_adopt(struct gc_comm *c, struct gc_inter *in)
+{
+    c->inter = in;
+    gc_comm_attach(c, &inter_part);
 }
 
 /*

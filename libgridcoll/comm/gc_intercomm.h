@@ -27,9 +27,9 @@
  */
 int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
                     const char *function);
-/* MPI_Comm_free of an intercommunicator: free its group communicators
- * (collective, like the free); the struct goes with the communicator. */
-void gc_inter_release(struct gc_comm *c);
+/* Give c the intercommunicator part `in` (malloc'd): its group
+ * communicators are freed with c, the struct with c's last reference. */
+void gc_inter_adopt(struct gc_comm *c, struct gc_inter *in);
 /*
  * An MPICH intercommunicator the layer made (all its members on this
  * site): its union as an MPICH intracommunicator (`whole`, the group

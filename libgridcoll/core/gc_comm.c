@@ -9,12 +9,10 @@
  * small array searched linearly: programs hold a handful of communicators,
  * and every lookup is one compare per entry.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/node_shm.h"
-#include "comm/gc_intercomm.h"
-#include "comm/topo/gc_topo.h"
 #include "core/gc_comm.h"
 #include "core/gc_error.h"
 #include "core/gc_lock.h"
@@ -78,8 +76,9 @@ static void comm_free_arrays(struct gc_comm *c)
     free(c->local_to_comm);
     free(c->leader);
     free(c->comm_rank_of_grid);
-    gc_topo_free(c->topo);
-    free(c->inter);
+    for (int i = c->part_count - 1; i >= 0; i--)
+        if (c->parts[i]->destroy != NULL)
+            c->parts[i]->destroy(c);
     free(c);
 }
 
@@ -201,6 +200,20 @@ void gc_comm_retain(struct gc_comm *c)
     c->refs++;
 }
 
+void gc_comm_attach(struct gc_comm *c, const struct gc_comm_part *part)
+{
+    for (int i = 0; i < c->part_count; i++)
+        if (c->parts[i] == part)
+            return;
+    if (c->part_count == GC_COMM_PARTS) {
+        fprintf(stderr, "gridcoll: internal error: more than %d parts on a "
+                        "communicator (%s)\n",
+                GC_COMM_PARTS, part->name);
+        abort();
+    }
+    c->parts[c->part_count++] = part;
+}
+
 void gc_comm_unref(struct gc_comm *c)
 {
     if (--c->refs == 0)
@@ -219,8 +232,9 @@ void gc_comm_release(struct gc_comm *c)
             registry.count--;
             break;
         }
-    coll_node_free(c);
-    gc_inter_release(c);
+    for (int i = c->part_count - 1; i >= 0; i--)
+        if (c->parts[i]->release != NULL)
+            c->parts[i]->release(c);
     gc_comm_unref(c);
 }
 

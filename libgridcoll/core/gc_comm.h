@@ -40,6 +40,23 @@ enum gc_ctx_class {
 struct gc_inter;
 
 /*
+ * What a floor above core/ attaches to a communicator (the node layer, a
+ * topology, an intercommunicator's groups) says how it goes, so that the
+ * registry frees it without knowing it: `release` at MPI_Comm_free
+ * (collective over the members, as the free is; newest attachment first,
+ * an order every member agrees on), `destroy` when the last reference
+ * goes.  Either may be NULL.
+ */
+struct gc_comm;
+struct gc_comm_part {
+    const char *name;
+    void (*release)(struct gc_comm *c);
+    void (*destroy)(struct gc_comm *c);
+};
+/* The node layer, a topology, the intercommunicator part, and room. */
+#define GC_COMM_PARTS 4
+
+/*
  * A communicator whose members live on more than one site.  Members are
  * numbered by comm rank; for each we know its grid rank and site.  This
  * process talks to members on its own site through `local`, an MPICH
@@ -57,7 +74,8 @@ struct gc_comm {
     MPI_Comm local_p2p;
     /*
      * Shared-memory node layer of this site's members (coll/node_shm.h):
-     * NULL until a collective first needs it, freed by gc_comm_release.
+     * NULL until a collective first needs it, released with the
+     * communicator (gc_comm_attach).
      */
     struct coll_node *node;
     uint32_t context;
@@ -82,6 +100,8 @@ struct gc_comm {
     /* An intercommunicator (gc_intercomm.h): the members above are the
      * union of its two groups; NULL for an intracommunicator. */
     struct gc_inter *inter;
+    const struct gc_comm_part *parts[GC_COMM_PARTS]; /* gc_comm_attach */
+    int part_count;
 };
 
 struct gc_inter {
@@ -170,14 +190,16 @@ struct gc_comm *gc_comm_build(const int *members, int size, MPI_Comm local,
 struct gc_comm *gc_comm_build_p2p(const int *members, int size, MPI_Comm local,
                                   MPI_Comm local_p2p, uint32_t context);
 /*
- * Unregister (does not free the MPICH handles) and free the node layer
- * (a collective over this site's members: every member releases the
- * communicator together).  The struct lives on while operations still
+ * Unregister (does not free the MPICH handles) and release its parts
+ * (gc_comm_attach; a collective: every member releases the communicator
+ * together).  The struct lives on while operations still
  * pending on it hold references: MPI lets a program free a communicator
  * with requests outstanding.
  */
 void gc_comm_release(struct gc_comm *c);
 void gc_comm_retain(struct gc_comm *c);
+/* Attach `part` (static storage) to c; attached already, nothing. */
+void gc_comm_attach(struct gc_comm *c, const struct gc_comm_part *part);
 void gc_comm_unref(struct gc_comm *c);
 /* Whether a registered communicator uses relay context block `context`. */
 int gc_comm_context_taken(uint32_t context);

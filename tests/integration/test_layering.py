@@ -31,13 +31,6 @@ KNOWN_TIES = {
         "collective tables; cut by a list of collectives in core/",
     ("core/gc_settings.c", "coll/select/gc_coll_algo.h"):
         "the same",
-    ("core/gc_comm.c", "coll/node_shm.h"):
-        "freeing a communicator frees its node layer by name; cut by "
-        "destructors registered when the node layer is attached",
-    ("core/gc_comm.c", "comm/topo/gc_topo.h"):
-        "the same for the topology",
-    ("core/gc_comm.c", "comm/gc_intercomm.h"):
-        "the same for the intercommunicator's group communicators",
     ("coll/api/gc_coll_neighbor.c", "comm/topo/gc_topo.h"):
         "the neighbour lists come from the topology; cut by keeping them "
         "with the communicator (core/gc_comm.h)",

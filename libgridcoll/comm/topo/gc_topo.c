@@ -78,6 +78,24 @@ void gc_topo_free(struct gc_topo *t)
     free(t);
 }
 
+/* A topology goes with the last reference to its communicator, after the
+ * operations still pending on it. */
+static void topo_destroy(struct gc_comm *c)
+{
+    gc_topo_free(c->topo);
+    c->topo = NULL;
+}
+
+static const struct gc_comm_part topo_part = {.name = "topology",
+                                              .destroy = topo_destroy};
+
+/* Give grid communicator c the topology t. */
+static void topo_attach(struct gc_comm *c, struct gc_topo *t)
+{
+    c->topo = t;
+    gc_comm_attach(c, &topo_part);
+}
+
 static void cart_coords(const struct gc_topo *t, int rank, int *coords)
 {
     for (int d = t->ndims - 1; d >= 0; d--) {
@@ -249,9 +267,11 @@ int gc_topo_dup(struct gc_comm *c, MPI_Comm *newcomm, const char *function)
     struct gc_comm *dup = gc_comm_find(*newcomm);
     if (dup == NULL || c->topo == NULL)
         return MPI_SUCCESS; /* nothing to copy to or from */
-    dup->topo = topo_copy(c->topo);
-    if (dup->topo != NULL)
+    struct gc_topo *copy = topo_copy(c->topo);
+    if (copy != NULL) {
+        topo_attach(dup, copy);
         return MPI_SUCCESS;
+    }
     PMPI_Comm_free(newcomm);
     gc_comm_release(dup);
     return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
@@ -365,7 +385,7 @@ static int finish(struct gc_comm *parent, struct gc_topo *t, make_fn *make,
                                "out of memory");
             goto cleanup;
         }
-        g->topo = t;
+        topo_attach(g, t);
         return MPI_SUCCESS;
     }
     MPI_Comm local = *newcomm;
