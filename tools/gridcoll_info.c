@@ -58,7 +58,8 @@ static void usage(FILE *out)
         "  --version     the libgridcoll version\n");
 }
 
-/* A comma-separated list of sizes (coll_parse_size); the count, or -1. */
+/* A comma-separated list of sizes (gc_settings_parse_size); the count, or -1.
+ */
 static int parse_list(const char *text, size_t *values, int max)
 {
     char copy[1024];
@@ -68,7 +69,7 @@ static int parse_list(const char *text, size_t *values, int max)
     int count = 0;
     for (char *save, *item = strtok_r(copy, ",", &save); item != NULL;
          item = strtok_r(NULL, ",", &save)) {
-        if (count == max || coll_parse_size(item, &values[count]) != 0)
+        if (count == max || gc_settings_parse_size(item, &values[count]) != 0)
             return -1;
         count++;
     }
@@ -78,7 +79,7 @@ static int parse_list(const char *text, size_t *values, int max)
 static const struct coll_table *table_named(const char *name)
 {
     for (int k = 0; k < GC_COLL_KINDS; k++)
-        if (strcmp(coll_table_of((enum gc_coll_kind)k)->name, name) == 0)
+        if (strcmp(gc_coll_kind_name((enum gc_coll_kind)k), name) == 0)
             return coll_table_of((enum gc_coll_kind)k);
     return NULL;
 }
@@ -141,7 +142,7 @@ static int predict(const struct predict_options *o)
         fprintf(stderr,
                 "gridcoll-info: %s has no cost functions: its default rules "
                 "decide, model or not\n",
-                t->name);
+                coll_table_name(t));
         return 1;
     }
     printf(o->csv ? "coll,algo,sites,ranks,bytes,segsize,predicted_us,chosen\n"
@@ -164,7 +165,7 @@ static int predict(const struct predict_options *o)
                 continue;
             printf(o->csv ? "%s,%s,%d,%d,%zu,%zu,%.1f,%d\n"
                           : "%-10s %-18s %5d %6d %10zu %9zu %14.1f %6d\n",
-                   t->name, t->algos[i].name, sites, ranks, bytes[b],
+                   coll_table_name(t), t->algos[i].name, sites, ranks, bytes[b],
                    out[i].segsize, out[i].cost * 1e6, i == best);
         }
     }
@@ -183,12 +184,12 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--settings") == 0) {
-        gc_settings_print(stdout, 0);
+        gc_settings_print(stdout, 0, coll_setting_note);
         return 0;
     }
     if (argc == 3 && strcmp(argv[1], "--settings") == 0 &&
         strcmp(argv[2], "--markdown") == 0) {
-        gc_settings_print(stdout, 1);
+        gc_settings_print(stdout, 1, coll_setting_note);
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "--version") == 0) {

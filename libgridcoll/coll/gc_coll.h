@@ -164,10 +164,6 @@ int coll_vec_wide(const struct gc_comm *c, int n, struct coll_vec v,
                   struct coll_wide *w);
 void coll_wide_free(struct coll_wide *w);
 
-/* Bytes with an optional K, M or G suffix (powers of 1024), not 0:
- * 0, else -1. */
-int coll_parse_size(const char *text, size_t *value);
-
 /* Argument checks; MPI_SUCCESS or the error the handler returned. */
 int coll_check_root(const struct gc_comm *c, const char *fn, int root);
 int coll_check_count(const struct gc_comm *c, const char *fn, MPI_Count count);

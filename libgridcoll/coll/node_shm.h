@@ -196,6 +196,16 @@ int node_bcast_start(struct node_bcast *op, struct gc_comm *c,
                      struct coll_node *n, void *buf, MPI_Count count,
                      MPI_Datatype type, int root);
 int node_bcast_test(struct node_bcast *op, int *done);
+/* The chunk as a schedule's poll step (coll_sched_poll): its argument. */
+struct node_bcast_args {
+    struct gc_comm *comm;
+    struct coll_node *node;
+    void *buf;
+    MPI_Count count;
+    MPI_Datatype type;
+    int root;
+};
+extern const struct sched_poll_ops node_bcast_poll;
 /* The whole buffer from local rank 0 (PMPI_Bcast_c when one element is
  * larger than a chunk). */
 int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,

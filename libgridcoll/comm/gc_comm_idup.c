@@ -117,6 +117,14 @@ static int idup_adopt(struct coll_sched *s, void *arg)
     return status;
 }
 
+/* Step 1: MPICH's duplication of the parent's site communicator, in the
+ * order of the parent's collectives. */
+static int dup_start(const struct sched_local *l, MPI_Request *request)
+{
+    const struct idup *d = l->arg;
+    return gc_ctxid_idup(d->parent->handle, d->info, l->rbuf, request);
+}
+
 /*
  * The steps, then step 2's duplications; on failure what was started has
  * finished (the other members started theirs) and is freed.
@@ -124,10 +132,8 @@ static int idup_adopt(struct coll_sched *s, void *arg)
 static int idup_build(struct coll_sched *s, struct idup *d)
 {
     struct gc_comm *c = d->parent;
-    struct sched_local dup = {.op = LOCAL_COMM_IDUP,
-                              .comm = c->handle,
-                              .info = d->info,
-                              .rbuf = &d->local};
+    struct sched_local dup = {
+        .op = LOCAL_START, .start = dup_start, .arg = d, .rbuf = &d->local};
     MPI_Comm from[3], *into[3];
     int n = 0;
     from[n] = c->local_p2p;

@@ -206,8 +206,9 @@ void gc_comm_attach(struct gc_comm *c, const struct gc_comm_part *part)
         if (c->parts[i] == part)
             return;
     if (c->part_count == GC_COMM_PARTS) {
-        fprintf(stderr, "gridcoll: internal error: more than %d parts on a "
-                        "communicator (%s)\n",
+        fprintf(stderr,
+                "gridcoll: internal error: more than %d parts on a "
+                "communicator (%s)\n",
                 GC_COMM_PARTS, part->name);
         abort();
     }

@@ -1,7 +1,7 @@
 /*
  * The library lock (gc_lock.h): a plain mutex and a per-thread depth.
- * The progress thread (runtime/gc_progress_thread.c) registers how to wake it, so
- * that work a program leaves behind when it releases the lock is not left
+ * The progress thread (runtime/gc_progress_thread.c) registers how to wake it,
+ * so that work a program leaves behind when it releases the lock is not left
  * until the next relay traffic.
  */
 #include "core/gc_lock.h"

@@ -22,18 +22,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/gc_coll.h"
-#include "coll/select/gc_coll_algo.h"
 #include "core/gc_world.h"
 #include "gc_proto.h"
 #include "gc_util.h"
 
 enum setting_type {
-    SET_STRING,    /* any text */
-    SET_INT,       /* decimal integer in min..max */
-    SET_BOOL,      /* 0 or 1 */
-    SET_SIZE,      /* bytes, K, M or G suffix (coll_parse_size), min..max */
-    SET_SITES,     /* NAME:OFFSET:COUNT,... */
+    SET_STRING, /* any text */
+    SET_INT,    /* decimal integer in min..max */
+    SET_BOOL,   /* 0 or 1 */
+    SET_SIZE,   /* bytes, K, M or G suffix (gc_settings_parse_size), min..max */
+    SET_SITES,  /* NAME:OFFSET:COUNT,... */
     SET_FATTREE,   /* M1,...,ML (gc_sched_fattree_parse) */
     SET_NODE_SIZE, /* K[,cyclic] */
     SET_TYPES
@@ -410,13 +408,36 @@ static int parse_bool(const struct setting *s, const char *text, void *store,
     return 0;
 }
 
+int gc_settings_parse_size(const char *text, size_t *value)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-')
+        return -1;
+    int shift = 0;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': shift = 10; break;
+    case 'M': shift = 20; break;
+    case 'G': shift = 30; break;
+    case '\0': break;
+    default: return -1;
+    }
+    if (shift > 0 && *++end != '\0')
+        return -1;
+    if (v == 0 || v > (SIZE_MAX >> shift))
+        return -1;
+    *value = (size_t)v << shift;
+    return 0;
+}
+
 static int parse_size(const struct setting *s, const char *text, void *store,
                       char *why, size_t why_len)
 {
     (void)why;
     (void)why_len;
     size_t n;
-    if (coll_parse_size(text, &n) != 0 || n < (uint64_t)s->min ||
+    if (gc_settings_parse_size(text, &n) != 0 || n < (uint64_t)s->min ||
         n > (uint64_t)s->max)
         return -1;
     *(size_t *)store = n;
@@ -526,7 +547,7 @@ static void expand_name(const char *pattern, enum gc_coll_kind k, char *out,
                         size_t size)
 {
     const char *at = strstr(pattern, "<COLL>");
-    const char *coll = coll_table_of(k)->name;
+    const char *coll = gc_coll_kind_name(k);
     size_t n = 0;
     for (const char *p = pattern; *p != '\0' && n + 1 < size; p++) {
         if (p != at) {
@@ -719,7 +740,7 @@ const char *gc_settings_algorithm(const char *name)
     return NULL;
 }
 
-size_t gc_settings_segsize(int kind)
+size_t gc_settings_segsize(enum gc_coll_kind kind)
 {
     return values.segsize[kind];
 }
@@ -767,7 +788,8 @@ int gc_settings_rndv_push_ms(void)
 
 /* ---- documentation ------------------------------------------------------- */
 
-/* A size with the largest suffix coll_parse_size takes that divides it. */
+/* A size with the largest suffix gc_settings_parse_size takes that divides it.
+ */
 static const char *format_size(int64_t bytes, char *buf, size_t size)
 {
     static const char suffix[] = "GMK";
@@ -822,50 +844,17 @@ static const char *origin_of(const struct setting *s)
     return "the user";
 }
 
-/* The names of one level of t, comma-separated, after `line`'s n bytes. */
-static void print_names(FILE *out, const struct coll_table *t,
-                        enum coll_level level, char *line, size_t size, int n)
-{
-    const char *sep = "";
-    for (int i = 0; i < t->algo_count && n < (int)size; i++) {
-        if (t->algos[i].level != level)
-            continue;
-        n +=
-            snprintf(line + n, size - (size_t)n, "%s%s", sep, t->algos[i].name);
-        sep = ", ";
-    }
-    gc_print_wrapped(out, line, 8);
-}
-
-/* A site level's variable: its valid names (the first table that has it). */
-static void print_site_names(FILE *out, const struct setting *s)
-{
-    char line[512];
-    for (int k = 0; k < GC_COLL_KINDS; k++) {
-        const struct coll_table *t = coll_table_of((enum gc_coll_kind)k);
-        if (t->site_var != NULL && strcmp(t->site_var, s->name) == 0) {
-            int n = snprintf(line, sizeof line, "%s: ", s->name);
-            print_names(out, t, COLL_SITE, line, sizeof line, n);
-            return;
-        }
-    }
-}
-
-/* Per collective: its valid algorithm names or its default segment size. */
-static void print_family(FILE *out, const struct setting *s)
+/* What `note` says of each variable of s, one line each. */
+static void print_notes(FILE *out, const struct setting *s,
+                        gc_settings_note_fn *note)
 {
     char name[64], line[512];
-    for (int k = 0; k < GC_COLL_KINDS; k++) {
-        const struct coll_table *t = coll_table_of((enum gc_coll_kind)k);
+    for (int k = 0; k < instances(s); k++) {
         instance_name(s, k, name, sizeof name);
         int n = snprintf(line, sizeof line, "%s: ", name);
-        if (s->flags & SF_ALGO) {
-            print_names(out, t, COLL_GRID, line, sizeof line, n);
-        } else if (t->default_segsize > 0) {
-            snprintf(line + n, sizeof line - (size_t)n, "default %zu",
-                     t->default_segsize);
+        if (note(name, (s->flags & SF_PER_COLL) ? k : -1,
+                 (s->flags & SF_ALGO) != 0, line + n, sizeof line - (size_t)n))
             gc_print_wrapped(out, line, 8);
-        }
     }
 }
 
@@ -929,7 +918,7 @@ static void print_markdown(FILE *out)
     }
 }
 
-void gc_settings_print(FILE *out, int markdown)
+void gc_settings_print(FILE *out, int markdown, gc_settings_note_fn *note)
 {
     if (markdown) {
         print_markdown(out);
@@ -951,9 +940,7 @@ void gc_settings_print(FILE *out, int markdown)
         for (int j = 0; j < instances(s); j++)
             print_current(out, s, j);
         gc_print_wrapped(out, s->doc, 4);
-        if (s->flags & SF_PER_COLL)
-            print_family(out, s);
-        else if (s->flags & SF_ALGO)
-            print_site_names(out, s);
+        if (s->flags & (SF_PER_COLL | SF_ALGO))
+            print_notes(out, s, note);
     }
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/gc_coll_kind.h"
 #include "core/gc_world.h"
 #include "patterns/gc_sched.h"
 
@@ -41,7 +42,19 @@ int gc_settings_load(void);
  * malformed) and the text.  `markdown`: the same as one Markdown table,
  * for docs/gridcoll.md.
  */
-void gc_settings_print(FILE *out, int markdown);
+/*
+ * For the listing, what a collective's variables accept, from the tables
+ * of coll/select/ (settings know no algorithm): writes into out what
+ * variable `variable` of collective `kind` (-1: a site level's variable)
+ * takes, its algorithm names (`algorithm`) or its default; 0 when there
+ * is nothing to say.
+ */
+typedef int gc_settings_note_fn(const char *variable, int kind, int algorithm,
+                                char *out, size_t size);
+void gc_settings_print(FILE *out, int markdown, gc_settings_note_fn *note);
+/* Bytes with an optional K, M or G suffix (powers of 1024), not 0:
+ * 0, else -1. */
+int gc_settings_parse_size(const char *text, size_t *value);
 
 /* ---- set by gridrun ------------------------------------------------------ */
 
@@ -77,7 +90,7 @@ const char *gc_settings_algorithm(const char *name);
 /* GRIDCOLL_<COLL>_SEGSIZE of collective `kind` (enum gc_coll_kind), 0 when
  * unset (then the
  * table's default_segsize). */
-size_t gc_settings_segsize(int kind);
+size_t gc_settings_segsize(enum gc_coll_kind kind);
 /* GRIDCOLL_STATS. */
 int gc_settings_stats(void);
 /* GRIDCOLL_ALLGATHER_K. */

@@ -26,11 +26,6 @@ ENTRY_POINT_DIRS = ("coll/api/", "p2p/", "comm/", "runtime/")
 
 # (includer, included): why it is still there.
 KNOWN_TIES = {
-    ("core/gc_settings.c", "coll/gc_coll.h"):
-        "the per-collective variables are named and listed from the "
-        "collective tables; cut by a list of collectives in core/",
-    ("core/gc_settings.c", "coll/select/gc_coll_algo.h"):
-        "the same",
     ("coll/api/gc_coll_neighbor.c", "comm/topo/gc_topo.h"):
         "the neighbour lists come from the topology; cut by keeping them "
         "with the communicator (core/gc_comm.h)",

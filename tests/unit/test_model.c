@@ -318,27 +318,28 @@ static void check_argmin(enum gc_coll_kind kind, size_t bytes,
     struct coll_prediction out[16];
     struct coll_cost_args c = call(bytes);
     int best = coll_model_choose(t, &c, 0, NULL, out);
-    CHECKF(best >= 0, "%s: no choice", t->name);
+    CHECKF(best >= 0, "%s: no choice", coll_table_name(t));
     if (best < 0)
         return;
     for (int i = 0; i < t->algo_count; i++) {
         if (!out[i].candidate)
             continue;
-        CHECKF(out[best].cost <= out[i].cost, "%s %zu: %s %g > %s %g", t->name,
-               bytes, t->algos[best].name, out[best].cost, t->algos[i].name,
-               out[i].cost);
+        CHECKF(out[best].cost <= out[i].cost, "%s %zu: %s %g > %s %g",
+               coll_table_name(t), bytes, t->algos[best].name, out[best].cost,
+               t->algos[i].name, out[i].cost);
         if (!t->algos[i].segmented)
             continue;
         for (size_t seg = 16384; seg <= ((size_t)16 << 20); seg *= 2) {
             c.segsize = seg;
             double cost = t->algos[i].cost(&c);
             CHECKF(out[i].cost <= cost, "%s %s %zu: segsize %zu beats %zu",
-                   t->name, t->algos[i].name, bytes, seg, out[i].segsize);
+                   coll_table_name(t), t->algos[i].name, bytes, seg,
+                   out[i].segsize);
         }
     }
     CHECKF(expect == NULL || strcmp(t->algos[best].name, expect) == 0,
-           "%s %zu: chose %s, want %s", t->name, bytes, t->algos[best].name,
-           expect);
+           "%s %zu: chose %s, want %s", coll_table_name(t), bytes,
+           t->algos[best].name, expect);
 }
 
 static void test_choice(void)

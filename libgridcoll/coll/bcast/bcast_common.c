@@ -139,10 +139,20 @@ void bcast_plan_local(struct bcast_plan *p, struct coll_node *node, int root,
     MPI_Count per = (MPI_Count)node_bcast_chunk(node) / t.size < count
                         ? (MPI_Count)node_bcast_chunk(node) / t.size
                         : count;
-    for (MPI_Count first = 0; first < count; first += per)
-        coll_sched_node_bcast(p->sched, node, (char *)buf + first * t.extent,
-                              count - first < per ? count - first : per, type,
-                              root, after);
+    for (MPI_Count first = 0; first < count; first += per) {
+        /* Out of memory, the schedule reports it when it runs. */
+        struct node_bcast_args *a = coll_sched_alloc(p->sched, sizeof *a);
+        if (a == NULL)
+            return;
+        *a = (struct node_bcast_args){
+            .comm = coll_sched_comm(p->sched),
+            .node = node,
+            .buf = (char *)buf + first * t.extent,
+            .count = count - first < per ? count - first : per,
+            .type = type,
+            .root = root};
+        coll_sched_poll(p->sched, &node_bcast_poll, a, after);
+    }
 }
 
 void bcast_plan_relay(struct bcast_plan *p, int from, const int *to, int n,

@@ -47,6 +47,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "coll/engine/coll_sched.h"
 #include "coll/gc_coll.h"
 #include "coll/node_shm.h"
 #include "core/gc_comm.h"
@@ -222,6 +223,30 @@ int node_bcast_test(struct node_bcast *op, int *done)
     }
     return status;
 }
+
+static int poll_start(void *state, void *arg)
+{
+    struct node_bcast *op = state;
+    const struct node_bcast_args *a = arg;
+    int status = node_bcast_start(op, a->comm, a->node, a->buf, a->count,
+                                  a->type, a->root);
+    if (status != MPI_SUCCESS) {
+        free(op->reqs);
+        op->reqs = NULL;
+    }
+    return status;
+}
+
+static int poll_test(void *state, int *done)
+{
+    return node_bcast_test(state, done);
+}
+
+const struct sched_poll_ops node_bcast_poll = {
+    .state_size = sizeof(struct node_bcast),
+    .start = poll_start,
+    .test = poll_test,
+};
 
 int bcast_site_shm(struct gc_comm *c, void *buf, MPI_Count count,
                    MPI_Datatype type)

@@ -10,7 +10,6 @@
 
 #include "coll/engine/coll_request.h"
 #include "coll/gc_coll.h"
-#include "coll/node_shm.h"
 #include "coll/select/gc_coll_algo.h"
 #include "core/gc_comm.h"
 #include "core/gc_ctxid.h"
@@ -34,20 +33,21 @@
  * the tags of the collectives not yet written as schedules. */
 #define SCHED_TAG_KINDS 32
 
-enum step_kind { SEND, RECV, LOCAL, NODE_BCAST, NESTED, CALL, JOIN };
+enum step_kind { SEND, RECV, LOCAL, POLL, NESTED, CALL, JOIN };
 
 struct step {
     enum step_kind kind;
-    int peer, tag; /* SEND, RECV; NODE_BCAST: the site root */
+    int peer, tag; /* SEND, RECV */
     void *buf;
     MPI_Count count;
     MPI_Datatype type;
     int after;
     struct sched_local *local;
-    struct coll_node *node;
-    struct coll_sched *child; /* NESTED: a grid communicator's, or */
-    MPI_Request request;      /* an MPICH persistent collective, or */
-    MPI_Request *posted;      /* an MPICH request the builder posted */
+    const struct sched_poll_ops *poll; /* POLL: its client's work, */
+    void *state, *poll_arg;            /* its state and argument */
+    struct coll_sched *child;          /* NESTED: a grid communicator's, or */
+    MPI_Request request;               /* an MPICH persistent collective, or */
+    MPI_Request *posted;               /* an MPICH request the builder posted */
     sched_call_fn *fn;
     void *arg;
     int dep_first, dep_count; /* JOIN: into deps */
@@ -102,8 +102,8 @@ struct coll_sched {
     int nstreams;
     int *stream_of; /* [count] */
     int *order;     /* [count] step indices grouped by stream */
-    int *ordered;   /* LOCAL, NODE_BCAST, NESTED steps, each in added order */
-    int nlocal, nnode, nnested;
+    int *ordered;   /* LOCAL, POLL, NESTED steps, each in added order */
+    int nlocal, npoll, nnested;
     int *free_steps; /* CALL and JOIN */
     int nfree;
     char *done; /* [count] */
@@ -111,16 +111,15 @@ struct coll_sched {
     int *lstep;
     struct gc_xfer **xreq;
     int *xstep;
-    struct node_bcast *nreq;
-    int *nstep;
+    int *pstep; /* POLL steps started, not yet done */
     int *indices;
     MPI_Status *statuses;
 
     /* The run. */
     int running;
     unsigned seq;
-    int left, nl, nx, nn, nchild;
-    int local_next, node_next, nested_next, free_left;
+    int left, nl, nx, np, nchild;
+    int local_next, poll_next, nested_next, free_left;
     int status;
     int truncated;
     int remote_failed;
@@ -233,8 +232,7 @@ static void free_run(struct coll_sched *s)
     free(s->lstep);
     free(s->xreq);
     free(s->xstep);
-    free(s->nreq);
-    free(s->nstep);
+    free(s->pstep);
     free(s->indices);
     free(s->statuses);
 }
@@ -375,16 +373,16 @@ int coll_sched_local(struct coll_sched *s, const struct sched_local *l,
     return add(s, &st);
 }
 
-int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
-                          void *buf, MPI_Count count, MPI_Datatype type,
-                          int root, int after)
+int coll_sched_poll(struct coll_sched *s, const struct sched_poll_ops *ops,
+                    void *arg, int after)
 {
-    struct step st = {.kind = NODE_BCAST,
-                      .node = node,
-                      .peer = root,
-                      .buf = buf,
-                      .count = count,
-                      .type = type,
+    void *state = coll_sched_alloc(s, ops->state_size);
+    if (state == NULL)
+        return -1;
+    struct step st = {.kind = POLL,
+                      .poll = ops,
+                      .state = state,
+                      .poll_arg = arg,
                       .after = after};
     return add(s, &st);
 }
@@ -612,15 +610,14 @@ static int prepare(struct coll_sched *s)
     s->lstep = malloc(n * sizeof *s->lstep);
     s->xreq = malloc(n * sizeof *s->xreq);
     s->xstep = malloc(n * sizeof *s->xstep);
-    s->nreq = malloc(n * sizeof *s->nreq);
-    s->nstep = malloc(n * sizeof *s->nstep);
+    s->pstep = malloc(n * sizeof *s->pstep);
     s->indices = malloc(n * sizeof *s->indices);
     s->statuses = malloc(n * sizeof *s->statuses);
     if (s->streams == NULL || s->stream_of == NULL || s->order == NULL ||
         s->ordered == NULL || s->free_steps == NULL || s->done == NULL ||
         s->lreq == NULL || s->lstep == NULL || s->xreq == NULL ||
-        s->xstep == NULL || s->nreq == NULL || s->nstep == NULL ||
-        s->indices == NULL || s->statuses == NULL)
+        s->xstep == NULL || s->pstep == NULL || s->indices == NULL ||
+        s->statuses == NULL)
         return MPI_ERR_NO_MEM;
     /* Few streams per member (a tree's parent and children, the site
      * leaders): a linear search per step is cheap. */
@@ -645,11 +642,11 @@ static int prepare(struct coll_sched *s)
         s->stream_of[i] = k;
     }
     for (int i = 0; i < s->count; i++)
-        if (s->steps[i].kind == NODE_BCAST)
-            s->ordered[s->nlocal + s->nnode++] = i;
+        if (s->steps[i].kind == POLL)
+            s->ordered[s->nlocal + s->npoll++] = i;
     for (int i = 0; i < s->count; i++)
         if (s->steps[i].kind == NESTED)
-            s->ordered[s->nlocal + s->nnode + s->nnested++] = i;
+            s->ordered[s->nlocal + s->npoll + s->nnested++] = i;
     for (int k = 1; k < s->nstreams; k++)
         s->streams[k].first = s->streams[k - 1].first + s->streams[k - 1].count;
     for (int i = 0; i < s->count; i++)
@@ -775,9 +772,7 @@ static int post_local(struct coll_sched *s, int i)
         status = PMPI_Iallgatherv_c(l->sbuf, l->count, l->type, l->rbuf,
                                     l->counts, l->displs, l->rtype, comm, req);
         break;
-    case LOCAL_COMM_IDUP:
-        status = gc_ctxid_idup(l->comm, l->info, l->rbuf, req);
-        break;
+    case LOCAL_START: status = l->start(l, req); break;
     default:
         status = PMPI_Ialltoallw_c(l->sbuf, l->scounts, l->sdispls, l->stypes,
                                    l->rbuf, l->rcounts, l->rdispls, l->rtypes,
@@ -874,23 +869,20 @@ static int post_ready(struct coll_sched *s)
             moved++;
         }
     }
-    while (status == MPI_SUCCESS && s->node_next < s->nnode) {
-        int i = s->ordered[s->nlocal + s->node_next];
+    while (status == MPI_SUCCESS && s->poll_next < s->npoll) {
+        int i = s->ordered[s->nlocal + s->poll_next];
         const struct step *st = &s->steps[i];
         if (!step_ready(s, st))
             break;
-        status = node_bcast_start(&s->nreq[s->nn], s->comm, st->node, st->buf,
-                                  st->count, st->type, st->peer);
-        if (status != MPI_SUCCESS) {
-            free(s->nreq[s->nn].reqs);
+        status = st->poll->start(st->state, st->poll_arg);
+        if (status != MPI_SUCCESS)
             break;
-        }
-        s->nstep[s->nn++] = i;
-        s->node_next++;
+        s->pstep[s->np++] = i;
+        s->poll_next++;
         moved++;
     }
     while (status == MPI_SUCCESS && s->nested_next < s->nnested) {
-        int i = s->ordered[s->nlocal + s->nnode + s->nested_next];
+        int i = s->ordered[s->nlocal + s->npoll + s->nested_next];
         if (!step_ready(s, &s->steps[i]))
             break;
         s->nested_next++;
@@ -974,20 +966,20 @@ static int reap(struct coll_sched *s)
     }
     s->nx = kept;
     kept = 0;
-    for (int j = 0; j < s->nn; j++) {
-        int done;
-        int rc = node_bcast_test(&s->nreq[j], &done);
+    for (int j = 0; j < s->np; j++) {
+        const struct step *st = &s->steps[s->pstep[j]];
+        int done = 0;
+        int rc = st->poll->test(st->state, &done);
         if (rc != MPI_SUCCESS && s->status == MPI_SUCCESS)
             s->status = rc;
-        if (done) {
-            finished(s, s->nstep[j]);
+        if (done || rc != MPI_SUCCESS) {
+            finished(s, s->pstep[j]);
             reaped++;
         } else {
-            s->nreq[kept] = s->nreq[j];
-            s->nstep[kept++] = s->nstep[j];
+            s->pstep[kept++] = s->pstep[j];
         }
     }
-    s->nn = kept;
+    s->np = kept;
     return reaped;
 }
 
@@ -1014,7 +1006,7 @@ static int advance(struct coll_sched *s)
         more += reap(s);
         moved += more;
     } while (more > 0 && s->left > 0);
-    int idle = s->nl == 0 && s->nx == 0 && s->nn == 0 && s->nchild == 0;
+    int idle = s->nl == 0 && s->nx == 0 && s->np == 0 && s->nchild == 0;
     if (s->left > 0 && !(idle && s->status != MPI_SUCCESS))
         return moved;
     if (s->status == MPI_SUCCESS && s->truncated)
@@ -1051,8 +1043,8 @@ int coll_sched_start(struct coll_sched *s, sched_done_fn *done, void *arg)
     for (int k = 0; k < s->nstreams; k++)
         s->streams[k].next = s->streams[k].busy = 0;
     s->left = s->count;
-    s->nl = s->nx = s->nn = s->nchild = 0;
-    s->local_next = s->node_next = s->nested_next = 0;
+    s->nl = s->nx = s->np = s->nchild = 0;
+    s->local_next = s->poll_next = s->nested_next = 0;
     s->status = MPI_SUCCESS;
     s->truncated = s->remote_failed = 0;
     s->done_fn = done;
@@ -1134,7 +1126,7 @@ static int mpich_busy(void)
 {
     for (const struct coll_sched *s = running_head; s != NULL;
          s = s->next_running)
-        if (s->nl > 0 || s->nn > 0 || (s->local_next < s->nlocal))
+        if (s->nl > 0 || s->np > 0 || (s->local_next < s->nlocal))
             return 1;
     return 0;
 }

@@ -18,8 +18,8 @@
  *                only, counted as the collective's WAN traffic);
  *   LOCAL        a nonblocking MPICH collective among this site's
  *                members (PMPI_Ibcast, PMPI_Ireduce, ... on c->local);
- *   NODE_BCAST   a chunk through the node layer's shared memory
- *                (node_shm.h): blocking runs only, see below;
+ *   POLL         a client's own work, started and tested by the engine
+ *                (the node layer's shared-memory bcast, node_shm.h);
  *   NESTED       a collective on another communicator (an
  *                intercommunicator's local group, gc_intercomm.h), built
  *                before the run: a grid communicator's schedule, which the
@@ -70,7 +70,6 @@
 #include <stddef.h>
 
 struct coll_sched;
-struct coll_node;
 
 /* A nonblocking MPICH collective on the site's members (c->local). */
 enum sched_local_op {
@@ -85,8 +84,8 @@ enum sched_local_op {
     LOCAL_SCATTERV,       /* sbuf counts/displs x type -> rbuf rcount x rtype */
     LOCAL_ALLGATHERV,     /* sbuf count x type -> rbuf counts/displs x rtype */
     LOCAL_ALLTOALLW,      /* w: every member's counts, byte displs and types */
-    LOCAL_COMM_IDUP,      /* comm (with info unless MPI_INFO_NULL) -> rbuf,
-                             an MPI_Comm */
+    LOCAL_START,          /* start(l, &request): a nonblocking MPICH call
+                             of the client's (a communicator duplication) */
 };
 
 /*
@@ -111,10 +110,11 @@ struct sched_local {
     const MPI_Count *scounts, *rcounts;
     const MPI_Aint *sdispls, *rdispls;
     const MPI_Datatype *stypes, *rtypes;
-    /* comm idup: a communicator of this site's members of the schedule's
-     * communicator (its `local` or `local_p2p`) */
-    MPI_Comm comm;
-    MPI_Info info;
+    /* LOCAL_START: posts the call on a communicator of this site's
+     * members of the schedule's communicator; arg lives as long as the
+     * schedule */
+    int (*start)(const struct sched_local *l, MPI_Request *request);
+    void *arg;
 };
 
 /* Local work of a CALL step; MPI_SUCCESS or an MPI error. */
@@ -158,12 +158,21 @@ int coll_sched_recv(struct coll_sched *s, int peer, int tag, void *buf,
                     MPI_Count count, MPI_Datatype type, int after);
 int coll_sched_local(struct coll_sched *s, const struct sched_local *l,
                      int after);
-/* A chunk of count x type from site rank `root` through node layer
- * `node` (blocking runs only: the node layer serves one collective at a
- * time). */
-int coll_sched_node_bcast(struct coll_sched *s, struct coll_node *node,
-                          void *buf, MPI_Count count, MPI_Datatype type,
-                          int root, int after);
+/*
+ * A step of a client's own work, neither MPICH's nor the relays' (the
+ * node layer's shared-memory bcast): once `after` finished the engine
+ * calls ops->start(state, arg), then ops->test(state, &done) in each pass
+ * until done is set or it fails.  `state` is the step's, ops->state_size
+ * bytes (one run at a time); arg lives as long as the schedule.  Poll
+ * steps start in the order they were added.
+ */
+struct sched_poll_ops {
+    size_t state_size;
+    int (*start)(void *state, void *arg);
+    int (*test)(void *state, int *done);
+};
+int coll_sched_poll(struct coll_sched *s, const struct sched_poll_ops *ops,
+                    void *arg, int after);
 /* fn(s, arg) once `after` finished; arg lives as long as the schedule. */
 int coll_sched_call(struct coll_sched *s, sched_call_fn *fn, void *arg,
                     int after);

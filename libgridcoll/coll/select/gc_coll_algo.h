@@ -43,28 +43,9 @@
 #include <stdio.h>
 
 #include "coll/model_cost.h"
+#include "core/gc_coll_kind.h"
 #include "core/gc_comm.h"
 #include "core/gc_world.h"
-
-enum gc_coll_kind {
-    GC_COLL_BARRIER,
-    GC_COLL_BCAST,
-    GC_COLL_REDUCE,
-    GC_COLL_ALLREDUCE,
-    GC_COLL_REDUCE_SCATTER, /* and Reduce_scatter_block */
-    GC_COLL_SCAN,           /* and Exscan */
-    GC_COLL_GATHER,
-    GC_COLL_GATHERV,
-    GC_COLL_SCATTER,
-    GC_COLL_SCATTERV,
-    GC_COLL_ALLGATHER,
-    GC_COLL_ALLGATHERV,
-    GC_COLL_ALLTOALL,
-    GC_COLL_ALLTOALLV,
-    GC_COLL_ALLTOALLW,
-    GC_COLL_NEIGHBOR, /* the five neighbourhood collectives */
-    GC_COLL_KINDS
-};
 
 /* One side of an all-to-all per comm rank; displacements in bytes. */
 struct coll_side {
@@ -261,7 +242,7 @@ struct coll_rule {
 };
 
 struct coll_table {
-    const char *name; /* "alltoall": GRIDCOLL_ALLTOALL, --algorithms */
+    /* Named by its kind (gc_coll_kind_name): "alltoall", GRIDCOLL_ALLTOALL. */
     const struct coll_algo *algos;
     int algo_count;
     const struct coll_rule *rules;
@@ -274,6 +255,9 @@ struct coll_table {
     /* The site phase and what its rules' bytes are, for the listing. */
     const char *site_doc;
 };
+
+/* The table's collective: "bcast", ... (gc_coll_kind_name). */
+const char *coll_table_name(const struct coll_table *t);
 
 /* Pick, account and run the algorithm for a call of kind `kind`. */
 int coll_run(enum gc_coll_kind kind, struct coll_args *a);
@@ -366,6 +350,9 @@ coll_cost_fn alltoall_grid_direct_cost;
 coll_cost_fn alltoall_grid_lg_cost;
 coll_cost_fn alltoall_grid_hier_cost;
 
+/* gc_settings_note_fn for the settings listing (gridcoll-info). */
+int coll_setting_note(const char *variable, int kind, int algorithm, char *out,
+                      size_t size);
 /* GRIDCOLL_STATS=1: each site prints its totals (collective, every rank). */
 void gc_coll_print_stats(void);
 

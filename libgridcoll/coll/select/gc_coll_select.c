@@ -534,42 +534,31 @@ static const struct coll_rule neighbor_rules[] = {
     "what an average pair of the site's members exchanges"
 
 static const struct coll_table tables[GC_COLL_KINDS] = {
-    [GC_COLL_BARRIER] = {"barrier", ALGOS(barrier_algos), ALGOS(barrier_rules),
-                         0},
-    [GC_COLL_BCAST] = {"bcast", ALGOS(bcast_algos), ALGOS(bcast_rules),
-                       256 * 1024, "GRIDCOLL_BCAST_LOCAL", BCAST_SITE},
-    [GC_COLL_REDUCE] = {"reduce", ALGOS(reduce_algos), ALGOS(reduce_rules),
-                        256 * 1024},
-    [GC_COLL_ALLREDUCE] = {"allreduce", ALGOS(allreduce_algos),
-                           ALGOS(allreduce_rules), 256 * 1024,
-                           "GRIDCOLL_ALLREDUCE_LOCAL", ALLREDUCE_SITE},
-    [GC_COLL_REDUCE_SCATTER] = {"reduce_scatter", ALGOS(reduce_scatter_algos),
+    [GC_COLL_BARRIER] = {ALGOS(barrier_algos), ALGOS(barrier_rules), 0},
+    [GC_COLL_BCAST] = {ALGOS(bcast_algos), ALGOS(bcast_rules), 256 * 1024,
+                       "GRIDCOLL_BCAST_LOCAL", BCAST_SITE},
+    [GC_COLL_REDUCE] = {ALGOS(reduce_algos), ALGOS(reduce_rules), 256 * 1024},
+    [GC_COLL_ALLREDUCE] = {ALGOS(allreduce_algos), ALGOS(allreduce_rules),
+                           256 * 1024, "GRIDCOLL_ALLREDUCE_LOCAL",
+                           ALLREDUCE_SITE},
+    [GC_COLL_REDUCE_SCATTER] = {ALGOS(reduce_scatter_algos),
                                 ALGOS(reduce_scatter_rules), 256 * 1024},
-    [GC_COLL_SCAN] = {"scan", ALGOS(scan_algos), ALGOS(scan_rules), 0},
-    [GC_COLL_GATHER] = {"gather", ALGOS(gather_algos), ALGOS(gather_rules), 0},
-    [GC_COLL_GATHERV] = {"gatherv", ALGOS(gather_algos), ALGOS(gather_rules),
-                         0},
-    [GC_COLL_SCATTER] = {"scatter", ALGOS(scatter_algos), ALGOS(scatter_rules),
-                         0},
-    [GC_COLL_SCATTERV] = {"scatterv", ALGOS(scatter_algos),
-                          ALGOS(scatter_rules), 0},
-    [GC_COLL_ALLGATHER] = {"allgather", ALGOS(allgather_algos),
-                           ALGOS(allgather_rules), 0,
+    [GC_COLL_SCAN] = {ALGOS(scan_algos), ALGOS(scan_rules), 0},
+    [GC_COLL_GATHER] = {ALGOS(gather_algos), ALGOS(gather_rules), 0},
+    [GC_COLL_GATHERV] = {ALGOS(gather_algos), ALGOS(gather_rules), 0},
+    [GC_COLL_SCATTER] = {ALGOS(scatter_algos), ALGOS(scatter_rules), 0},
+    [GC_COLL_SCATTERV] = {ALGOS(scatter_algos), ALGOS(scatter_rules), 0},
+    [GC_COLL_ALLGATHER] = {ALGOS(allgather_algos), ALGOS(allgather_rules), 0,
                            "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
-    [GC_COLL_ALLGATHERV] = {"allgatherv", ALGOS(allgather_algos),
-                            ALGOS(allgather_rules), 0,
+    [GC_COLL_ALLGATHERV] = {ALGOS(allgather_algos), ALGOS(allgather_rules), 0,
                             "GRIDCOLL_ALLGATHER_LOCAL", ALLGATHER_SITE},
-    [GC_COLL_ALLTOALL] = {"alltoall", ALGOS(alltoall_algos),
-                          ALGOS(alltoall_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
-                          ALLTOALL_SITE},
-    [GC_COLL_ALLTOALLV] = {"alltoallv", ALGOS(alltoall_algos),
-                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
-                           ALLTOALL_SITE},
-    [GC_COLL_ALLTOALLW] = {"alltoallw", ALGOS(alltoall_algos),
-                           ALGOS(alltoallv_rules), 0, "GRIDCOLL_ALLTOALL_LOCAL",
-                           ALLTOALL_SITE},
-    [GC_COLL_NEIGHBOR] = {"neighbor", ALGOS(neighbor_algos),
-                          ALGOS(neighbor_rules), 0},
+    [GC_COLL_ALLTOALL] = {ALGOS(alltoall_algos), ALGOS(alltoall_rules), 0,
+                          "GRIDCOLL_ALLTOALL_LOCAL", ALLTOALL_SITE},
+    [GC_COLL_ALLTOALLV] = {ALGOS(alltoall_algos), ALGOS(alltoallv_rules), 0,
+                           "GRIDCOLL_ALLTOALL_LOCAL", ALLTOALL_SITE},
+    [GC_COLL_ALLTOALLW] = {ALGOS(alltoall_algos), ALGOS(alltoallv_rules), 0,
+                           "GRIDCOLL_ALLTOALL_LOCAL", ALLTOALL_SITE},
+    [GC_COLL_NEIGHBOR] = {ALGOS(neighbor_algos), ALGOS(neighbor_rules), 0},
 };
 
 /* Room per table in the statistics; checked when the stats are read. */
@@ -583,6 +572,12 @@ struct coll_stats {
 };
 
 static struct coll_stats stats[GC_COLL_KINDS][MAX_ALGOS];
+
+/* t is one of `tables` (coll_table_of). */
+const char *coll_table_name(const struct coll_table *t)
+{
+    return gc_coll_kind_name((enum gc_coll_kind)(t - tables));
+}
 
 const struct coll_table *coll_table_of(enum gc_coll_kind kind)
 {
@@ -600,7 +595,7 @@ static void env_name(const struct coll_table *t, const char *suffix, char *var,
                      size_t size)
 {
     size_t at = (size_t)snprintf(var, size, "GRIDCOLL_");
-    for (const char *p = t->name; *p != '\0' && at + 1 < size; p++)
+    for (const char *p = coll_table_name(t); *p != '\0' && at + 1 < size; p++)
         var[at++] = (char)toupper((unsigned char)*p);
     var[at] = '\0';
     strncat(var, suffix, size - at - 1);
@@ -664,8 +659,8 @@ static int forced_algo(const struct coll_table *t, enum coll_level level,
     if (*index < 0)
         snprintf(text, sizeof text,
                  "%s: %s=%s is not %s algorithm of %s (valid: %s)", a->fn,
-                 source, name, level == COLL_GRID ? "an" : "a site", t->name,
-                 names);
+                 source, name, level == COLL_GRID ? "an" : "a site",
+                 coll_table_name(t), names);
     else
         snprintf(text, sizeof text,
                  "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
@@ -880,29 +875,6 @@ int coll_site_select(enum gc_coll_kind kind, struct gc_comm *c, const char *fn,
     return MPI_SUCCESS;
 }
 
-int coll_parse_size(const char *text, size_t *value)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-')
-        return -1;
-    int shift = 0;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': shift = 10; break;
-    case 'M': shift = 20; break;
-    case 'G': shift = 30; break;
-    case '\0': break;
-    default: return -1;
-    }
-    if (shift > 0 && *++end != '\0')
-        return -1;
-    if (v == 0 || v > (SIZE_MAX >> shift))
-        return -1;
-    *value = (size_t)v << shift;
-    return 0;
-}
-
 /* GRIDCOLL_<COLL>_SEGSIZE was checked at MPI_Init (gc_settings.c). */
 static int select_segsize(const struct coll_table *t, struct coll_args *a)
 {
@@ -914,7 +886,7 @@ static int select_segsize(const struct coll_table *t, struct coll_args *a)
 static const struct coll_table *table_named(const char *collective)
 {
     for (int k = 0; collective != NULL && k < GC_COLL_KINDS; k++)
-        if (strcmp(tables[k].name, collective) == 0)
+        if (strcmp(gc_coll_kind_name((enum gc_coll_kind)k), collective) == 0)
             return &tables[k];
     return NULL;
 }
@@ -1084,14 +1056,14 @@ void gc_coll_print_stats(void)
             fprintf(stderr,
                     "gridcoll-stats: site=%s coll=%s level=site algo=%s "
                     "calls=%llu\n",
-                    site, t->name, t->algos[slot % MAX_ALGOS].name,
+                    site, coll_table_name(t), t->algos[slot % MAX_ALGOS].name,
                     (unsigned long long)site_calls[slot]);
             continue;
         }
         fprintf(stderr,
                 "gridcoll-stats: site=%s coll=%s algo=%s calls=%llu "
                 "wan_bytes=%llu wan_messages=%llu\n",
-                site, last ? "internal" : t->name,
+                site, last ? "internal" : coll_table_name(t),
                 last ? "-" : t->algos[slot % MAX_ALGOS].name,
                 (unsigned long long)site_calls[slot],
                 (unsigned long long)site_traffic[2 * slot],
@@ -1146,7 +1118,7 @@ void coll_print_algorithms(FILE *out)
         const struct coll_table *t = &tables[k];
         char var[64];
         env_name(t, "", var, sizeof var);
-        fprintf(out, "%s (%s=NAME", t->name, var);
+        fprintf(out, "%s (%s=NAME", coll_table_name(t), var);
         if (t->default_segsize > 0) {
             env_name(t, "_SEGSIZE", var, sizeof var);
             fprintf(out, ", %s=BYTES, default %zu", var, t->default_segsize);
@@ -1185,11 +1157,47 @@ void coll_print_algorithms_csv(FILE *out)
     for (int k = 0; k < GC_COLL_KINDS; k++)
         for (int i = 0; i < tables[k].algo_count; i++) {
             const struct coll_algo *algo = &tables[k].algos[i];
-            fprintf(out, "%s,%s,%s,", tables[k].name,
+            fprintf(out, "%s,%s,%s,", gc_coll_kind_name((enum gc_coll_kind)k),
                     algo->level == COLL_GRID ? "grid" : "site", algo->name);
             print_csv_field(out, algo->description);
             fputc(',', out);
             print_csv_field(out, restrictions_of(algo));
             fprintf(out, ",%d\n", blocking_only(algo));
         }
+}
+
+/* The names of one level of t, comma-separated, from out's n bytes on. */
+static void level_names(const struct coll_table *t, enum coll_level level,
+                        char *out, size_t size, int n)
+{
+    const char *sep = "";
+    for (int i = 0; i < t->algo_count && n < (int)size; i++) {
+        if (t->algos[i].level != level)
+            continue;
+        n += snprintf(out + n, size - (size_t)n, "%s%s", sep, t->algos[i].name);
+        sep = ", ";
+    }
+}
+
+int coll_setting_note(const char *variable, int kind, int algorithm, char *out,
+                      size_t size)
+{
+    if (kind >= 0) {
+        const struct coll_table *t = &tables[kind];
+        if (algorithm)
+            level_names(t, COLL_GRID, out, size, 0);
+        else if (t->default_segsize > 0)
+            snprintf(out, size, "default %zu", t->default_segsize);
+        else
+            return 0;
+        return 1;
+    }
+    /* A site level's variable: the first table that has it. */
+    for (int k = 0; k < GC_COLL_KINDS; k++)
+        if (tables[k].site_var != NULL &&
+            strcmp(tables[k].site_var, variable) == 0) {
+            level_names(&tables[k], COLL_SITE, out, size, 0);
+            return 1;
+        }
+    return 0;
 }
