@@ -50,16 +50,29 @@ pid_t gr_spawn(char **argv, int in_fd, int out_fd, int err_fd)
     return pid;
 }
 
-/* Site s's relay, its stdout and stderr into its log file. */
-static int start_relay(struct gr_job *job, struct gr_site *s, int null_fd)
+pid_t gr_spawn_logged(char **argv, const char *log)
 {
-    /* The relay's own stderr (crashes, sanitizer reports, start-up errors
-     * before the log opens) goes to its log file too. */
-    int log_fd = open(s->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0)
+        return -1;
+    int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) {
-        fprintf(stderr, "gridrun: %s: %s\n", s->log, strerror(errno));
+        fprintf(stderr, "gridrun: %s: %s\n", log, strerror(errno));
+        close(null_fd);
         return -1;
     }
+    pid_t pid = gr_spawn(argv, null_fd, log_fd, log_fd);
+    if (pid < 0)
+        fprintf(stderr, "gridrun: fork: %s\n", strerror(errno));
+    close(log_fd);
+    close(null_fd);
+    return pid;
+}
+
+/* Site s's relay.  Its own stderr (crashes, sanitizer reports, start-up
+ * errors before the log opens) goes to its log file too. */
+static int start_relay(struct gr_job *job, struct gr_site *s)
+{
     /* Through --rsh: RSH... RELAYHOST GRIDRELAY -c CONF. */
     char *argv[64 + 9];
     size_t a = gr_netns_prefix(s, argv);
@@ -72,10 +85,8 @@ static int start_relay(struct gr_job *job, struct gr_site *s, int null_fd)
     argv[a++] = "-c";
     argv[a++] = s->conf;
     argv[a] = NULL;
-    s->relay_pid = gr_spawn(argv, null_fd, log_fd, log_fd);
-    close(log_fd);
+    s->relay_pid = gr_spawn_logged(argv, s->log);
     if (s->relay_pid < 0) {
-        fprintf(stderr, "gridrun: fork: %s\n", strerror(errno));
         s->relay_pid = 0;
         return -1;
     }
@@ -90,13 +101,9 @@ static int start_relay(struct gr_job *job, struct gr_site *s, int null_fd)
 
 int gr_relays_start(struct gr_job *job)
 {
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0)
-        return -1;
     int status = 0;
     for (uint32_t i = 0; i < job->site_count && status == 0; i++)
-        status = start_relay(job, &job->sites[i], null_fd);
-    close(null_fd);
+        status = start_relay(job, &job->sites[i]);
     return status;
 }
 

@@ -110,6 +110,10 @@ void gr_relayconf_http(const struct gr_site *s, char *out, size_t len);
  * standard descriptors; the pid, or -1 with errno. */
 pid_t gr_spawn(char **argv, int in_fd, int out_fd, int err_fd);
 
+/* gr_spawn with stdin from /dev/null and stdout and stderr appended to
+ * the file `log`; the pid, or -1 with a message printed. */
+pid_t gr_spawn_logged(char **argv, const char *log);
+
 /* Reap every child that ended (orphans too) and record its status. */
 void gr_reap(struct gr_runner *r);
 

@@ -81,22 +81,9 @@ int gr_wan_start(struct gr_job *job)
             return -1;
         }
     }
-    int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0)
-        return -1;
-    int log_fd =
-        open(job->wan_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-        fprintf(stderr, "gridrun: %s: %s\n", job->wan_log, strerror(errno));
-        close(null_fd);
-        return -1;
-    }
     job->wan_argv[0] = job->wan_bin;
-    job->wan_pid = gr_spawn(job->wan_argv, null_fd, log_fd, log_fd);
-    close(log_fd);
-    close(null_fd);
+    job->wan_pid = gr_spawn_logged(job->wan_argv, job->wan_log);
     if (job->wan_pid < 0) {
-        fprintf(stderr, "gridrun: fork: %s\n", strerror(errno));
         job->wan_pid = 0;
         return -1;
     }
