@@ -988,7 +988,7 @@ static bool host_is_here(const char *host)
  * Machine-file mode without --rsh: hydra starts the ranks of a host that
  * is this machine here, so a program missing here fails there; say so
  * before anything starts, as hydra's failure would be reported
- * (gridrun_job.c, report_exec_failure).  Other hosts are not checked:
+ * (gridrun_report.c, report_exec_failure).  Other hosts are not checked:
  * only they can tell.  -1 to go on, else gridrun's exit status.
  */
 static int check_local_programs(const struct gr_job *job)
