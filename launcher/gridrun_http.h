@@ -38,7 +38,7 @@ struct gr_http_request {
     const char *path;
     const char *body; /* NULL = none; sent as text/plain */
     int timeout_s;
-    size_t max_reply; /* bytes of the whole reply, headers included */
+    size_t max_reply; /* a reply this long (headers included) is refused */
     /* A stream socket of the endpoint's address family, e.g. in another
      * network namespace; NULL = socket(2) in gridrun's own. */
     int (*open_socket)(void *arg, int family);
