@@ -5,6 +5,7 @@
  * hash stands for.
  */
 #include "default_model.h"
+#include "gridrun_env.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -49,9 +50,9 @@ char *dm_layout(const struct gr_job *job, bool machine_file, const char *wan)
 
 int dm_dir(char *out, size_t len, char *err, size_t err_len)
 {
-    const char *base = getenv("GRIDCOLL_MODEL_DIR");
+    const char *base = gr_env(GR_ENV_MODEL_DIR);
     const char *below = "";
-    if (base == NULL || base[0] == '\0') {
+    if (base == NULL) {
         base = getenv("XDG_CACHE_HOME");
         below = "/gridcoll";
         if (base == NULL || base[0] != '/') {

@@ -17,6 +17,7 @@
  */
 #include "default_model.h"
 #include "core/gc_model.h"
+#include "gridrun_env.h"
 #include "gridrun_job.h"
 #include "netns.h"
 
@@ -61,11 +62,9 @@ enum {
     OPT_SERVICE_KEY,
     OPT_SERVICE_CA,
     OPT_KEEP_FAILED,
+    OPT_ENV,
+    OPT_MARKDOWN,
 };
-
-/* Failed jobs' directories kept by default (--keep-failed). */
-#define KEEP_FAILED_DEFAULT 5
-#define KEEP_FAILED_MAX     100000
 
 #define MAX_RSH_WORDS  64
 #define MAX_RELAY_SETS 64
@@ -219,6 +218,8 @@ static void usage(FILE *out)
         "  --verbose            report each step on standard error\n"
         "  --no-join-check      PROGRAM is not an MPI program: do not require\n"
         "                       every rank to join the grid (see below)\n"
+        "  --env [--markdown]   list the variables of gridrun's own\n"
+        "                       environment (--markdown: as a Markdown table)\n"
         "  --help               print this help\n"
         "\n"
         "Several programs (MPMD): ':' separates segments [-n N] PROGRAM\n"
@@ -258,18 +259,6 @@ static void usage(FILE *out)
         "                       model); else gridrun's own, if set\n"
         "  grid rank = GRIDCOLL_SITE_OFFSET + PMI_RANK\n"
         "\n"
-        "gridrun's own environment:\n"
-        "  GRIDCOLL_RELAY_BIN   gridrelay to run (default: next to gridrun)\n"
-        "  GRIDCOLL_MPIEXEC     mpiexec to run (default: mpiexec from PATH)\n"
-        "  GRIDCOLL_WAN_BIN     gridwan to run (default: next to gridrun)\n"
-        "  GRIDCOLL_PROBE_BIN   gridcoll-probe to run with --probe (default:\n"
-        "                       next to gridrun)\n"
-        "  GRIDCOLL_MODEL       model for the ranks when --model is not given\n"
-        "  GRIDCOLL_MODEL_DIR   where default models live (see above)\n"
-        "  GRIDCOLL_KEEP_FAILED failed jobs' directories kept (--keep-failed)\n"
-        "  TMPDIR               where the job directory is made (default "
-        "/tmp)\n"
-        "\n"
         "exit status:\n"
         "  0        every mpiexec exited with 0\n"
         "  N        a site's mpiexec exited with N (the first failure)\n"
@@ -282,8 +271,12 @@ static void usage(FILE *out)
         "  125      ranks of a site never joined the grid (see above)\n"
         "  126/127  a host could not start the program: not executable/not\n"
         "           found\n"
-        "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n",
+        "  130/143  gridrun was interrupted by SIGINT/SIGTERM\n"
+        "\n"
+        "gridrun's own environment (gridrun --env: what each one does):\n",
         GR_MAX_SITES);
+    gr_env_print_names(out, 2);
+    fprintf(out, "  TMPDIR, where the job directory is made (default /tmp)\n");
 }
 
 __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
@@ -405,15 +398,18 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         {"service-cert", required_argument, NULL, OPT_SERVICE_CERT},
         {"service-key", required_argument, NULL, OPT_SERVICE_KEY},
         {"service-ca", required_argument, NULL, OPT_SERVICE_CA},
+        {"env", no_argument, NULL, OPT_ENV},
+        {"markdown", no_argument, NULL, OPT_MARKDOWN},
         {NULL, 0, NULL, 0},
     };
     uint32_t sites = 0, np = 0;
     const char *sizes = NULL;
     /* The option wins over the environment, which wins over the
      * default. */
-    const char *keep_failed = getenv("GRIDCOLL_KEEP_FAILED");
-    const char *keep_failed_from = "GRIDCOLL_KEEP_FAILED";
+    const char *keep_failed = gr_env(GR_ENV_KEEP_FAILED);
+    const char *keep_failed_from = gr_env_name(GR_ENV_KEEP_FAILED);
     char fattree[GC_SCHED_FATTREE_TEXT_MAX] = "";
+    bool list_env = false, markdown = false;
     int c;
 
     opterr = 0;
@@ -482,6 +478,8 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         case OPT_SERVICE_CERT: mo->service_cert = optarg; break;
         case OPT_SERVICE_KEY: mo->service_key = optarg; break;
         case OPT_SERVICE_CA: mo->service_ca = optarg; break;
+        case OPT_ENV: list_env = true; break;
+        case OPT_MARKDOWN: markdown = true; break;
         case OPT_HELP:
         case 'h': usage(stdout); return 0;
         case ':':
@@ -489,11 +487,17 @@ static int parse_args(int argc, char **argv, struct gr_job *job,
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
-    job->keep_failed = KEEP_FAILED_DEFAULT;
-    if (keep_failed != NULL && *keep_failed != '\0' &&
-        parse_u32(keep_failed, 0, KEEP_FAILED_MAX, &job->keep_failed) != 0)
+    if (markdown && !list_env)
+        return usage_error("%s", "--markdown goes with --env");
+    if (list_env) {
+        gr_env_print(stdout, markdown);
+        return 0;
+    }
+    job->keep_failed = GR_KEEP_FAILED_DEFAULT;
+    if (keep_failed != NULL &&
+        parse_u32(keep_failed, 0, GR_KEEP_FAILED_MAX, &job->keep_failed) != 0)
         return usage_error("%s must be 0..%u, not '%s'", keep_failed_from,
-                           KEEP_FAILED_MAX, keep_failed);
+                           GR_KEEP_FAILED_MAX, keep_failed);
     bool after_dashes = optind > 1 && strcmp(argv[optind - 1], "--") == 0;
     if (md->probe) {
         if (optind < argc && !after_dashes)
@@ -727,24 +731,25 @@ static void endpoint_host(const char *ep, char *out, size_t len)
 static int service_credentials(struct gr_job *job, const struct mf_opts *mo)
 {
     const struct {
-        const char *option, *env, *value;
+        const char *option;
+        enum gr_env_var env;
+        const char *value;
         char *out;
     } items[] = {
-        {"--service-cert", "GRIDCOLL_SERVICE_CERT", mo->service_cert,
+        {"--service-cert", GR_ENV_SERVICE_CERT, mo->service_cert,
          job->service_cert},
-        {"--service-key", "GRIDCOLL_SERVICE_KEY", mo->service_key,
+        {"--service-key", GR_ENV_SERVICE_KEY, mo->service_key,
          job->service_key},
-        {"--service-ca", "GRIDCOLL_SERVICE_CA", mo->service_ca,
-         job->service_ca},
+        {"--service-ca", GR_ENV_SERVICE_CA, mo->service_ca, job->service_ca},
     };
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
         const char *path =
-            items[i].value ? items[i].value : getenv(items[i].env);
+            items[i].value ? items[i].value : gr_env(items[i].env);
         if (path == NULL || path[0] == '\0') {
             fprintf(stderr,
                     "gridrun: %s names running services: give %s FILE (or "
                     "set %s)\n",
-                    mo->path, items[i].option, items[i].env);
+                    mo->path, items[i].option, gr_env_name(items[i].env));
             return -1;
         }
         if (access(path, R_OK) != 0 || realpath(path, items[i].out) == NULL) {
@@ -983,7 +988,7 @@ static bool host_is_here(const char *host)
  * Machine-file mode without --rsh: hydra starts the ranks of a host that
  * is this machine here, so a program missing here fails there; say so
  * before anything starts, as hydra's failure would be reported
- * (gridrun_job.c, report_exec_failure).  Other hosts are not checked:
+ * (gridrun_report.c, report_exec_failure).  Other hosts are not checked:
  * only they can tell.  -1 to go on, else gridrun's exit status.
  */
 static int check_local_programs(const struct gr_job *job)
@@ -1136,9 +1141,9 @@ static int use_default_model(struct gr_job *job, struct model_opts *md)
 /* gridcoll-probe: $GRIDCOLL_PROBE_BIN, else next to gridrun. */
 static int resolve_probe(char *out, size_t len)
 {
-    const char *probe = getenv("GRIDCOLL_PROBE_BIN");
+    const char *probe = gr_env(GR_ENV_PROBE_BIN);
     char dir[PATH_MAX];
-    if (probe != NULL && *probe != '\0')
+    if (probe != NULL)
         snprintf(out, len, "%s", probe);
     else if (self_dir(dir, sizeof dir) != 0 ||
              snprintf(out, len, "%s/gridcoll-probe", dir) >= (int)len) {
@@ -1219,7 +1224,7 @@ static int run_probe(struct gr_job *job, struct model_opts *md)
         (struct gr_app){.argv = argv, .argc = argc, .count = job->world_size};
     /* The probe measures with fixed algorithms; a model of the user's is
      * of no use to it, and a broken one must not stop a re-probe. */
-    unsetenv("GRIDCOLL_MODEL");
+    unsetenv(gr_env_name(GR_ENV_MODEL));
     status = gr_job_run(job);
     if (status != 0)
         goto cleanup;
@@ -1250,8 +1255,8 @@ static int resolve_programs(struct gr_job *job)
                         "/proc/self/exe\n");
         return -1;
     }
-    const char *relay = getenv("GRIDCOLL_RELAY_BIN");
-    if (relay != NULL && *relay != '\0')
+    const char *relay = gr_env(GR_ENV_RELAY_BIN);
+    if (relay != NULL)
         snprintf(job->relay_bin, sizeof(job->relay_bin), "%s", relay);
     else if (snprintf(job->relay_bin, sizeof(job->relay_bin), "%s/gridrelay",
                       dir) >= (int)sizeof(job->relay_bin))
@@ -1264,8 +1269,8 @@ static int resolve_programs(struct gr_job *job)
         return -1;
     }
     if (job->wan_argv != NULL) {
-        const char *wan = getenv("GRIDCOLL_WAN_BIN");
-        if (wan != NULL && *wan != '\0')
+        const char *wan = gr_env(GR_ENV_WAN_BIN);
+        if (wan != NULL)
             snprintf(job->wan_bin, sizeof(job->wan_bin), "%s", wan);
         else if (snprintf(job->wan_bin, sizeof(job->wan_bin), "%s/gridwan",
                           dir) >= (int)sizeof(job->wan_bin))
@@ -1291,9 +1296,9 @@ static int resolve_programs(struct gr_job *job)
             }
         }
     }
-    const char *mpiexec = getenv("GRIDCOLL_MPIEXEC");
+    const char *mpiexec = gr_env(GR_ENV_MPIEXEC);
     snprintf(job->mpiexec, sizeof(job->mpiexec), "%s",
-             mpiexec != NULL && *mpiexec != '\0' ? mpiexec : "mpiexec");
+             mpiexec != NULL ? mpiexec : "mpiexec");
     if (find_in_path(job->mpiexec) != 0) {
         fprintf(stderr,
                 "gridrun: %s not found or not executable; install MPICH or "
@@ -1390,9 +1395,8 @@ int main(int argc, char **argv)
         goto cleanup;
     }
     if (md.no_model)
-        unsetenv("GRIDCOLL_MODEL");
-    const char *env_model = getenv("GRIDCOLL_MODEL");
-    bool env_has_model = env_model != NULL && env_model[0] != '\0';
+        unsetenv(gr_env_name(GR_ENV_MODEL));
+    bool env_has_model = gr_env(GR_ENV_MODEL) != NULL;
     if (md.probe || (job.model[0] == '\0' && !env_has_model && !md.no_model &&
                      !job.native)) {
         md.layout = dm_layout(&job, mo.path != NULL, wo.canonical);

@@ -160,10 +160,6 @@ void gr_rank_endpoint(const struct gr_site *s, char *out, size_t len);
  * put at argv; returns how many (0 without --wan). */
 size_t gr_netns_prefix(const struct gr_site *s, char **argv);
 
-/* The value after "KEY": in a relay's JSON (its own fixed layout, so a
- * key scan is enough); NULL if absent. */
-const char *gr_json_value(const char *json, const char *key);
-
 /* Run the whole job; returns gridrun's exit status. */
 int gr_job_run(struct gr_job *job);
 

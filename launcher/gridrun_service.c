@@ -9,27 +9,20 @@
 #include "gridrun_service.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
 
 #include "gc_util.h"
-#include "gridrun_job.h"
+#include "gridrun_http.h"
+#include "gridrun_json.h"
+#include "gridrun_run.h"
 
 #define IO_TIMEOUT_S    10
 #define MAX_REPLY_BYTES (1 << 20)
-
-/* Monotonic milliseconds, for the lease renewals. */
-static int64_t now_ms(void)
-{
-    return (int64_t)(gc_now_ns() / 1000000u);
-}
 
 static void tls_reason(char *err, size_t err_len, const char *what)
 {
@@ -70,26 +63,59 @@ fail:
     return NULL;
 }
 
-static int connect_to(const char *endpoint, char *err, size_t err_len)
+/* The HTTP client's TLS transport: the service must show the certificate
+ * of the site it serves. */
+struct tls_peer {
+    SSL_CTX *ctx;
+    const char *site;
+};
+
+static void *tls_start(void *arg, int fd, char *err, size_t err_len)
 {
-    struct gc_endpoint ep;
-    if (gc_endpoint_parse(endpoint, &ep, err, err_len) != 0)
-        return -1;
-    int fd = socket(ep.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, err_len, "socket: %s", strerror(errno));
-        return -1;
+    const struct tls_peer *peer = arg;
+    SSL *ssl = SSL_new(peer->ctx);
+    if (ssl == NULL || SSL_set_fd(ssl, fd) != 1 ||
+        SSL_set1_host(ssl, peer->site) != 1 ||
+        SSL_set_tlsext_host_name(ssl, peer->site) != 1) {
+        tls_reason(err, err_len, "TLS");
+        goto fail;
     }
-    /* On Linux the send timeout also bounds connect(). */
-    struct timeval tv = {IO_TIMEOUT_S, 0};
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0 ||
-        connect(fd, (struct sockaddr *)&ep.addr, ep.addr_len) != 0) {
-        snprintf(err, err_len, "connect: %s", strerror(errno));
-        close(fd);
-        return -1;
+    if (SSL_connect(ssl) != 1) {
+        long verify = SSL_get_verify_result(ssl);
+        if (verify != X509_V_OK)
+            snprintf(err, err_len, "TLS: the service's certificate: %s",
+                     X509_verify_cert_error_string(verify));
+        else
+            tls_reason(err, err_len, "TLS handshake");
+        goto fail;
     }
-    return fd;
+    return ssl;
+fail:
+    SSL_free(ssl);
+    return NULL;
+}
+
+static int tls_send(void *ssl, const char *buf, size_t len, char *err,
+                    size_t err_len)
+{
+    if (SSL_write(ssl, buf, (int)len) == (int)len)
+        return 0;
+    tls_reason(err, err_len, "sending the request");
+    return -1;
+}
+
+static ssize_t tls_recv(void *ssl, char *buf, size_t len, char *err,
+                        size_t err_len)
+{
+    (void)err;
+    (void)err_len;
+    int got = SSL_read(ssl, buf, len > INT_MAX ? INT_MAX : (int)len);
+    return got > 0 ? got : 0; /* the service closes after its reply */
+}
+
+static void tls_end(void *ssl)
+{
+    SSL_free(ssl);
 }
 
 /*
@@ -100,94 +126,52 @@ static int https_request(const struct gr_job *job, const struct gr_site *s,
                          const char *method, const char *path, const char *body,
                          char **reply, char *err, size_t err_len)
 {
-    int code = -1, fd = -1;
-    SSL_CTX *ctx = NULL;
-    SSL *ssl = NULL;
-    char *buf = NULL, *request = NULL;
-    size_t len = 0;
+    struct tls_peer peer = {.site = s->name};
+    const struct gr_http_transport tls = {
+        .start = tls_start,
+        .send = tls_send,
+        .recv = tls_recv,
+        .end = tls_end,
+        .no_reply_hint = "(refused our certificate?)",
+        .arg = &peer,
+    };
+    const struct gr_http_request req = {
+        .endpoint = s->service,
+        .host = s->name,
+        .method = method,
+        .path = path,
+        .body = body,
+        .timeout_s = IO_TIMEOUT_S,
+        .max_reply = MAX_REPLY_BYTES,
+        .transport = &tls,
+    };
     *reply = NULL;
-    if ((ctx = client_context(job, err, err_len)) == NULL ||
-        (fd = connect_to(s->service, err, err_len)) < 0)
-        goto cleanup;
-    if ((ssl = SSL_new(ctx)) == NULL || SSL_set_fd(ssl, fd) != 1 ||
-        SSL_set1_host(ssl, s->name) != 1 ||
-        SSL_set_tlsext_host_name(ssl, s->name) != 1) {
-        tls_reason(err, err_len, "TLS");
-        goto cleanup;
-    }
-    if (SSL_connect(ssl) != 1) {
-        long verify = SSL_get_verify_result(ssl);
-        if (verify != X509_V_OK)
-            snprintf(err, err_len, "TLS: the service's certificate: %s",
-                     X509_verify_cert_error_string(verify));
-        else
-            tls_reason(err, err_len, "TLS handshake");
-        goto cleanup;
-    }
-    size_t body_len = body != NULL ? strlen(body) : 0;
-    int n = asprintf(&request,
-                     "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: "
-                     "text/plain\r\nContent-Length: %zu\r\nConnection: "
-                     "close\r\n\r\n%s",
-                     method, path, s->name, body_len, body ? body : "");
-    if (n < 0) {
-        request = NULL;
-        snprintf(err, err_len, "out of memory");
-        goto cleanup;
-    }
-    if (SSL_write(ssl, request, n) != n) {
-        tls_reason(err, err_len, "sending the request");
-        goto cleanup;
-    }
-    buf = malloc(MAX_REPLY_BYTES + 1);
-    if (buf == NULL) {
-        snprintf(err, err_len, "out of memory");
-        goto cleanup;
-    }
-    for (;;) {
-        int got = SSL_read(ssl, buf + len, (int)(MAX_REPLY_BYTES - len));
-        if (got <= 0)
-            break; /* the service closes after its reply */
-        len += (size_t)got;
-        if (len == MAX_REPLY_BYTES)
-            break;
-    }
-    buf[len] = '\0';
-    const char *start = strstr(buf, "\r\n\r\n");
-    if (strncmp(buf, "HTTP/1.", 7) != 0 || len < 12 || start == NULL) {
-        if (len == 0)
-            snprintf(err, err_len, "no reply (refused our certificate?)");
-        else
-            snprintf(err, err_len, "not an HTTP reply");
-        goto cleanup;
-    }
-    code = atoi(buf + 9);
-    *reply = strdup(start + 4);
-    if (*reply == NULL) {
-        code = -1;
-        snprintf(err, err_len, "out of memory");
-    }
-cleanup:
-    if (ssl != NULL)
-        SSL_free(ssl);
-    if (ctx != NULL)
-        SSL_CTX_free(ctx);
-    if (fd >= 0)
-        close(fd);
-    free(buf);
-    free(request);
+    peer.ctx = client_context(job, err, err_len);
+    if (peer.ctx == NULL)
+        return -1;
+    int code = gr_http_request(&req, reply, err, err_len);
+    SSL_CTX_free(peer.ctx);
     return code;
 }
 
-/* The service's {"error":"..."} text, or the whole body. */
+/* The service's {"error":"..."} text into `out`, else the body's start. */
+static void refusal_text(const char *reply, char *out, size_t len)
+{
+    size_t n = 0;
+    const char *e = reply != NULL ? gr_json_string(reply, "error", &n) : NULL;
+    if (e != NULL)
+        snprintf(out, len, "%.*s", (int)n, e);
+    else
+        snprintf(out, len, "%.200s", reply != NULL ? reply : "");
+}
+
 static void print_refusal(const struct gr_site *s, const char *what, int code,
                           const char *reply)
 {
-    const char *e = reply != NULL ? gr_json_value(reply, "error") : NULL;
-    int len = e != NULL && *e == '"' ? (int)strcspn(e + 1, "\"") : -1;
-    fprintf(stderr, "gridrun: site %s's service (%s) %s: HTTP %d: %.*s\n",
-            s->name, s->service, what, code, len >= 0 ? len : 200,
-            len >= 0 ? e + 1 : (reply != NULL ? reply : ""));
+    char text[512];
+    refusal_text(reply, text, sizeof text);
+    fprintf(stderr, "gridrun: site %s's service (%s) %s: HTTP %d: %s\n",
+            s->name, s->service, what, code, text);
 }
 
 /* The job token as the ranks read it (gc_token_read_file), in hex. */
@@ -205,16 +189,6 @@ static int read_token_hex(const struct gr_job *job, char *hex, size_t len)
         snprintf(hex + 2 * i, 3, "%02x", token[i]);
     OPENSSL_cleanse(token, sizeof token);
     return 0;
-}
-
-/* The service's {"error":"..."} text into `out`, else the body's start. */
-static void refusal_text(const char *reply, char *out, size_t len)
-{
-    const char *e = reply != NULL ? gr_json_value(reply, "error") : NULL;
-    if (e != NULL && *e == '"')
-        snprintf(out, len, "%.*s", (int)strcspn(e + 1, "\""), e + 1);
-    else
-        snprintf(out, len, "%.200s", reply != NULL ? reply : "");
 }
 
 /*
@@ -265,13 +239,14 @@ static int register_once(struct gr_job *job, struct gr_site **busy, char *why,
             status = -1;
         } else {
             s->service_registered = true;
-            s->service_renew_ms = now_ms() + GR_SERVICE_LEASE_S * 1000 / 3;
-            const char *local = gr_json_value(reply, "local");
+            s->service_renew_ms = gr_now_ms() + GR_SERVICE_LEASE_S * 1000 / 3;
+            size_t local_len = 0;
+            const char *local = gr_json_string(reply, "local", &local_len);
             /* The machine file's local= wins: the service only knows how
              * it was reached, not how the ranks' hosts see it. */
-            if (s->local[0] == '\0' && local != NULL && *local == '"')
-                snprintf(s->local, sizeof s->local, "%.*s",
-                         (int)strcspn(local + 1, "\""), local + 1);
+            if (s->local[0] == '\0' && local != NULL)
+                snprintf(s->local, sizeof s->local, "%.*s", (int)local_len,
+                         local);
         }
         free(reply);
     }
@@ -283,7 +258,7 @@ static int register_once(struct gr_job *job, struct gr_site **busy, char *why,
 static int fresh_job_id(uint32_t old, uint32_t *out)
 {
     do {
-        if (getrandom(out, sizeof(*out), 0) != (ssize_t)sizeof(*out)) {
+        if (gr_random_bytes(out, sizeof(*out)) != 0) {
             fprintf(stderr, "gridrun: getrandom: %s\n", strerror(errno));
             return -1;
         }
@@ -376,7 +351,7 @@ int gr_service_renew_due(struct gr_job *job)
 {
     char path[64], err[512];
     snprintf(path, sizeof path, "/jobs/%u/renew", job->job_id);
-    int64_t now = now_ms();
+    int64_t now = gr_now_ms();
     for (uint32_t i = 0; i < job->site_count; i++) {
         struct gr_site *s = &job->sites[i];
         if (!s->service_registered || now < s->service_renew_ms)

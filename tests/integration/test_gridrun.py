@@ -9,6 +9,7 @@ itself is integration.join_check's.
 """
 
 import fcntl
+import glob
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ import threading
 import time
 import uuid
 
-from harness import (BIN, SANITIZED, Skip, check, free_port,
+from harness import (BIN, SANITIZED, SOURCE_DIR, Skip, check, free_port,
                      gridrun_usage_errors, machine_file, main, make_certs)
 
 GRIDRUN = os.path.join(BIN, "gridrun")
@@ -274,12 +275,73 @@ def bad_flags():
          "--fattree: '4,,2' is not a comma-separated list"),
         (["--sites", "2", "-n", "2", "--fattree", "4,0", "--", "true"],
          "--fattree: arity M2 = 0 is not positive"),
+        (["--markdown"], "gridrun: --markdown goes with --env"),
     ]
     gridrun_usage_errors(cases)
     r = subprocess.run([GRIDRUN, "--help"], stdout=subprocess.PIPE,
                        text=True, timeout=10)
     check(r.returncode == 0 and "GRIDCOLL_SITES" in r.stdout and
           "124" in r.stdout, "--help incomplete")
+
+# The variables of gridrun's own environment (launcher/gridrun_env.c).
+LAUNCHER_VARS = ["GRIDCOLL_RELAY_BIN", "GRIDCOLL_MPIEXEC", "GRIDCOLL_WAN_BIN",
+                 "GRIDCOLL_PROBE_BIN", "GRIDCOLL_MODEL", "GRIDCOLL_MODEL_DIR",
+                 "GRIDCOLL_KEEP_FAILED", "GRIDCOLL_SERVICE_CERT",
+                 "GRIDCOLL_SERVICE_KEY", "GRIDCOLL_SERVICE_CA"]
+# What the launcher's files other than the table may read.
+OTHER_READS = {'"TMPDIR"', '"PATH"', '"HOME"', '"XDG_CACHE_HOME"'}
+# The files that spell out the ranks' variables (ENVIRONMENT CONTRACT).
+RANK_ENV_FILES = {"gridrun_mpiexec.c", "gridrun_apps.c"}
+
+
+def env_table():
+    """`gridrun --env` lists every variable of gridrun's own environment,
+    with the value of one that is set; docs/gridrun.md's ENVIRONMENT table
+    is its --markdown form; only the table (gridrun_env.c) reads a
+    GRIDCOLL_* variable, and names one other than the ranks'."""
+    env = dict(os.environ, GRIDCOLL_KEEP_FAILED="7", GRIDCOLL_WAN_BIN="")
+    r = subprocess.run([GRIDRUN, "--env"], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=10, env=env)
+    check(r.returncode == 0 and r.stderr == "",
+          "--env: exit %d: %s" % (r.returncode, r.stderr))
+    rows = re.findall(r"^(GRIDCOLL_[A-Z_]+) \(", r.stdout, re.M)
+    check(rows == LAUNCHER_VARS, "--env lists %r" % rows)
+    check(re.search(r"^GRIDCOLL_KEEP_FAILED \(int 0\.\.100000, default 5\)\n"
+                    r"    current: GRIDCOLL_KEEP_FAILED=7\n", r.stdout, re.M),
+          "GRIDCOLL_KEEP_FAILED's row: " + r.stdout)
+    check("current: GRIDCOLL_WAN_BIN" not in r.stdout,
+          "an empty GRIDCOLL_WAN_BIN shown as set: " + r.stdout)
+
+    md = subprocess.run([GRIDRUN, "--env", "--markdown"],
+                        stdout=subprocess.PIPE, text=True, check=True,
+                        timeout=10).stdout
+    check(re.findall(r"^\| `(GRIDCOLL_[A-Z_]+)` \|", md, re.M) ==
+          LAUNCHER_VARS, "--env --markdown:\n" + md)
+    with open(os.path.join(SOURCE_DIR, "docs", "gridrun.md")) as f:
+        doc = f.read()
+    m = re.search(r"<!-- begin: gridrun --env --markdown -->\n(.*?)"
+                  r"<!-- end: gridrun --env --markdown -->", doc, re.S)
+    check(m is not None, "docs/gridrun.md has no generated ENVIRONMENT table")
+    check(m.group(1) == md,
+          "docs/gridrun.md's ENVIRONMENT table differs from the table: "
+          "regenerate it with build/bin/gridrun --env --markdown")
+
+    sources = glob.glob(os.path.join(SOURCE_DIR, "launcher", "*.c"))
+    check(len(sources) > 10, "no launcher sources in %s" % SOURCE_DIR)
+    for path in sources:
+        name = os.path.basename(path)
+        if name == "gridrun_env.c":
+            continue
+        with open(path) as f:
+            text = f.read()
+        for arg in re.findall(r"\bgetenv\s*\(([^)]*)\)", text):
+            check(arg.strip() in OTHER_READS,
+                  "%s calls getenv(%s): read gridrun's GRIDCOLL_* variables "
+                  "through gridrun_env.h" % (name, arg))
+        if name not in RANK_ENV_FILES:
+            names = re.findall(r'"(GRIDCOLL_[A-Z][A-Z_]*)"', text)
+            check(not names, "%s names %s: use gr_env_name()" %
+                  (name, ", ".join(names)))
 
 
 def keep_failed():
@@ -649,8 +711,9 @@ class FakeServices:
     "Service mode"): the control endpoint's HTTPS requests on a Unix
     socket per site, with the site's certificate.  Registration answers
     are the test's: `answer(site, job_id)` returns (HTTP status, error
-    text) for each POST /jobs; every other request succeeds, and a job is
-    ready at once.  What gridrun asked is recorded in `requests`, as
+    text) for each POST /jobs, or (None, BYTES) to send BYTES instead of
+    an HTTP reply; every other request succeeds, and a job is ready at
+    once.  What gridrun asked is recorded in `requests`, as
     (site, method, path, job_id)."""
 
     def __init__(self, answer):
@@ -711,6 +774,9 @@ class FakeServices:
         if method == "POST" and path == "/jobs":
             job_id = int(re.search(rb"job_id = (\d+)L;", body).group(1))
             code, error = self.answer(site, job_id)
+            if code is None:
+                c.sendall(error)
+                return
         else:
             job_id = int(re.match(r"/jobs/(\d+)", path).group(1))
             code, error = 200, None
@@ -823,6 +889,28 @@ def mf_service_job_id_in_use():
         svc.close()
 
 
+def mf_service_bad_reply():
+    """A service whose answer is not HTTP, or that closes without one (as
+    it does when it refuses gridrun's certificate), ends the job with the
+    reason gridrun's HTTP client gives."""
+    if shutil.which("openssl") is None:
+        raise Skip("openssl not installed (needed by make-certs.sh)")
+    for raw, reason in ((b"SSH-2.0-OpenSSH_9.2\r\n", "not an HTTP reply"),
+                        (b"HTTP/1.0 2x\r\n\r\n", "not an HTTP reply"),
+                        (b"", "no reply (refused our certificate?)")):
+        svc = FakeServices(lambda site, job_id: (None, raw)
+                           if site == "beta" else (201, None))
+        try:
+            r = svc.gridrun("true")
+            sock = os.path.join(svc.dir, "beta-control.sock")
+            check(r.returncode == 1 and
+                  ("gridrun: site beta's service (unix:%s): %s\n"
+                   % (sock, reason)) in r.stderr,
+                  "%r: exit %d: %s" % (raw, r.returncode, r.stderr))
+        finally:
+            svc.close()
+
+
 def mf_service_gone():
     """A site's service that stops answering while ranks run is named in
     gridrun's summary, before the rank failure it explains."""
@@ -901,12 +989,14 @@ if __name__ == "__main__":
           ("exit_status", exit_status), ("relay_dies", relay_dies),
           ("sigterm", sigterm), ("sigint", sigint), ("timeout", timeout),
           ("stubborn_ranks", stubborn_ranks), ("preload", preload),
-          ("bad_flags", bad_flags), ("keep_failed", keep_failed),
+          ("bad_flags", bad_flags), ("env_table", env_table),
+          ("keep_failed", keep_failed),
           ("relay_set", relay_set),
           ("local_tls", local_tls),
           ("mf_environment", mf_environment),
           ("mf_rank_failure", mf_rank_failure), ("mf_tls", mf_tls),
           ("mf_program_cannot_start", mf_program_cannot_start),
           ("mf_service_job_id_in_use", mf_service_job_id_in_use),
+          ("mf_service_bad_reply", mf_service_bad_reply),
           ("mf_service_gone", mf_service_gone),
           ("mf_errors", mf_errors)])
