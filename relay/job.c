@@ -17,7 +17,6 @@
  * peers; chunks still in flight keep the struct alive (job_ref) but are
  * dropped where they land.
  */
-#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +106,7 @@ static void job_free(struct job *job)
         free(jp->returned_sent);
     }
     free(job->slots);
-    OPENSSL_cleanse(job->token, sizeof job->token);
+    gc_secret_wipe(job->token, sizeof job->token);
     free(job);
 }
 

@@ -18,11 +18,9 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1081,20 +1079,10 @@ static void on_stream_write(struct bufferevent *bev, void *arg)
 
 static void log_tls_errors(struct stream *st, const char *what)
 {
-    unsigned long e;
-    char reason[256];
+    char reason[512];
     int any = 0;
-    while ((e = bufferevent_get_openssl_error(st->bev)) != 0) {
-        /* libevent also queues bare SSL_get_error() codes: not OpenSSL's. */
-        if (ERR_GET_LIB(e) == 0)
-            continue;
-        ERR_error_string_n(e, reason, sizeof reason);
-        const char *detail = "";
-        SSL *ssl = bufferevent_openssl_get_ssl(st->bev);
-        if (ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
-            detail = X509_verify_cert_error_string(SSL_get_verify_result(ssl));
-        gc_log_warn("%s %s: TLS: %s%s%s", what, st->peer_addr, reason,
-                    detail[0] ? ": " : "", detail);
+    while (st->relay->transport->next_failure(st->bev, reason, sizeof reason)) {
+        gc_log_warn("%s %s: TLS: %s", what, st->peer_addr, reason);
         any = 1;
     }
     if (!any && EVUTIL_SOCKET_ERROR() != 0)

@@ -20,7 +20,6 @@
 
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <openssl/ssl.h>
 #include <stdint.h>
 #include <sys/queue.h>
 
@@ -68,7 +67,12 @@ static inline uint64_t chunk_cost(const struct chunk *c)
     return (uint64_t)c->hdr.payload_len + GC_HEADER_SIZE;
 }
 
-/* ---- transports ------------------------------------------------------- */
+/* ---- transports (transport.c; TLS: transport_tls.c) ------------------- */
+
+/* What TLS 1.3 on one endpoint presents and accepts: a certificate and
+ * key, and the CA a peer's certificate must chain to.  transport_tls.c is
+ * the one file that speaks to OpenSSL. */
+struct tls_context;
 
 /* How a WAN stream's bytes are carried: plain TCP or TLS 1.3. */
 struct transport_ops {
@@ -78,14 +82,30 @@ struct transport_ops {
                                 int accepting, const char *peer_name);
     /* After HELLO names the peer: does its certificate match that name? */
     int (*peer_matches)(struct bufferevent *bev, const char *peer_name);
+    /* Why the stream on `bev` failed, as the transport saw it: 1 with the
+     * next reason in `out`, 0 when there is none (left). */
+    int (*next_failure)(struct bufferevent *bev, char *out, size_t len);
 };
 extern const struct transport_ops transport_plain;
 extern const struct transport_ops transport_tls;
 
 /* TLS 1.3, presenting `cert`/`key`, requiring a peer certificate that
  * chains to `ca`. */
-SSL_CTX *tls_context_new(const char *cert, const char *key, const char *ca,
-                         char *err, size_t err_len);
+struct tls_context *tls_context_new(const char *cert, const char *key,
+                                    const char *ca, char *err, size_t err_len);
+/* Name the certificates of `ca` to clients, which pick theirs by them. */
+void tls_context_name_cas(struct tls_context *ctx, const char *ca);
+/* Connections made with `ctx` keep using it until they close. */
+void tls_context_free(struct tls_context *ctx);
+/* The accepting end of a TLS connection on `fd` (-1: evhttp sets it). */
+struct bufferevent *tls_accept(struct event_base *base, evutil_socket_t fd,
+                               struct tls_context *ctx);
+/* 1 when `bev` is TLS: it makes its socket's reads and writes itself. */
+int tls_bufferevent(struct bufferevent *bev);
+/* The common name in the peer's verified certificate, into `out`: its
+ * length as the certificate has it (a NUL in it makes strlen differ), or
+ * -1 without one. */
+int tls_peer_common_name(struct bufferevent *bev, char *out, size_t len);
 /* Apply tcp.* options; -1 with `err` when the kernel refuses one. */
 int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
                     char *err, size_t err_len);
@@ -346,7 +366,7 @@ struct http_server {
     struct relay *relay;
     struct evhttp *http;
     struct evconnlistener *listener;
-    SSL_CTX **tls; /* NULL: plain HTTP; else the context, kept current */
+    struct tls_context **tls;      /* NULL: plain HTTP; else kept current */
     struct http_view view;         /* the operations endpoint's */
     TAILQ_HEAD(, http_conn) conns; /* open connections (http.c) */
     unsigned open;                 /* how many */
@@ -365,7 +385,7 @@ struct relay {
     size_t token_len;
     uint64_t epoch;
     const struct transport_ops *transport;
-    SSL_CTX *ssl_ctx;
+    struct tls_context *tls; /* the WAN's; NULL with wan.plaintext */
 
     struct evconnlistener *local_unix_listener;
     struct evconnlistener *local_tcp_listener;
@@ -481,8 +501,8 @@ void link_free_pending_stream(struct stream *st);
 /* http.c */
 int http_start(struct relay *relay);
 int http_server_start(struct http_server *srv, struct relay *relay,
-                      const char *addr, const char *what, SSL_CTX **tls,
-                      size_t max_body);
+                      const char *addr, const char *what,
+                      struct tls_context **tls, size_t max_body);
 void http_server_free(struct http_server *srv);
 /* From the relay's tick: account for the connections evhttp closed. */
 void http_server_tick(struct http_server *srv);
