@@ -73,7 +73,7 @@ static int job_add_peer(struct job *job, const char *name, uint32_t first_rank,
     jp->first_rank = first_rank;
     jp->rank_count = rank_count;
     jp->link = link;
-    TAILQ_INIT(&jp->queue);
+    drr_queue_init(&jp->sched);
     jp->credit_consumed = calloc(rank_count, sizeof(uint64_t));
     jp->credit_returned = calloc(rank_count, sizeof(uint64_t));
     jp->returned_total = calloc(job->rank_count + 1, sizeof(uint64_t));

@@ -67,6 +67,47 @@ static inline uint64_t chunk_cost(const struct chunk *c)
     return (uint64_t)c->hdr.payload_len + GC_HEADER_SIZE;
 }
 
+/* ---- the link's scheduler (link_drr.c) ------------------------------- */
+
+/*
+ * Jobs share a link through per-job queues served in deficit round robin
+ * (Shreedhar and Varghese, "Efficient fair queuing using deficit round
+ * robin", SIGCOMM 1995): each turn a job with chunks queued may send up to
+ * one quantum of bytes more, so jobs with data waiting get equal shares of
+ * the link whatever their number of ranks or the size of their chunks.
+ * Only the bookkeeping lives here, with no sockets: link.c says whether a
+ * chunk may leave now and sends it.
+ */
+struct drr_queue {
+    struct chunk_queue chunks;
+    uint64_t bytes; /* their chunk_cost */
+    uint64_t deficit;
+    int active; /* has chunks: in drr->active */
+    TAILQ_ENTRY(drr_queue) entry;
+};
+
+struct drr {
+    TAILQ_HEAD(, drr_queue) active; /* queues with chunks, in turn order */
+    uint64_t bytes;                 /* in every queue */
+};
+
+void drr_init(struct drr *drr);
+void drr_queue_init(struct drr_queue *q);
+/* Append `c` to `q` (its turn comes after the others'); takes the
+ * caller's reference. */
+void drr_push(struct drr *drr, struct drr_queue *q, struct chunk *c);
+/* Drop what `q` holds; it leaves the turns. */
+void drr_drop(struct drr *drr, struct drr_queue *q);
+/*
+ * Give the queues their turns while their chunks can go: `may_send` says
+ * whether the chunk at the head of a queue may leave now, `send` takes it
+ * with the queue's reference.  A queue whose head may not go keeps its
+ * deficit and its place.  1 when a chunk went.
+ */
+int drr_serve(struct drr *drr, uint64_t quantum,
+              int (*may_send)(void *arg, const struct chunk *c),
+              void (*send)(void *arg, struct chunk *c), void *arg);
+
 /* ---- transports (transport.c; TLS: transport_tls.c) ------------------- */
 
 /* What TLS 1.3 on one endpoint presents and accepts: a certificate and
@@ -196,8 +237,7 @@ struct link {
     uint64_t unacked_bytes;
     uint64_t peer_credit;          /* per-rank credit the peer grants */
     TAILQ_HEAD(, session) waiters; /* sessions blocked on this link */
-    TAILQ_HEAD(, job_peer) active; /* jobs with chunks queued, DRR order */
-    uint64_t queued_bytes;         /* in every job's queue */
+    struct drr sched;              /* the jobs' queues (link_drr.c) */
 
     /* receiving side */
     uint64_t recv_cum;      /* every link_seq <= recv_cum delivered */
@@ -277,13 +317,9 @@ struct job_peer {
      * bytes sent whose credit has not come back, all ranks together. */
     uint64_t job_credit;
     uint64_t job_in_flight;
-    /* The link's scheduler (link.c, deficit round robin over jobs):
-     * chunks accepted from the job's ranks, not yet given a stream. */
-    struct chunk_queue queue;
-    uint64_t queued_bytes;
-    uint64_t deficit;
-    int active; /* in link->active */
-    TAILQ_ENTRY(job_peer) active_entry;
+    /* Chunks accepted from the job's ranks, not yet given a stream: the
+     * job's queue in the link's scheduler. */
+    struct drr_queue sched;
     /* receiving side: per local rank, bytes handed to ranks, and the last
      * total reported back in CREDIT */
     uint64_t *returned_total;
