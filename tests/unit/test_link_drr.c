@@ -108,6 +108,15 @@ static void expect_order(int line, const char *want)
              moved, got);
 }
 
+/* Jobs A and B got `bytes` each. */
+static void expect_shares(int line, uint64_t bytes)
+{
+    CHECK_AT(link_.bytes[0] == bytes && link_.bytes[1] == bytes, line,
+             "A %llu, B %llu bytes, expected %llu each",
+             (unsigned long long)link_.bytes[0],
+             (unsigned long long)link_.bytes[1], (unsigned long long)bytes);
+}
+
 static void expect_drained(int line)
 {
     CHECK_AT(TAILQ_EMPTY(&link_.drr.active) && link_.drr.bytes == 0 &&
@@ -145,9 +154,7 @@ static void shares_are_bytes(void)
     push(0, 1, 6, QUANTUM / 2);
     push(1, 1, 3, QUANTUM);
     expect_order(__LINE__, "A1 A2 B1 A3 A4 B2 A5 A6 B3");
-    CHECKF(link_.bytes[0] == 3 * QUANTUM && link_.bytes[1] == 3 * QUANTUM,
-           "A %llu, B %llu bytes", (unsigned long long)link_.bytes[0],
-           (unsigned long long)link_.bytes[1]);
+    expect_shares(__LINE__, 3 * QUANTUM);
     expect_drained(__LINE__);
 }
 
@@ -210,9 +217,7 @@ static void blocked_job_keeps_deficit(void)
     expect_order(__LINE__, "");
     link_.budget = UNLIMITED;
     expect_order(__LINE__, "B1 A2 A3 A4 B2");
-    CHECKF(link_.bytes[0] == 2 * QUANTUM && link_.bytes[1] == 2 * QUANTUM,
-           "A %llu, B %llu bytes", (unsigned long long)link_.bytes[0],
-           (unsigned long long)link_.bytes[1]);
+    expect_shares(__LINE__, 2 * QUANTUM);
     expect_drained(__LINE__);
 }
 

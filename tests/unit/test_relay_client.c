@@ -358,10 +358,8 @@ static int progress_until_failed(struct gc_rc *rc)
 
 static void handshake_frames(void)
 {
-    struct fake_relay f = {.twist = PLAIN, .hello = relay_hello(4096, 0)};
-    char err[512];
-    struct gc_rc *rc = connect_to(&f, err, sizeof err);
-    CHECKF(rc != NULL, "connect: %s", err);
+    struct fake_relay f;
+    struct gc_rc *rc = open_session(&f, 4096, 0);
     CHECKF(f.saw_hello && f.saw_auth, "frames seen: HELLO %d, AUTH %d",
            f.saw_hello, f.saw_auth);
     const struct gc_frame_header *h = &f.client_hello_hdr;
@@ -394,6 +392,7 @@ static void handshake_frames(void)
     end_session(rc, &f);
 
     /* §5.2: a fresh nonce for every connection. */
+    char err[512];
     rc = connect_to(&f, err, sizeof err);
     CHECKF(rc != NULL && memcmp(first_nonce, ch->nonce, GC_NONCE_SIZE) != 0,
            "second connection: %s, nonce %s", rc != NULL ? "up" : err,
@@ -840,11 +839,30 @@ static void ping_pong(void)
     end_session(rc, &f);
 }
 
+/* A header-only frame (or one of `payload_len` bytes) of `type`. */
+static struct gc_frame_header control(uint8_t type, int32_t tag,
+                                      uint32_t payload_len)
+{
+    return (struct gc_frame_header){
+        .type = type, .job_id = JOB, .tag = tag, .payload_len = payload_len};
+}
+
+/* A whole one-byte message from rank 1 to `dst` of `job`. */
+static struct gc_frame_header addressed(uint32_t dst, uint32_t job)
+{
+    struct gc_frame_header h = data(1, 0, 0, 1, 0, 1);
+    h.dst_rank = dst;
+    h.job_id = job;
+    return h;
+}
+
 /* What kills a session, and the error it leaves (§4, §7, §8.1, §12). */
 enum damage { INTACT, MAGIC, CHECKSUM };
 static void refused_frames(void)
 {
-    static const struct {
+    const struct gc_frame_header none = {0},
+                                 half = data(1, 0, 0, 8192, 0, 2048);
+    const struct {
         const char *what;
         struct gc_frame_header before; /* type 0: nothing first */
         struct gc_frame_header frame;  /* type 0: the relay hangs up */
@@ -853,205 +871,57 @@ static void refused_frames(void)
         const char *error, *lost;
         int code;
     } cases[] = {
-        {"bad magic",
-         {0},
-         {.type = GC_FRAME_PING, .job_id = JOB},
-         MAGIC,
-         NULL,
-         "bad frame from relay: bad magic",
-         NULL,
-         0},
-        {"bad checksum",
-         {0},
-         {.type = GC_FRAME_PING, .job_id = JOB},
-         CHECKSUM,
-         NULL,
-         "bad frame from relay: header checksum mismatch",
-         NULL,
-         0},
-        {"DATA beyond GC_MAX_PAYLOAD",
-         {0},
-         {.type = GC_FRAME_DATA,
-          .flags = GC_FLAG_LAST_CHUNK,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = GC_MAX_PAYLOAD + 1,
-          .msg_len = GC_MAX_PAYLOAD + 1},
-         INTACT,
-         NULL,
-         "bad frame from relay: payload length out of range",
-         NULL,
-         0},
-        {"ERROR beyond GC_MAX_CONTROL_PAYLOAD",
-         {0},
-         {.type = GC_FRAME_ERROR,
-          .job_id = JOB,
-          .tag = GC_ERR_AUTH,
-          .payload_len = GC_MAX_CONTROL_PAYLOAD + 1},
-         INTACT,
-         NULL,
-         "bad frame from relay: payload length out of range",
-         NULL,
-         0},
-        {"DATA for another rank",
-         {0},
-         {.type = GC_FRAME_DATA,
-          .flags = GC_FLAG_LAST_CHUNK,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = 4,
-          .payload_len = 1,
-          .msg_len = 1},
-         INTACT,
-         NULL,
+        {"bad magic", none, control(GC_FRAME_PING, 0, 0), MAGIC, NULL,
+         "bad frame from relay: bad magic", NULL, 0},
+        {"bad checksum", none, control(GC_FRAME_PING, 0, 0), CHECKSUM, NULL,
+         "bad frame from relay: header checksum mismatch", NULL, 0},
+        {"DATA beyond GC_MAX_PAYLOAD", none,
+         data(1, 0, 0, GC_MAX_PAYLOAD + 1, 0, GC_MAX_PAYLOAD + 1), INTACT, NULL,
+         "bad frame from relay: payload length out of range", NULL, 0},
+        {"ERROR beyond GC_MAX_CONTROL_PAYLOAD", none,
+         control(GC_FRAME_ERROR, GC_ERR_AUTH, GC_MAX_CONTROL_PAYLOAD + 1),
+         INTACT, NULL, "bad frame from relay: payload length out of range",
+         NULL, 0},
+        {"DATA for another rank", none, addressed(4, JOB), INTACT, NULL,
          "protocol error: relay delivered a message for rank 4 of job 7 to "
          "rank 3 of job 7",
-         NULL,
-         0},
-        {"DATA for another job",
-         {0},
-         {.type = GC_FRAME_DATA,
-          .flags = GC_FLAG_LAST_CHUNK,
-          .job_id = 8,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 1,
-          .msg_len = 1},
-         INTACT,
-         NULL,
+         NULL, 0},
+        {"DATA for another job", none, addressed(RANK, 8), INTACT, NULL,
          "protocol error: relay delivered a message for rank 3 of job 8 to "
          "rank 3 of job 7",
-         NULL,
-         0},
-        {"first chunk not at 0",
-         {0},
-         {.type = GC_FRAME_DATA,
-          .flags = GC_FLAG_LAST_CHUNK,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 100,
-          .msg_seq = 5,
-          .msg_len = 200,
-          .chunk_offset = 100},
-         INTACT,
+         NULL, 0},
+        {"first chunk not at 0", none, data(1, 0, 5, 200, 100, 100), INTACT,
          NULL,
          "protocol error: chunk at offset 100 of unknown message 5 from rank "
          "1",
-         NULL,
-         0},
-        {"a chunk skipped",
-         {.type = GC_FRAME_DATA,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 2048,
-          .msg_len = 8192},
-         {.type = GC_FRAME_DATA,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 2048,
-          .msg_len = 8192,
-          .chunk_offset = 4096},
-         INTACT,
-         NULL,
+         NULL, 0},
+        {"a chunk skipped", half, data(1, 0, 0, 8192, 4096, 2048), INTACT, NULL,
          "protocol error: chunk at offset 4096 of message 0 from rank 1, "
          "expected offset 2048",
-         NULL,
-         0},
-        {"a chunk of another tag",
-         {.type = GC_FRAME_DATA,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 2048,
-          .msg_len = 8192},
-         {.type = GC_FRAME_DATA,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .tag = 1,
-          .payload_len = 2048,
-          .msg_len = 8192,
-          .chunk_offset = 2048},
-         INTACT,
-         NULL,
+         NULL, 0},
+        {"a chunk of another tag", half, data(1, 1, 0, 8192, 2048, 2048),
+         INTACT, NULL,
          "protocol error: chunk of message 0 from rank 1 disagrees with its "
          "first chunk (length, context or tag)",
-         NULL,
-         0},
-        {"ACK on a session",
-         {0},
-         {.type = GC_FRAME_ACK, .job_id = JOB, .link_seq = 1},
-         INTACT,
-         NULL,
-         "protocol error: unexpected ACK frame from relay",
-         NULL,
-         0},
-        {"HELLO after the handshake",
-         {0},
-         {.type = GC_FRAME_HELLO, .job_id = JOB, .payload_len = GC_HELLO_SIZE},
-         INTACT,
-         NULL,
-         "protocol error: unexpected HELLO frame from relay",
-         NULL,
-         0},
-        {"ERROR",
-         {0},
-         {.type = GC_FRAME_ERROR,
-          .job_id = JOB,
-          .tag = GC_ERR_AUTH,
-          .payload_len = 7},
-         INTACT,
-         "go away",
-         "relay error auth: go away",
-         NULL,
-         GC_ERR_AUTH},
-        {"ERROR shutdown",
-         {0},
-         {.type = GC_FRAME_ERROR,
-          .job_id = JOB,
-          .tag = GC_ERR_SHUTDOWN,
-          .payload_len = 22},
-         INTACT,
-         "relay is shutting down",
+         NULL, 0},
+        {"ACK on a session", none, control(GC_FRAME_ACK, 0, 0), INTACT, NULL,
+         "protocol error: unexpected ACK frame from relay", NULL, 0},
+        {"HELLO after the handshake", none,
+         control(GC_FRAME_HELLO, 0, GC_HELLO_SIZE), INTACT, NULL,
+         "protocol error: unexpected HELLO frame from relay", NULL, 0},
+        {"ERROR", none, control(GC_FRAME_ERROR, GC_ERR_AUTH, 7), INTACT,
+         "go away", "relay error auth: go away", NULL, GC_ERR_AUTH},
+        {"ERROR shutdown", none, control(GC_FRAME_ERROR, GC_ERR_SHUTDOWN, 22),
+         INTACT, "relay is shutting down",
          "relay error shutdown: relay is shutting down",
-         "relay is shutting down",
-         GC_ERR_SHUTDOWN},
-        {"ERROR with control bytes",
-         {0},
-         {.type = GC_FRAME_ERROR,
-          .job_id = JOB,
-          .tag = GC_ERR_PROTOCOL,
-          .payload_len = 9},
-         INTACT,
-         "line\none\x7f",
-         "relay error protocol: line?one?",
-         NULL,
-         GC_ERR_PROTOCOL},
-        {"hang-up",
-         {0},
-         {0},
-         INTACT,
-         NULL,
-         "relay closed the connection",
-         "connection closed",
-         0},
-        {"BYE inside a message",
-         {.type = GC_FRAME_DATA,
-          .job_id = JOB,
-          .src_rank = 1,
-          .dst_rank = RANK,
-          .payload_len = 2048,
-          .msg_len = 8192},
-         {.type = GC_FRAME_BYE, .job_id = JOB},
-         INTACT,
-         NULL,
-         "relay closed the session",
-         "the relay ended the session",
-         0},
+         "relay is shutting down", GC_ERR_SHUTDOWN},
+        {"ERROR with control bytes", none,
+         control(GC_FRAME_ERROR, GC_ERR_PROTOCOL, 9), INTACT, "line\none\x7f",
+         "relay error protocol: line?one?", NULL, GC_ERR_PROTOCOL},
+        {"hang-up", none, none, INTACT, NULL, "relay closed the connection",
+         "connection closed", 0},
+        {"BYE inside a message", half, control(GC_FRAME_BYE, 0, 0), INTACT,
+         NULL, "relay closed the session", "the relay ended the session", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct fake_relay f;
