@@ -446,6 +446,11 @@ int gc_random_bytes(uint8_t *buf, size_t len)
     return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
 }
 
+void gc_secret_wipe(void *buf, size_t len)
+{
+    OPENSSL_cleanse(buf, len);
+}
+
 size_t gc_error_frame(uint32_t job_id, enum gc_error_code code,
                       const char *text, uint8_t *out, size_t cap)
 {

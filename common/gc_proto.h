@@ -168,6 +168,9 @@ int gc_auth_mac_equal(const uint8_t a[GC_MAC_SIZE],
                       const uint8_t b[GC_MAC_SIZE]);
 /* Fill `nonce` from the OpenSSL CSPRNG; 0 or -1. */
 int gc_random_bytes(uint8_t *buf, size_t len);
+/* Overwrite a secret (a job token, a buffer that held one) before its
+ * memory is freed or reused; unlike a memset, the compiler keeps it. */
+void gc_secret_wipe(void *buf, size_t len);
 
 /*
  * JOB payload (service links, docs/protocol.md §9): a relay announces a job

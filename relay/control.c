@@ -21,11 +21,8 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/listener.h>
-#include <openssl/crypto.h>
-#include <openssl/x509.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -44,7 +41,7 @@ struct ended_job {
 
 struct control {
     struct relay *relay;
-    SSL_CTX *ssl_ctx;
+    struct tls_context *tls;
     struct http_server server;
     struct ended_job ended[ENDED_KEPT];
     unsigned ended_next;
@@ -92,13 +89,7 @@ static void reply_error(struct evhttp_request *req, int code, const char *text)
 /* The client certificate's common name; TLS already checked its chain. */
 static int request_owner(struct evhttp_request *req, char *out, size_t len)
 {
-    struct bufferevent *bev = http_connection_tls(req);
-    SSL *ssl = bev != NULL ? bufferevent_openssl_get_ssl(bev) : NULL;
-    X509 *cert = ssl != NULL ? SSL_get0_peer_certificate(ssl) : NULL;
-    if (cert == NULL || SSL_get_verify_result(ssl) != X509_V_OK)
-        return -1;
-    int n = X509_NAME_get_text_by_NID(X509_get_subject_name(cert),
-                                      NID_commonName, out, (int)len);
+    int n = tls_peer_common_name(http_connection_tls(req), out, len);
     /* A name with a NUL or control bytes in it would read as another. */
     if (n <= 0 || (size_t)n >= len || strlen(out) != (size_t)n)
         return -1;
@@ -227,7 +218,7 @@ static void on_register(struct evhttp_request *req, struct control *ctl,
     reply_job(req, 201, "Created", job, local);
 cleanup:
     if (jr != NULL)
-        OPENSSL_cleanse(jr, sizeof *jr);
+        gc_secret_wipe(jr, sizeof *jr);
     free(jr);
     free(text);
 }
@@ -381,33 +372,29 @@ void control_job_ended(struct relay *relay, const struct job *job)
     snprintf(e->reason, sizeof e->reason, "%s", job->end_reason);
 }
 
-static SSL_CTX *control_context(const struct relay_config *cfg)
+static struct tls_context *control_context(const struct relay_config *cfg)
 {
     char err[512];
     /* The site's identity, but launchers' certificates come from their
      * own CA (a site's users, not its peer sites). */
-    SSL_CTX *ctx = tls_context_new(cfg->tls_cert, cfg->tls_key,
-                                   cfg->service_client_ca, err, sizeof err);
+    struct tls_context *ctx = tls_context_new(
+        cfg->tls_cert, cfg->tls_key, cfg->service_client_ca, err, sizeof err);
     if (ctx == NULL) {
         gc_log_error("service.control: TLS: %s", err);
         return NULL;
     }
-    /* Tells clients which CA to pick a certificate from. */
-    STACK_OF(X509_NAME) *names =
-        SSL_load_client_CA_file(cfg->service_client_ca);
-    if (names != NULL)
-        SSL_CTX_set_client_CA_list(ctx, names);
+    tls_context_name_cas(ctx, cfg->service_client_ca);
     return ctx;
 }
 
 int control_reload(struct relay *relay, const struct relay_config *next)
 {
     struct control *ctl = relay->control;
-    SSL_CTX *ctx = control_context(next);
+    struct tls_context *ctx = control_context(next);
     if (ctx == NULL)
         return -1;
-    SSL_CTX_free(ctl->ssl_ctx);
-    ctl->ssl_ctx = ctx;
+    tls_context_free(ctl->tls);
+    ctl->tls = ctx;
     return 0;
 }
 
@@ -419,12 +406,11 @@ int control_start(struct relay *relay)
         return -1;
     relay->control = ctl;
     ctl->relay = relay;
-    ctl->ssl_ctx = control_context(cfg);
-    if (ctl->ssl_ctx == NULL)
+    ctl->tls = control_context(cfg);
+    if (ctl->tls == NULL)
         return -1;
     if (http_server_start(&ctl->server, relay, cfg->service_control,
-                          "control (https)", &ctl->ssl_ctx,
-                          CONTROL_MAX_BODY) != 0)
+                          "control (https)", &ctl->tls, CONTROL_MAX_BODY) != 0)
         return -1;
     evhttp_set_allowed_methods(
         ctl->server.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
@@ -448,8 +434,7 @@ void control_free(struct relay *relay)
     if (ctl == NULL)
         return;
     http_server_free(&ctl->server);
-    if (ctl->ssl_ctx != NULL)
-        SSL_CTX_free(ctl->ssl_ctx);
+    tls_context_free(ctl->tls);
     free(ctl);
     relay->control = NULL;
 }

@@ -13,7 +13,6 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
@@ -611,18 +610,10 @@ static struct bufferevent *new_connection(struct event_base *base, void *arg)
     struct http_conn *conn = calloc(1, sizeof *conn);
     if (conn == NULL)
         return NULL;
-    if (srv->tls != NULL) {
-        SSL *ssl = SSL_new(*srv->tls);
-        if (ssl != NULL) {
-            bev = bufferevent_openssl_socket_new(base, -1, ssl,
-                                                 BUFFEREVENT_SSL_ACCEPTING,
-                                                 BEV_OPT_CLOSE_ON_FREE);
-            if (bev == NULL)
-                SSL_free(ssl);
-        }
-    } else {
+    if (srv->tls != NULL)
+        bev = tls_accept(base, -1, *srv->tls);
+    else
         bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    }
     if (bev == NULL) {
         free(conn);
         return NULL;
@@ -676,8 +667,8 @@ struct bufferevent *http_connection_tls(struct evhttp_request *req)
 #define HTTP_MAX_HEADERS 8192
 
 int http_server_start(struct http_server *srv, struct relay *relay,
-                      const char *addr, const char *what, SSL_CTX **tls,
-                      size_t max_body)
+                      const char *addr, const char *what,
+                      struct tls_context **tls, size_t max_body)
 {
     srv->relay = relay;
     srv->tls = tls;

@@ -17,7 +17,6 @@
  * peers; chunks still in flight keep the struct alive (job_ref) but are
  * dropped where they land.
  */
-#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +73,7 @@ static int job_add_peer(struct job *job, const char *name, uint32_t first_rank,
     jp->first_rank = first_rank;
     jp->rank_count = rank_count;
     jp->link = link;
-    TAILQ_INIT(&jp->queue);
+    drr_queue_init(&jp->sched);
     jp->credit_consumed = calloc(rank_count, sizeof(uint64_t));
     jp->credit_returned = calloc(rank_count, sizeof(uint64_t));
     jp->returned_total = calloc(job->rank_count + 1, sizeof(uint64_t));
@@ -107,7 +106,7 @@ static void job_free(struct job *job)
         free(jp->returned_sent);
     }
     free(job->slots);
-    OPENSSL_cleanse(job->token, sizeof job->token);
+    gc_secret_wipe(job->token, sizeof job->token);
     free(job);
 }
 

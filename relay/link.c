@@ -18,11 +18,9 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,7 +131,7 @@ int link_streams_up(const struct link *link)
 
 int link_idle(const struct link *link)
 {
-    return (TAILQ_EMPTY(&link->resend) && link->queued_bytes == 0) ||
+    return (TAILQ_EMPTY(&link->resend) && link->sched.bytes == 0) ||
            link->state == LINK_LOST;
 }
 
@@ -241,8 +239,8 @@ int link_can_accept(struct job_peer *jp, const struct chunk *c)
     uint64_t cost = chunk_cost(c);
     /* Each job queues up to the high watermark for the scheduler; the
      * streams and the window take from the queues (link_pump). */
-    if (jp->queued_bytes > 0 &&
-        jp->queued_bytes + cost > cfg->link_high_watermark)
+    if (jp->sched.bytes > 0 &&
+        jp->sched.bytes + cost > cfg->link_high_watermark)
         return 0;
     /* The job's budget at the peer bounds all its ranks together. */
     if (jp->job_in_flight > 0 && jp->job_in_flight + cost > jp->job_credit)
@@ -343,14 +341,10 @@ static int worth_a_copy(const struct link *link, const struct chunk *c)
            gc_now_ns() < link->lossy_until_ns;
 }
 
-/* ---- the scheduler: deficit round robin over jobs ---------------------- */
+/* ---- the scheduler: deficit round robin over jobs (link_drr.c) -------- */
 
 /*
- * Jobs share a link through per-job queues served in deficit round robin
- * (Shreedhar and Varghese, "Efficient fair queuing using deficit round
- * robin", SIGCOMM 1995): each turn a job with chunks queued may send up to
- * one quantum (a full chunk) of bytes, so jobs with data waiting get equal
- * shares of the link whatever their number of ranks.  A bulk chunk goes
+ * A job's turn is worth one quantum, a full chunk.  A bulk chunk goes
  * only to a stream with at most one chunk queued in user space, so what
  * sits in front of a newcomer is bounded; a small chunk (at most
  * RELAY_SMALL_FRAME) needs no room and goes on its job's turn at once, so
@@ -402,13 +396,6 @@ static void transmit_first(struct link *link, struct chunk *c)
         transmit_now(link, c, first, TRANSMIT_COPY);
 }
 
-static void deactivate(struct link *link, struct job_peer *jp)
-{
-    TAILQ_REMOVE(&link->active, jp, active_entry);
-    jp->active = 0;
-    jp->deficit = 0;
-}
-
 /* Sessions whose job's queue drained to the low watermark read again
  * (those waiting for credit too: they check it again). */
 static void wake_queue_waiters(struct link *link)
@@ -418,7 +405,7 @@ static void wake_queue_waiters(struct link *link)
     for (s = TAILQ_FIRST(&link->waiters); s != NULL; s = next) {
         next = TAILQ_NEXT(s, wait_entry);
         const struct job_peer *jp = job_peer_on_link(s->job, link);
-        if (jp != NULL && jp->queued_bytes > low)
+        if (jp != NULL && jp->sched.bytes > low)
             continue;
         TAILQ_REMOVE(&link->waiters, s, wait_entry);
         s->blocked_link = NULL;
@@ -426,41 +413,23 @@ static void wake_queue_waiters(struct link *link)
     }
 }
 
+static int may_send(void *arg, const struct chunk *c)
+{
+    struct link *link = arg;
+    return window_open(link, c) && (is_small(c) || bulk_room(link));
+}
+
+static void send_first(void *arg, struct chunk *c)
+{
+    transmit_first(arg, c); /* the queue's reference moves */
+}
+
 /* Serve the jobs' queues while the streams and the window have room. */
 static void link_pump(struct link *link)
 {
     if (link_streams_up(link) == 0)
         return;
-    int progress = 1, moved = 0;
-    while (progress && !TAILQ_EMPTY(&link->active)) {
-        progress = 0;
-        struct job_peer *jp, *next;
-        for (jp = TAILQ_FIRST(&link->active); jp != NULL; jp = next) {
-            next = TAILQ_NEXT(jp, active_entry);
-            struct chunk *c = TAILQ_FIRST(&jp->queue);
-            if (!window_open(link, c) || (!is_small(c) && !bulk_room(link)))
-                continue; /* its turn keeps its deficit */
-            jp->deficit += quantum(link);
-            while (c != NULL && chunk_cost(c) <= jp->deficit &&
-                   window_open(link, c) && (is_small(c) || bulk_room(link))) {
-                TAILQ_REMOVE(&jp->queue, c, entry);
-                jp->queued_bytes -= chunk_cost(c);
-                link->queued_bytes -= chunk_cost(c);
-                jp->deficit -= chunk_cost(c);
-                transmit_first(link, c); /* the queue's reference moves */
-                progress = moved = 1;
-                c = TAILQ_FIRST(&jp->queue);
-            }
-            if (c == NULL) {
-                deactivate(link, jp);
-            } else {
-                /* Round robin: the next turn starts after the others. */
-                TAILQ_REMOVE(&link->active, jp, active_entry);
-                TAILQ_INSERT_TAIL(&link->active, jp, active_entry);
-            }
-        }
-    }
-    if (moved)
+    if (drr_serve(&link->sched, quantum(link), may_send, send_first, link))
         wake_queue_waiters(link);
 }
 
@@ -472,28 +441,13 @@ void link_send_chunk(struct link *link, struct chunk *c)
     jp->job_in_flight += chunk_cost(c);
     jp->bytes_out += c->hdr.payload_len;
     jp->chunks_out++;
-    TAILQ_INSERT_TAIL(&jp->queue, c, entry);
-    jp->queued_bytes += chunk_cost(c);
-    link->queued_bytes += chunk_cost(c);
-    if (!jp->active) {
-        jp->active = 1;
-        TAILQ_INSERT_TAIL(&link->active, jp, active_entry);
-    }
+    drr_push(&link->sched, &jp->sched, c);
     link_pump(link);
 }
 
 void link_drop_job_queue(struct job_peer *jp)
 {
-    struct link *link = jp->link;
-    struct chunk *c;
-    while ((c = TAILQ_FIRST(&jp->queue)) != NULL) {
-        TAILQ_REMOVE(&jp->queue, c, entry);
-        jp->queued_bytes -= chunk_cost(c);
-        link->queued_bytes -= chunk_cost(c);
-        chunk_unref(c);
-    }
-    if (jp->active)
-        deactivate(link, jp);
+    drr_drop(&jp->link->sched, &jp->sched);
 }
 
 static void on_stream_written(const void *data, size_t len, void *arg)
@@ -1081,20 +1035,10 @@ static void on_stream_write(struct bufferevent *bev, void *arg)
 
 static void log_tls_errors(struct stream *st, const char *what)
 {
-    unsigned long e;
-    char reason[256];
+    char reason[512];
     int any = 0;
-    while ((e = bufferevent_get_openssl_error(st->bev)) != 0) {
-        /* libevent also queues bare SSL_get_error() codes: not OpenSSL's. */
-        if (ERR_GET_LIB(e) == 0)
-            continue;
-        ERR_error_string_n(e, reason, sizeof reason);
-        const char *detail = "";
-        SSL *ssl = bufferevent_openssl_get_ssl(st->bev);
-        if (ssl != NULL && SSL_get_verify_result(ssl) != X509_V_OK)
-            detail = X509_verify_cert_error_string(SSL_get_verify_result(ssl));
-        gc_log_warn("%s %s: TLS: %s%s%s", what, st->peer_addr, reason,
-                    detail[0] ? ": " : "", detail);
+    while (st->relay->transport->next_failure(st->bev, reason, sizeof reason)) {
+        gc_log_warn("%s %s: TLS: %s", what, st->peer_addr, reason);
         any = 1;
     }
     if (!any && EVUTIL_SOCKET_ERROR() != 0)
@@ -1464,7 +1408,7 @@ int link_init(struct relay *relay, struct link *link,
     link->stream_count = link->dialer ? cfg->streams : 0;
     TAILQ_INIT(&link->resend);
     TAILQ_INIT(&link->waiters);
-    TAILQ_INIT(&link->active);
+    drr_init(&link->sched);
     if (link->dialer && gc_endpoint_parse(peer->address, &link->peer_endpoint,
                                           err, sizeof err) != 0) {
         gc_log_error("peer %s: %s", peer->name, err);

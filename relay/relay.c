@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <signal.h>
@@ -93,7 +92,7 @@ void relay_write_small_now(struct bufferevent *bev, size_t queued_before)
     /* TLS bufferevents own their socket; bulk data and anything queued
      * behind other data keep libevent's pacing and write callbacks. */
     if (queued_before != 0 || evbuffer_get_length(out) > RELAY_SMALL_FRAME ||
-        bufferevent_openssl_get_ssl(bev) != NULL)
+        tls_bufferevent(bev))
         return;
     evbuffer_write(out, bufferevent_getfd(bev));
 }
@@ -520,7 +519,7 @@ static void relay_reload(struct relay *relay)
 {
     struct relay_config *cfg = relay->cfg;
     struct relay_config *next = malloc(sizeof *next);
-    SSL_CTX *ctx = NULL;
+    struct tls_context *ctx = NULL;
     char err[512];
     if (next == NULL)
         return;
@@ -565,9 +564,9 @@ static void relay_reload(struct relay *relay)
         goto cleanup;
     relay_config_unreloadable(cfg, next, warn_unreloadable, NULL);
     if (ctx != NULL) {
-        /* Live SSL objects hold their own reference to the old context. */
-        SSL_CTX_free(relay->ssl_ctx);
-        relay->ssl_ctx = ctx;
+        /* Streams up keep the old context until they close. */
+        tls_context_free(relay->tls);
+        relay->tls = ctx;
         ctx = NULL;
     }
     memcpy(cfg->tls_cert, next->tls_cert, sizeof cfg->tls_cert);
@@ -606,8 +605,7 @@ static void relay_reload(struct relay *relay)
                 cfg->wan_plaintext ? "plaintext" : "certificates re-read",
                 cfg->peer_count, relay->job_count);
 cleanup:
-    if (ctx != NULL)
-        SSL_CTX_free(ctx);
+    tls_context_free(ctx);
     free(next);
 }
 
@@ -661,9 +659,9 @@ int relay_init(struct relay *relay, struct relay_config *cfg)
                     "authenticated by certificate");
         relay->transport = &transport_plain;
     } else {
-        relay->ssl_ctx = tls_context_new(cfg->tls_cert, cfg->tls_key,
-                                         cfg->tls_ca, err, sizeof err);
-        if (relay->ssl_ctx == NULL) {
+        relay->tls = tls_context_new(cfg->tls_cert, cfg->tls_key, cfg->tls_ca,
+                                     err, sizeof err);
+        if (relay->tls == NULL) {
             gc_log_error("TLS: %s", err);
             goto cleanup;
         }
@@ -778,7 +776,6 @@ void relay_free(struct relay *relay)
     free(relay->links);
     if (relay->base != NULL)
         event_base_free(relay->base);
-    if (relay->ssl_ctx != NULL)
-        SSL_CTX_free(relay->ssl_ctx);
-    OPENSSL_cleanse(relay->token, sizeof relay->token);
+    tls_context_free(relay->tls);
+    gc_secret_wipe(relay->token, sizeof relay->token);
 }

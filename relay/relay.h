@@ -20,7 +20,6 @@
 
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <openssl/ssl.h>
 #include <stdint.h>
 #include <sys/queue.h>
 
@@ -68,7 +67,53 @@ static inline uint64_t chunk_cost(const struct chunk *c)
     return (uint64_t)c->hdr.payload_len + GC_HEADER_SIZE;
 }
 
-/* ---- transports ------------------------------------------------------- */
+/* ---- the link's scheduler (link_drr.c) ------------------------------- */
+
+/*
+ * Jobs share a link through per-job queues served in deficit round robin
+ * (Shreedhar and Varghese, "Efficient fair queuing using deficit round
+ * robin", SIGCOMM 1995): each turn a job with chunks queued may send up to
+ * one quantum of bytes more, so jobs with data waiting get equal shares of
+ * the link whatever their number of ranks or the size of their chunks.
+ * Only the bookkeeping lives here, with no sockets: link.c says whether a
+ * chunk may leave now and sends it.
+ */
+struct drr_queue {
+    struct chunk_queue chunks;
+    uint64_t bytes; /* their chunk_cost */
+    uint64_t deficit;
+    int active; /* has chunks: in drr->active */
+    TAILQ_ENTRY(drr_queue) entry;
+};
+
+struct drr {
+    TAILQ_HEAD(, drr_queue) active; /* queues with chunks, in turn order */
+    uint64_t bytes;                 /* in every queue */
+};
+
+void drr_init(struct drr *drr);
+void drr_queue_init(struct drr_queue *q);
+/* Append `c` to `q` (its turn comes after the others'); takes the
+ * caller's reference. */
+void drr_push(struct drr *drr, struct drr_queue *q, struct chunk *c);
+/* Drop what `q` holds; it leaves the turns. */
+void drr_drop(struct drr *drr, struct drr_queue *q);
+/*
+ * Give the queues their turns while their chunks can go: `may_send` says
+ * whether the chunk at the head of a queue may leave now, `send` takes it
+ * with the queue's reference.  A queue whose head may not go keeps its
+ * deficit and its place.  1 when a chunk went.
+ */
+int drr_serve(struct drr *drr, uint64_t quantum,
+              int (*may_send)(void *arg, const struct chunk *c),
+              void (*send)(void *arg, struct chunk *c), void *arg);
+
+/* ---- transports (transport.c; TLS: transport_tls.c) ------------------- */
+
+/* What TLS 1.3 on one endpoint presents and accepts: a certificate and
+ * key, and the CA a peer's certificate must chain to.  transport_tls.c is
+ * the one file that speaks to OpenSSL. */
+struct tls_context;
 
 /* How a WAN stream's bytes are carried: plain TCP or TLS 1.3. */
 struct transport_ops {
@@ -78,14 +123,30 @@ struct transport_ops {
                                 int accepting, const char *peer_name);
     /* After HELLO names the peer: does its certificate match that name? */
     int (*peer_matches)(struct bufferevent *bev, const char *peer_name);
+    /* Why the stream on `bev` failed, as the transport saw it: 1 with the
+     * next reason in `out`, 0 when there is none (left). */
+    int (*next_failure)(struct bufferevent *bev, char *out, size_t len);
 };
 extern const struct transport_ops transport_plain;
 extern const struct transport_ops transport_tls;
 
 /* TLS 1.3, presenting `cert`/`key`, requiring a peer certificate that
  * chains to `ca`. */
-SSL_CTX *tls_context_new(const char *cert, const char *key, const char *ca,
-                         char *err, size_t err_len);
+struct tls_context *tls_context_new(const char *cert, const char *key,
+                                    const char *ca, char *err, size_t err_len);
+/* Name the certificates of `ca` to clients, which pick theirs by them. */
+void tls_context_name_cas(struct tls_context *ctx, const char *ca);
+/* Connections made with `ctx` keep using it until they close. */
+void tls_context_free(struct tls_context *ctx);
+/* The accepting end of a TLS connection on `fd` (-1: evhttp sets it). */
+struct bufferevent *tls_accept(struct event_base *base, evutil_socket_t fd,
+                               struct tls_context *ctx);
+/* 1 when `bev` is TLS: it makes its socket's reads and writes itself. */
+int tls_bufferevent(struct bufferevent *bev);
+/* The common name in the peer's verified certificate, into `out`: its
+ * length as the certificate has it (a NUL in it makes strlen differ), or
+ * -1 without one. */
+int tls_peer_common_name(struct bufferevent *bev, char *out, size_t len);
 /* Apply tcp.* options; -1 with `err` when the kernel refuses one. */
 int tune_wan_socket(const struct relay_config *cfg, evutil_socket_t fd,
                     char *err, size_t err_len);
@@ -176,8 +237,7 @@ struct link {
     uint64_t unacked_bytes;
     uint64_t peer_credit;          /* per-rank credit the peer grants */
     TAILQ_HEAD(, session) waiters; /* sessions blocked on this link */
-    TAILQ_HEAD(, job_peer) active; /* jobs with chunks queued, DRR order */
-    uint64_t queued_bytes;         /* in every job's queue */
+    struct drr sched;              /* the jobs' queues (link_drr.c) */
 
     /* receiving side */
     uint64_t recv_cum;      /* every link_seq <= recv_cum delivered */
@@ -257,13 +317,9 @@ struct job_peer {
      * bytes sent whose credit has not come back, all ranks together. */
     uint64_t job_credit;
     uint64_t job_in_flight;
-    /* The link's scheduler (link.c, deficit round robin over jobs):
-     * chunks accepted from the job's ranks, not yet given a stream. */
-    struct chunk_queue queue;
-    uint64_t queued_bytes;
-    uint64_t deficit;
-    int active; /* in link->active */
-    TAILQ_ENTRY(job_peer) active_entry;
+    /* Chunks accepted from the job's ranks, not yet given a stream: the
+     * job's queue in the link's scheduler. */
+    struct drr_queue sched;
     /* receiving side: per local rank, bytes handed to ranks, and the last
      * total reported back in CREDIT */
     uint64_t *returned_total;
@@ -346,7 +402,7 @@ struct http_server {
     struct relay *relay;
     struct evhttp *http;
     struct evconnlistener *listener;
-    SSL_CTX **tls; /* NULL: plain HTTP; else the context, kept current */
+    struct tls_context **tls;      /* NULL: plain HTTP; else kept current */
     struct http_view view;         /* the operations endpoint's */
     TAILQ_HEAD(, http_conn) conns; /* open connections (http.c) */
     unsigned open;                 /* how many */
@@ -365,7 +421,7 @@ struct relay {
     size_t token_len;
     uint64_t epoch;
     const struct transport_ops *transport;
-    SSL_CTX *ssl_ctx;
+    struct tls_context *tls; /* the WAN's; NULL with wan.plaintext */
 
     struct evconnlistener *local_unix_listener;
     struct evconnlistener *local_tcp_listener;
@@ -481,8 +537,8 @@ void link_free_pending_stream(struct stream *st);
 /* http.c */
 int http_start(struct relay *relay);
 int http_server_start(struct http_server *srv, struct relay *relay,
-                      const char *addr, const char *what, SSL_CTX **tls,
-                      size_t max_body);
+                      const char *addr, const char *what,
+                      struct tls_context **tls, size_t max_body);
 void http_server_free(struct http_server *srv);
 /* From the relay's tick: account for the connections evhttp closed. */
 void http_server_tick(struct http_server *srv);
