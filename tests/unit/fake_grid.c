@@ -6,21 +6,6 @@
 
 #include "core/gc_world.h"
 
-void fake_grid_init(int *argc, char ***argv)
-{
-    if (MPI_Init(argc, argv) != MPI_SUCCESS) {
-        fprintf(stderr, "MPI_Init failed\n");
-        exit(1);
-    }
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-}
-
-void fake_grid_finalize(void)
-{
-    gc_world.site_count = 0;
-    MPI_Finalize();
-}
-
 void fake_grid_sites(int count, const int *sizes)
 {
     gc_world.site_count = count;

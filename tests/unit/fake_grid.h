@@ -1,19 +1,16 @@
 /*
- * A grid faked on an MPICH singleton, for the unit tests of the layer's
- * core (selection, the schedule engine, the p2p engine): gc_world
- * describes sites of the sizes a test asks for, this process is grid
- * rank 0, the first member of site 0, and grid communicators are made by
- * the library's own constructor (gc_comm_build) on a duplicate of
- * MPI_COMM_WORLD.  No relay session: nothing may send to another site.
+ * A grid faked on an MPICH singleton (MPI_Init without GRIDCOLL_SITES:
+ * MPICH alone), for the unit tests of the layer's core (selection, the
+ * schedule engine, the p2p engine): gc_world describes sites of the sizes
+ * a test asks for, this process is grid rank 0, the first member of site
+ * 0, and grid communicators are made by the library's own constructor
+ * (gc_comm_build) on a duplicate of MPI_COMM_WORLD.  No relay session:
+ * nothing may send to another site.
  */
 #ifndef GRIDCOLL_TESTS_UNIT_FAKE_GRID_H
 #define GRIDCOLL_TESTS_UNIT_FAKE_GRID_H
 
 #include "core/gc_comm.h"
-
-/* MPI_Init (MPICH alone: no GRIDCOLL_SITES), errors returned. */
-void fake_grid_init(int *argc, char ***argv);
-void fake_grid_finalize(void);
 
 /* gc_world: `count` sites of sizes[], named "s0", "s1", ... */
 void fake_grid_sites(int count, const int *sizes);
