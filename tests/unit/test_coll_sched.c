@@ -58,10 +58,10 @@ static int mark(struct coll_sched *s, char name, int rc, int after)
     return coll_sched_call(s, mark_step, m, after);
 }
 
-/* Gates: a step that finishes when the test says so. */
+/* Gates (two at most): a step that finishes when the test says so. */
 static MPI_Comm gate_comm;
-static MPI_Request gate_req[4];
-static int gate_buf[4];
+static MPI_Request gate_req[2];
+static int gate_buf[2];
 
 static int gate(struct coll_sched *s, int g, int after)
 {
