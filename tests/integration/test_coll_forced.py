@@ -4,10 +4,12 @@ coll_check (tests/mpi/coll_check.c: every collective, several datatypes and
 ops, MPI_IN_PLACE, sub-communicators whose sites interleave, results checked
 against a reference computed independently).
 
-Round i forces, for every collective that has one, its i-th grid algorithm
-(GRIDCOLL_<COLL>), on a layout that changes from round to round (uneven
-two sites, three sites with a one-rank site, one rank against three), so
-every algorithm runs at least once.  Algorithms with restrictions are left
+Round i forces, for every collective coll_check calls that has one, its
+i-th grid algorithm (GRIDCOLL_<COLL>), on a layout that changes from round
+to round (uneven two sites, three sites with a one-rank site, one rank
+against three), so every algorithm runs at least once, and the stats
+(GRIDCOLL_STATS=1) must show that every site's calls of each forced
+collective ran it and no other.  Algorithms with restrictions are left
 to the defaults here: coll_check's interleaved sub-communicators with a
 non-commutative op would make forcing them an error by design;
 test_allgather_wan.py, test_reduce_wan.py and test_bcast_wan.py force them
@@ -22,7 +24,8 @@ phases chose it and no other."""
 import os
 import re
 
-from harness import BIN, algorithm_rows, check, gridrun, main, site_stats
+from harness import (BIN, algorithm_rows, check, gridrun, main, site_stats,
+                     wan_stats)
 
 COLL_CHECK = os.path.join(BIN, "coll_check")
 LAYOUTS = [["--site-sizes", "2,3"], ["--site-sizes", "2,1,2"],
@@ -33,6 +36,12 @@ CASES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter",
          "reduce_scatter_block", "scan", "exscan", "gather", "gatherv",
          "scatter", "scatterv", "allgather", "allgatherv", "alltoall",
          "alltoallv", "alltoallw"]
+# The tables coll_check's cases reach (reduce_scatter_block's is
+# reduce_scatter's, exscan's scan's): no neighbourhood collective.
+GRID_TABLES = ["barrier", "bcast", "reduce", "allreduce", "reduce_scatter",
+               "scan", "gather", "gatherv", "scatter", "scatterv",
+               "allgather", "allgatherv", "alltoall", "alltoallv",
+               "alltoallw"]
 # The tables whose site level coll_check's calls reach with the grid
 # defaults; the v-forms share allgather's and alltoall's.
 SITE_TABLES = ["bcast", "allreduce", "allgather", "alltoall"]
@@ -40,10 +49,11 @@ SITE_TABLES = ["bcast", "allreduce", "allgather", "alltoall"]
 
 def unrestricted_algorithms():
     """{collective: [algorithm, ...]} of the grid algorithms without
-    restrictions, in table order."""
+    restrictions of GRID_TABLES, in table order."""
     tables = {}
     for row in algorithm_rows():
-        if row["level"] == "grid" and not row["restrictions"]:
+        if (row["level"] == "grid" and not row["restrictions"] and
+                row["coll"] in GRID_TABLES):
             tables.setdefault(row["coll"], []).append(row["algo"])
     return tables
 
@@ -75,24 +85,31 @@ def run_round(i, env):
     return SITES[layout[1]], err, where
 
 
+def check_chosen(where, sites, calls, env, suffix):
+    """Every site's calls ({(site, coll, algo): calls}) of each collective
+    that env forces (GRIDCOLL_<COLL><suffix>=algo) chose that algorithm
+    and no other."""
+    for var, algo in env.items():
+        coll = var[len("GRIDCOLL_"):len(var) - len(suffix)].lower()
+        for site in sites:
+            got = {a: n for (s, c, a), n in calls.items()
+                   if s == site and c == coll}
+            check(list(got) == [algo] and got[algo] > 0,
+                  "%s: site %s chose %s for %s" % (where, site, got, var))
+
+
 def forced_round(i, env):
     def test():
-        run_round(i, env)
+        sites, err, where = run_round(i, dict(env, GRIDCOLL_STATS="1"))
+        calls = {key: counts[0] for key, counts in wan_stats(err).items()}
+        check_chosen(where, sites, calls, env, "")
     return test
 
 
 def site_round(i, env):
     def test():
         sites, err, where = run_round(i, dict(env, GRIDCOLL_STATS="1"))
-        chosen = site_stats(err)
-        for var, algo in env.items():
-            coll = var[len("GRIDCOLL_"):-len("_LOCAL")].lower()
-            for site in sites:
-                got = {a: n for (s, c, a), n in chosen.items()
-                       if s == site and c == coll}
-                check(list(got) == [algo] and got[algo] > 0,
-                      "%s: site %s chose %s for %s" % (where, site, got,
-                                                       var))
+        check_chosen(where, sites, site_stats(err), env, "_LOCAL")
     return test
 
 

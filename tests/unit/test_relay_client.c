@@ -1,5 +1,5 @@
 /*
- * Unit test of the relay client's framing (libgridcoll/gc_relay_client.c)
+ * Unit test of the relay client's framing (libgridcoll/relay_client/gc_relay_client.c)
  * against a fake relay written from docs/protocol.md: the frames the
  * client writes (HELLO and AUTH of §5-6, DATA cut as §8.1 says, PONG,
  * BYE), the frames it reads whole or a byte at a time, the sizes it
