@@ -97,7 +97,7 @@ static const char *grid_pick(enum gc_coll_kind kind, struct gc_comm *c,
         *status = rc;
     if (rc != MPI_SUCCESS)
         return "";
-    const char *used = GridColl_Algorithm_used(coll_table_of(kind)->name);
+    const char *used = GridColl_Algorithm_used(gc_coll_kind_name(kind));
     return used != NULL ? used : "(none)";
 }
 
@@ -105,7 +105,7 @@ static const char *grid_pick(enum gc_coll_kind kind, struct gc_comm *c,
     do {                                                                       \
         const char *got_ = grid_pick((kind), (c), (bytes), (op), NULL);        \
         CHECKF(strcmp(got_, (want)) == 0, "%s, %zu bytes: %s, expected %s",    \
-               coll_table_of(kind)->name, (size_t)(bytes), got_, (want));      \
+               gc_coll_kind_name(kind), (size_t)(bytes), got_, (want));        \
     } while (0)
 
 #define GRID_REFUSED(kind, c, bytes, op)                                       \
@@ -115,7 +115,7 @@ static const char *grid_pick(enum gc_coll_kind kind, struct gc_comm *c,
         CHECKF(rc_ == MPI_ERR_ARG,                                             \
                "%s, %zu bytes: %s (code %d), expected "                        \
                "MPI_ERR_ARG",                                                  \
-               coll_table_of(kind)->name, (size_t)(bytes), got_, rc_);         \
+               gc_coll_kind_name(kind), (size_t)(bytes), got_, rc_);           \
     } while (0)
 
 /* The site algorithm coll_site_select picks, "" when it refuses. */
@@ -134,7 +134,7 @@ static const char *site_pick(enum gc_coll_kind kind, struct gc_comm *c,
         const char *got_ = site_pick((kind), (c), (blocking), (bytes), NULL);  \
         CHECKF(strcmp(got_, (want)) == 0,                                      \
                "site %s, %d members, %s, %zu bytes: %s, expected %s",          \
-               coll_table_of(kind)->name, (c)->local_size,                     \
+               gc_coll_kind_name(kind), (c)->local_size,                       \
                (blocking) ? "blocking" : "nonblocking", (size_t)(bytes), got_, \
                (want));                                                        \
     } while (0)
@@ -187,20 +187,20 @@ static void test_tables(void)
                     if (strcmp(t->algos[i].name, t->rules[r].algo) == 0)
                         found = i;
                 CHECKF(found >= 0, "%s: rule %d names no algorithm (%s)",
-                       t->name, r, t->rules[r].algo);
+                       coll_table_name(t), r, t->rules[r].algo);
                 if (found >= 0 && t->algos[found].level == level)
                     last = r;
             }
             if (algos == 0)
                 continue;
-            CHECKF(last >= 0, "%s: a level without rules", t->name);
+            CHECKF(last >= 0, "%s: a level without rules", coll_table_name(t));
             if (last < 0)
                 continue;
             const struct coll_rule *rule = &t->rules[last];
             CHECKF(rule->min_size == 0 && rule->min_bytes == 0 &&
                        rule->max_bytes == 0 && rule->when == NULL,
-                   "%s: the last rule of level %d (%s) is bounded", t->name,
-                   level, rule->algo);
+                   "%s: the last rule of level %d (%s) is bounded",
+                   coll_table_name(t), level, rule->algo);
         }
     }
     CHECK(coll_table_of(GC_COLL_KINDS) == NULL, "a table past the kinds");
