@@ -26,7 +26,8 @@ int coll_packed_size(const struct gc_comm *c, MPI_Count count,
     if (status == MPI_ERR_COUNT)
         return gc_error(c->handle, status,
                         "collective on a grid communicator: message size "
-                        "overflows");
+                        "overflows",
+                        NULL);
     return status;
 }
 
@@ -38,7 +39,7 @@ void *coll_alloc(size_t bytes)
 int coll_no_mem(const struct gc_comm *c)
 {
     return gc_error(c->handle, MPI_ERR_NO_MEM,
-                    "collective on a grid communicator: out of memory");
+                    "collective on a grid communicator: out of memory", NULL);
 }
 
 int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm)
@@ -47,25 +48,17 @@ int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm)
     return MPI_SUCCESS;
 }
 
-int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
-                   const char *what)
-{
-    char detail[160];
-    snprintf(detail, sizeof detail, "%s: %s", fn, what);
-    return gc_error(c->handle, code, detail);
-}
-
 int coll_check_root(const struct gc_comm *c, const char *fn, int root)
 {
     if (root < 0 || root >= c->size)
-        return coll_arg_error(c, MPI_ERR_ROOT, fn, "root out of range");
+        return gc_error(c->handle, MPI_ERR_ROOT, fn, "root out of range");
     return MPI_SUCCESS;
 }
 
 int coll_check_count(const struct gc_comm *c, const char *fn, MPI_Count count)
 {
     if (count < 0)
-        return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
+        return gc_error(c->handle, MPI_ERR_COUNT, fn, "negative count");
     return MPI_SUCCESS;
 }
 
@@ -73,20 +66,19 @@ int coll_check_counts(const struct gc_comm *c, const char *fn, int n,
                       const MPI_Count *counts)
 {
     if (counts == NULL && n > 0)
-        return coll_arg_error(c, MPI_ERR_ARG, fn, "counts array is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, fn, "counts array is NULL");
     for (int i = 0; i < n; i++)
         if (counts[i] < 0)
-            return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
+            return gc_error(c->handle, MPI_ERR_COUNT, fn, "negative count");
     return MPI_SUCCESS;
 }
 
 int coll_check_type(const struct gc_comm *c, const char *fn, MPI_Datatype type)
 {
     if (gc_type_check(type) != MPI_SUCCESS)
-        return coll_arg_error(c, MPI_ERR_TYPE, fn,
-                              type == MPI_DATATYPE_NULL
-                                  ? "MPI_DATATYPE_NULL"
-                                  : "datatype not committed");
+        return gc_error(c->handle, MPI_ERR_TYPE, fn,
+                        type == MPI_DATATYPE_NULL ? "MPI_DATATYPE_NULL"
+                                                  : "datatype not committed");
     return MPI_SUCCESS;
 }
 
@@ -101,10 +93,10 @@ int coll_check_op(const struct gc_comm *c, const char *fn, MPI_Op op,
                   MPI_Datatype type)
 {
     if (gc_op_check(op, type) != MPI_SUCCESS)
-        return coll_arg_error(c, MPI_ERR_OP, fn,
-                              op == MPI_OP_NULL
-                                  ? "MPI_OP_NULL"
-                                  : "operation not defined for the datatype");
+        return gc_error(c->handle, MPI_ERR_OP, fn,
+                        op == MPI_OP_NULL
+                            ? "MPI_OP_NULL"
+                            : "operation not defined for the datatype");
     return MPI_SUCCESS;
 }
 
@@ -114,7 +106,7 @@ int coll_check_userbuf(const struct gc_comm *c, const char *fn, const void *buf,
     /* NULL is MPI_BOTTOM, valid with a type of absolute addresses only:
      * a null buffer would fail late, on the ranks that touch it. */
     if (buf == NULL && count > 0 && gc_type_is_named(type))
-        return coll_arg_error(c, MPI_ERR_BUFFER, fn, "null buffer");
+        return gc_error(c->handle, MPI_ERR_BUFFER, fn, "null buffer");
     return MPI_SUCCESS;
 }
 
@@ -124,9 +116,9 @@ int coll_check_alias(const struct gc_comm *c, const char *fn,
     /* As MPICH checks it: the same non-null address for both buffers. */
     if (count > 0 && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf &&
         sendbuf != MPI_BOTTOM)
-        return coll_arg_error(c, MPI_ERR_BUFFER, fn,
-                              "send and receive buffers must not be aliased "
-                              "(use MPI_IN_PLACE)");
+        return gc_error(c->handle, MPI_ERR_BUFFER, fn,
+                        "send and receive buffers must not be aliased "
+                        "(use MPI_IN_PLACE)");
     return MPI_SUCCESS;
 }
 
@@ -288,7 +280,8 @@ static int xfer_failed(struct gc_comm *c, int status)
 {
     return gc_error(c->handle, status,
                     "collective on a grid communicator: transfer between "
-                    "sites failed");
+                    "sites failed",
+                    NULL);
 }
 
 int coll_wait(struct gc_comm *c, int n, struct gc_xfer **reqs, int status)

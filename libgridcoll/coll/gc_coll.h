@@ -72,9 +72,6 @@ int coll_temp_alloc(const struct gc_comm *c, MPI_Count count, MPI_Datatype type,
 void *coll_alloc(size_t bytes);
 /* Out of memory, through the communicator's error handler. */
 int coll_no_mem(const struct gc_comm *c);
-/* "fn: what" through the communicator's error handler. */
-int coll_arg_error(const struct gc_comm *c, int code, const char *fn,
-                   const char *what);
 
 /* c->local_p2p (made with the communicator); its errors return. */
 int coll_local_p2p(struct gc_comm *c, MPI_Comm *comm);

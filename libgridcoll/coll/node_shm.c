@@ -13,6 +13,7 @@
 
 #include "coll/gc_coll.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_progress.h"
 #include "core/gc_settings.h"
 #include "core/gc_world.h"
@@ -222,7 +223,6 @@ int coll_node_begin(struct gc_comm *c, int slots, struct coll_node **node)
     return MPI_SUCCESS;
 }
 
-
 int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
 {
     struct coll_node *n;
@@ -231,7 +231,7 @@ int coll_node_default(struct gc_comm *c, const char *fn, int *shm)
         return MPI_SUCCESS;
     int status = coll_node_get(c, &n);
     if (status != MPI_SUCCESS)
-        return coll_arg_error(c, status, fn, "node layer failed");
+        return gc_error(c->handle, status, fn, "node layer failed");
     *shm = n->nodes == 1;
     return MPI_SUCCESS;
 }

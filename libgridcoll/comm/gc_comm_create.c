@@ -57,7 +57,7 @@ static int check_newcomm(struct gc_comm *c, MPI_Comm *newcomm,
 {
     if (newcomm != NULL)
         return MPI_SUCCESS;
-    return gc_report(c->handle, MPI_ERR_ARG, function, "newcomm is NULL");
+    return gc_error(c->handle, MPI_ERR_ARG, function, "newcomm is NULL");
 }
 
 /*
@@ -76,7 +76,7 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
     struct gc_ctx_claim claim;
     *all = malloc((size_t)c->size * sizeof **all);
     if (*all == NULL)
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     mine->error_class = MPI_SUCCESS;
     /* Error codes, and classes added at run time, are per process; only
      * MPICH's predefined classes mean the same to every member. */
@@ -89,8 +89,8 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
         mine->next_context = gc_ctx_propose(&claim);
         status = gc_coll_allgather_bytes(c, mine, sizeof *mine, *all);
         if (status != MPI_SUCCESS) {
-            status = gc_report(c->handle, status, function,
-                               "exchange with the other sites failed");
+            status = gc_error(c->handle, status, function,
+                              "exchange with the other sites failed");
             goto cleanup;
         }
         uint32_t largest = 0;
@@ -100,9 +100,9 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
                 status =
                     own_error != MPI_SUCCESS
                         ? own_error
-                        : gc_report(c->handle, (*all)[r].error_class, function,
-                                    "another member passed "
-                                    "invalid arguments");
+                        : gc_error(c->handle, (*all)[r].error_class, function,
+                                   "another member passed "
+                                   "invalid arguments");
                 goto cleanup;
             }
             yielded |= (*all)[r].next_context == 0;
@@ -112,8 +112,8 @@ static int exchange(struct gc_comm *c, struct contribution *mine, int own_error,
         int exhausted;
         *context = gc_ctx_decide(&claim, largest, yielded, &exhausted);
         if (exhausted) {
-            status = gc_report(c->handle, MPI_ERR_INTERN, function,
-                               "no relay context ids left");
+            status = gc_error(c->handle, MPI_ERR_INTERN, function,
+                              "no relay context ids left");
             goto cleanup;
         }
     }
@@ -137,8 +137,8 @@ static int adopt(struct gc_comm *parent, const int *members, int size,
             continue;
         if (gc_comm_build(members, size, local, context) == NULL) {
             PMPI_Comm_free(&local);
-            return gc_report(parent->handle, MPI_ERR_NO_MEM, function,
-                             "out of memory");
+            return gc_error(parent->handle, MPI_ERR_NO_MEM, function,
+                            "out of memory");
         }
         break;
     }
@@ -168,7 +168,7 @@ static int split_grid(struct gc_comm *c, int color, int key, int own_error,
     int size = 0, new_rank = 0;
     if (own_error == MPI_SUCCESS && (order == NULL || members == NULL))
         own_error =
-            gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+            gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     int status = exchange(c, &mine, own_error, &all, &context, function);
     if (status != MPI_SUCCESS)
         goto cleanup;
@@ -196,8 +196,8 @@ static int split_grid(struct gc_comm *c, int color, int key, int own_error,
         (expect->size != size ||
          memcmp(expect->rank, members, (size_t)size * sizeof *members))) {
         PMPI_Comm_free(&local);
-        status = gc_report(c->handle, MPI_ERR_GROUP, function,
-                           "the members' groups differ");
+        status = gc_error(c->handle, MPI_ERR_GROUP, function,
+                          "the members' groups differ");
         goto cleanup;
     }
     status = adopt(c, members, size, local, context, newcomm, function);
@@ -285,8 +285,8 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
                               "MPI_Comm_split");
     int error = check_newcomm(c, newcomm, function);
     if (error == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED)
-        error = gc_report(comm, MPI_ERR_ARG, function,
-                          "color is negative and not MPI_UNDEFINED");
+        error = gc_error(comm, MPI_ERR_ARG, function,
+                         "color is negative and not MPI_UNDEFINED");
     return split_grid(c, color, key, error, NULL, newcomm, function);
 }
 
@@ -301,9 +301,9 @@ static int create_grid(struct gc_comm *c, MPI_Group group, MPI_Comm *newcomm)
         error = gc_group_ranks(group, c->handle, function, &g);
     for (int i = 0; i < g.size && error == MPI_SUCCESS; i++) {
         if (c->comm_rank_of_grid[g.rank[i]] < 0)
-            error = gc_report(c->handle, MPI_ERR_GROUP, function,
-                              "the group has a process outside the "
-                              "communicator");
+            error = gc_error(c->handle, MPI_ERR_GROUP, function,
+                             "the group has a process outside the "
+                             "communicator");
         /* Groups of one call are equal or disjoint: the parent rank of
          * group rank 0 tells them apart. */
         if (g.rank[i] == gc_world.grid_rank) {
@@ -328,11 +328,11 @@ static int create_site_local(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
         goto cleanup;
     status = gc_group_to_site(&g, &site_group);
     if (status == MPI_ERR_GROUP || status == MPI_ERR_NO_MEM)
-        status = gc_report(comm, status, function,
-                           status == MPI_ERR_GROUP
-                               ? "the group has processes of other sites, "
-                                 "which are not in the communicator"
-                               : "out of memory");
+        status = gc_error(comm, status, function,
+                          status == MPI_ERR_GROUP
+                              ? "the group has processes of other sites, "
+                                "which are not in the communicator"
+                              : "out of memory");
     if (status != MPI_SUCCESS)
         goto cleanup;
     unsigned held = gc_block_begin();
@@ -366,7 +366,7 @@ int MPI_Comm_free(MPI_Comm *comm)
         return PMPI_Comm_free(comm);
     if (*comm == MPI_COMM_WORLD)
         return gc_error(MPI_COMM_WORLD, MPI_ERR_COMM,
-                        "MPI_Comm_free: MPI_COMM_WORLD cannot be freed");
+                        "MPI_Comm_free: MPI_COMM_WORLD cannot be freed", NULL);
     struct gc_comm *c = gc_comm_find(*comm);
     int status = PMPI_Comm_free(comm);
     /* Released after MPICH's free: attribute delete callbacks run inside
@@ -393,7 +393,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
         int size;
         int status = other == MPI_COMM_NULL
                          ? gc_error(grid, MPI_ERR_COMM,
-                                    "MPI_Comm_compare: MPI_COMM_NULL")
+                                    "MPI_Comm_compare: MPI_COMM_NULL", NULL)
                          : PMPI_Comm_size(other, &size);
         if (status == MPI_SUCCESS)
             *result = MPI_UNEQUAL;
@@ -407,7 +407,7 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)
     struct gc_ranks rb = {b->size, b->grid_rank, NULL};
     if (gc_ranks_compare(&ra, &rb, result) != MPI_SUCCESS)
         return gc_error(comm1, MPI_ERR_NO_MEM,
-                        "MPI_Comm_compare: out of memory");
+                        "MPI_Comm_compare: out of memory", NULL);
     if (*result == MPI_IDENT)
         *result = MPI_CONGRUENT; /* same members in order, two handles */
     return MPI_SUCCESS;

@@ -29,6 +29,7 @@
 #include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_progress.h"
 #include "core/gc_world.h"
 #include "p2p/gc_xfer.h"
@@ -144,11 +145,11 @@ static int finish(struct gc_comm *via, const struct gc_ranks *g, MPI_Comm local,
         status = MPI_ERR_NO_MEM;
     if (status == MPI_SUCCESS)
         return MPI_SUCCESS;
-    status = gc_report(report_to != MPI_COMM_NULL ? report_to : local, status,
-                       function,
-                       status == MPI_ERR_NO_MEM
-                           ? "out of memory"
-                           : "the members could not agree on a relay context");
+    status = gc_error(report_to != MPI_COMM_NULL ? report_to : local, status,
+                      function,
+                      status == MPI_ERR_NO_MEM
+                          ? "out of memory"
+                          : "the members could not agree on a relay context");
     PMPI_Comm_free(newcomm);
     return status;
 }
@@ -215,22 +216,22 @@ int gc_comm_create_group_grid(struct gc_comm *c, MPI_Group group, int tag,
         return status;
     /* Every member sees the same group: they all fail here alike. */
     if (newcomm == NULL || tag < 0) {
-        status = gc_report(c->handle, MPI_ERR_ARG, function,
-                           newcomm == NULL ? "newcomm is NULL"
-                                           : "the tag is negative");
+        status = gc_error(c->handle, MPI_ERR_ARG, function,
+                          newcomm == NULL ? "newcomm is NULL"
+                                          : "the tag is negative");
         goto cleanup;
     }
     for (int i = 0; i < g.size; i++)
         if (c->comm_rank_of_grid[g.rank[i]] < 0) {
-            status = gc_report(c->handle, MPI_ERR_GROUP, function,
-                               "the group has a process outside the "
-                               "communicator");
+            status = gc_error(c->handle, MPI_ERR_GROUP, function,
+                              "the group has a process outside the "
+                              "communicator");
             goto cleanup;
         }
     status = site_part(&g, c->local, &site, &member);
     if (status != MPI_SUCCESS) {
-        status = gc_report(c->handle, status, function,
-                           "cannot make this site's group");
+        status = gc_error(c->handle, status, function,
+                          "cannot make this site's group");
         goto cleanup;
     }
     /* A caller outside the group gets MPI_COMM_NULL, as from MPICH. */
@@ -256,7 +257,7 @@ static int report_with(MPI_Errhandler handler, int code, const char *problem)
     if (PMPI_Comm_dup(gc_world.site_self, &self) != MPI_SUCCESS)
         return code;
     PMPI_Comm_set_errhandler(self, handler);
-    code = gc_report(self, code, "MPI_Comm_create_from_group", problem);
+    code = gc_error(self, code, "MPI_Comm_create_from_group", "%s", problem);
     PMPI_Comm_free(&self);
     return code;
 }

@@ -212,7 +212,7 @@ int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
         return gc_unsupported(comm,
                               "MPI_Comm_split_type on an intercommunicator");
     if (newcomm == NULL)
-        return gc_report(comm, MPI_ERR_ARG, function, "newcomm is NULL");
+        return gc_error(comm, MPI_ERR_ARG, function, "newcomm is NULL");
     if (split_type == MPI_COMM_TYPE_HW_UNGUIDED || guided_site)
         return split_by_site(c, key, info, newcomm, function);
 #ifdef MPIX_COMM_TYPE_NEIGHBORHOOD

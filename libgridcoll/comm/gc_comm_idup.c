@@ -38,6 +38,7 @@
 #include "comm/topo/gc_topo.h"
 #include "core/gc_comm.h"
 #include "core/gc_ctxid.h"
+#include "core/gc_error.h"
 #include "core/gc_lock.h"
 
 struct idup {
@@ -68,9 +69,9 @@ static int context_taken(const struct idup *d, uint32_t context)
 {
     if (!gc_comm_context_taken(context))
         return MPI_SUCCESS;
-    return gc_report(d->parent->handle, MPI_ERR_INTERN, d->function,
-                     "the derived relay context is in use on this process "
-                     "(a hash collision)");
+    return gc_error(d->parent->handle, MPI_ERR_INTERN, d->function,
+                    "the derived relay context is in use on this process "
+                    "(a hash collision)");
 }
 
 /* The copy's intercommunicator part, with the copy of the group's
@@ -109,8 +110,8 @@ static int idup_adopt(struct coll_sched *s, void *arg)
                                             d->local_p2p, d->context);
     d->local_p2p = MPI_COMM_NULL; /* the struct's now, or freed */
     if (dup == NULL || (c->inter != NULL && adopt_inter(d, dup) != MPI_SUCCESS))
-        return gc_report(c->handle, MPI_ERR_NO_MEM, d->function,
-                         "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, d->function,
+                        "out of memory");
     status = gc_topo_dup(c, &d->local, d->function);
     if (status == MPI_SUCCESS)
         *d->newcomm = d->local;
@@ -171,8 +172,8 @@ static int idup_grid(struct gc_comm *c, MPI_Info info, MPI_Comm *newcomm,
                      MPI_Request *request, const char *function)
 {
     if (newcomm == NULL || request == NULL)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "newcomm or request is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "newcomm or request is NULL");
     struct coll_sched *s = coll_sched_new(c, function, NULL);
     struct idup *d = s != NULL ? coll_sched_alloc(s, sizeof *d) : NULL;
     int status = d != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
@@ -204,8 +205,8 @@ static int idup_grid(struct gc_comm *c, MPI_Info info, MPI_Comm *newcomm,
     if (d != NULL && d->info != MPI_INFO_NULL)
         PMPI_Info_free(&d->info);
     coll_sched_free(s);
-    return gc_report(c->handle, status, function,
-                     "out of memory, or MPICH could not start a duplication");
+    return gc_error(c->handle, status, function,
+                    "out of memory, or MPICH could not start a duplication");
 }
 
 int MPI_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request)

@@ -38,14 +38,6 @@ static struct {
 
 enum set_op { SET_UNION, SET_INTERSECTION, SET_DIFFERENCE };
 
-int gc_report(MPI_Comm comm, int code, const char *function,
-              const char *problem)
-{
-    char detail[256];
-    snprintf(detail, sizeof detail, "%s: %s", function, problem);
-    return gc_error(comm, code, detail);
-}
-
 int gc_group_is_grid(MPI_Group group)
 {
     return gc_world.active && ((unsigned)group & HANDLE_MASK) == HANDLE_BASE;
@@ -109,14 +101,14 @@ int gc_group_ranks(MPI_Group group, MPI_Comm report_to, const char *function,
     if (gc_group_is_grid(group)) {
         struct grid_group *g = group_find(group);
         if (g == NULL)
-            return gc_report(report_to, MPI_ERR_GROUP, function,
-                             "invalid group (freed?)");
+            return gc_error(report_to, MPI_ERR_GROUP, function,
+                            "invalid group (freed?)");
         out->size = g->size;
         out->rank = g->member;
         return MPI_SUCCESS;
     }
     if (group == MPI_GROUP_NULL)
-        return gc_report(report_to, MPI_ERR_GROUP, function, "MPI_GROUP_NULL");
+        return gc_error(report_to, MPI_ERR_GROUP, function, "MPI_GROUP_NULL");
     /* An MPICH group: its members are ranks of the site's MPICH world. */
     status = PMPI_Group_size(group, &size);
     if (status != MPI_SUCCESS)
@@ -124,8 +116,7 @@ int gc_group_ranks(MPI_Group group, MPI_Comm report_to, const char *function,
     out->owned = malloc((size_t)size * sizeof(int) + 1);
     seq = malloc((size_t)size * sizeof(int) + 1);
     if (out->owned == NULL || seq == NULL) {
-        status =
-            gc_report(report_to, MPI_ERR_NO_MEM, function, "out of memory");
+        status = gc_error(report_to, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     for (int r = 0; r < size; r++)
@@ -138,9 +129,9 @@ int gc_group_ranks(MPI_Group group, MPI_Comm report_to, const char *function,
         goto cleanup;
     for (int r = 0; r < size; r++) {
         if (out->owned[r] == MPI_UNDEFINED) {
-            status = gc_report(report_to, MPI_ERR_GROUP, function,
-                               "the group has processes outside the grid "
-                               "world");
+            status = gc_error(report_to, MPI_ERR_GROUP, function,
+                              "the group has processes outside the grid "
+                              "world");
             goto cleanup;
         }
         out->owned[r] += site->offset;
@@ -245,7 +236,7 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)
     int status =
         gc_group_new(gc_comm_group_members(c), gc_comm_group_size(c), group);
     if (status != MPI_SUCCESS)
-        return gc_report(comm, status, "MPI_Comm_group", "out of memory");
+        return gc_error(comm, status, "MPI_Comm_group", "out of memory");
     return MPI_SUCCESS;
 }
 
@@ -256,8 +247,8 @@ int MPI_Group_size(MPI_Group group, int *size)
         return PMPI_Group_size(group, size);
     struct grid_group *g = group_find(group);
     if (g == NULL)
-        return gc_report(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_size",
-                         "invalid group (freed?)");
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_size",
+                        "invalid group (freed?)");
     *size = g->size;
     return MPI_SUCCESS;
 }
@@ -269,8 +260,8 @@ int MPI_Group_rank(MPI_Group group, int *rank)
         return PMPI_Group_rank(group, rank);
     struct grid_group *g = group_find(group);
     if (g == NULL)
-        return gc_report(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_rank",
-                         "invalid group (freed?)");
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_rank",
+                        "invalid group (freed?)");
     *rank = g->rank;
     return MPI_SUCCESS;
 }
@@ -282,8 +273,8 @@ int MPI_Group_free(MPI_Group *group)
         return PMPI_Group_free(group);
     struct grid_group *g = group_find(*group);
     if (g == NULL)
-        return gc_report(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_free",
-                         "invalid group (freed already?)");
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_GROUP, "MPI_Group_free",
+                        "invalid group (freed already?)");
     groups.slot[(unsigned)*group & HANDLE_INDEX] = NULL;
     free(g);
     *group = MPI_GROUP_NULL;
@@ -305,14 +296,14 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (n < 0 || (n > 0 && (ranks1 == NULL || ranks2 == NULL))) {
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_ARG, function,
-                           "invalid count or rank array");
+        status = gc_error(MPI_COMM_WORLD, MPI_ERR_ARG, function,
+                          "invalid count or rank array");
         goto cleanup;
     }
     pos = position_map(&b);
     if (pos == NULL) {
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
-                           "out of memory");
+        status =
+            gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     for (int i = 0; i < n; i++) {
@@ -320,8 +311,8 @@ int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[],
         if (r == MPI_PROC_NULL) {
             ranks2[i] = MPI_PROC_NULL;
         } else if (r < 0 || r >= a.size) {
-            status = gc_report(MPI_COMM_WORLD, MPI_ERR_RANK, function,
-                               "a rank is not in group1");
+            status = gc_error(MPI_COMM_WORLD, MPI_ERR_RANK, function,
+                              "a rank is not in group1");
             goto cleanup;
         } else {
             ranks2[i] = pos[a.rank[r]] >= 0 ? pos[a.rank[r]] : MPI_UNDEFINED;
@@ -346,8 +337,8 @@ int MPI_Group_compare(MPI_Group group1, MPI_Group group2, int *result)
         status = gc_group_ranks(group2, MPI_COMM_WORLD, function, &b);
     if (status == MPI_SUCCESS &&
         gc_ranks_compare(&a, &b, result) != MPI_SUCCESS)
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
-                           "out of memory");
+        status =
+            gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function, "out of memory");
     gc_ranks_free(&a);
     gc_ranks_free(&b);
     return status;
@@ -369,8 +360,8 @@ static int combine(MPI_Group group1, MPI_Group group2, enum set_op op,
     in_b = position_map(&b);
     member = malloc((size_t)(a.size + b.size) * sizeof *member + 1);
     if (in_a == NULL || in_b == NULL || member == NULL) {
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
-                           "out of memory");
+        status =
+            gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     for (int i = 0; i < a.size; i++)
@@ -382,7 +373,7 @@ static int combine(MPI_Group group1, MPI_Group group2, enum set_op op,
             member[n++] = b.rank[i];
     status = gc_group_new(member, n, newgroup);
     if (status != MPI_SUCCESS)
-        status = gc_report(MPI_COMM_WORLD, status, function, "out of memory");
+        status = gc_error(MPI_COMM_WORLD, status, function, "out of memory");
 cleanup:
     free(in_a);
     free(in_b);
@@ -441,11 +432,11 @@ static int expand_ranges(int n, const int ranges[][3], int size, int **ranks,
             problem = "the ranges name a rank twice";
     }
     if (problem != NULL)
-        return gc_report(MPI_COMM_WORLD, MPI_ERR_RANK, function, problem);
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_RANK, function, "%s", problem);
     *ranks = malloc((size_t)total * sizeof **ranks + 1);
     if (*ranks == NULL)
-        return gc_report(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
-                         "out of memory");
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
+                        "out of memory");
     *count = 0;
     for (int i = 0; i < n; i++) {
         int steps = (ranges[i][1] - ranges[i][0]) / ranges[i][2];
@@ -477,21 +468,21 @@ static int select_members(MPI_Group group, int n, const int *ranks,
         ranks = expanded;
     }
     if (count < 0 || count > g.size || (count > 0 && ranks == NULL)) {
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_ARG, function,
-                           "invalid count or rank array");
+        status = gc_error(MPI_COMM_WORLD, MPI_ERR_ARG, function,
+                          "invalid count or rank array");
         goto cleanup;
     }
     picked = calloc((size_t)g.size + 1, 1);
     member = malloc((size_t)g.size * sizeof *member + 1);
     if (picked == NULL || member == NULL) {
-        status = gc_report(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function,
-                           "out of memory");
+        status =
+            gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     for (int i = 0; i < count; i++) {
         if (ranks[i] < 0 || ranks[i] >= g.size || picked[ranks[i]]) {
-            status = gc_report(MPI_COMM_WORLD, MPI_ERR_RANK, function,
-                               "a rank is outside the group or repeated");
+            status = gc_error(MPI_COMM_WORLD, MPI_ERR_RANK, function,
+                              "a rank is outside the group or repeated");
             goto cleanup;
         }
         picked[ranks[i]] = 1;
@@ -505,7 +496,7 @@ static int select_members(MPI_Group group, int n, const int *ranks,
     }
     status = gc_group_new(member, count, newgroup);
     if (status != MPI_SUCCESS)
-        status = gc_report(MPI_COMM_WORLD, status, function, "out of memory");
+        status = gc_error(MPI_COMM_WORLD, status, function, "out of memory");
 cleanup:
     free(picked);
     free(member);
@@ -637,8 +628,8 @@ static int intercomm_from_grid_groups(MPI_Group local_group, int local_leader,
     if (status != MPI_SUCCESS)
         goto cleanup;
     if (remote_leader < 0 || remote_leader >= remote.size) {
-        status = gc_report(local, MPI_ERR_RANK, function,
-                           "remote_leader is not in remote_group");
+        status = gc_error(local, MPI_ERR_RANK, function,
+                          "remote_leader is not in remote_group");
         goto cleanup;
     }
     status = MPI_Intercomm_create(
@@ -692,9 +683,9 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
     int converted;
     int status = site_group(group, &local, &converted);
     if (status != MPI_SUCCESS)
-        return gc_report(comm, MPI_ERR_GROUP, "MPI_Comm_create_group",
-                         "the group has members on other sites than the "
-                         "communicator's");
+        return gc_error(comm, MPI_ERR_GROUP, "MPI_Comm_create_group",
+                        "the group has members on other sites than the "
+                        "communicator's");
     GC_LEAVE(); /* MPICH's alone from here, and it blocks */
     status = PMPI_Comm_create_group(comm, local, tag, newcomm);
     site_group_free(&local, converted);

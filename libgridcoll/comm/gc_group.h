@@ -44,13 +44,6 @@ int gc_comm_from_group_grid(MPI_Group group, const char *stringtag,
 uint32_t gc_stringtag_hash(const char *stringtag);
 
 /*
- * gc_error with the detail "function: problem" (for details that name the
- * calling MPI function from a helper shared by several).
- */
-int gc_report(MPI_Comm comm, int code, const char *function,
-              const char *problem);
-
-/*
  * Members of any group: a grid group's own list, or an MPICH group's
  * members translated to grid ranks.  Errors are reported (to report_to's
  * handler, naming `function`) before their code is returned.

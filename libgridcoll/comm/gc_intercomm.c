@@ -16,86 +16,23 @@
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_lock.h"
 #include "core/gc_progress.h"
+#include "core/gc_site_union.h"
 #include "core/gc_world.h"
-
-/* What an MPICH intercommunicator made here keeps (gc_inter_site_union). */
-struct site_union {
-    MPI_Comm whole;
-    int remote_offset;
-};
-
-/* Made under the library lock with the first union; read without it by
- * MPI_Comm_dup of an MPICH communicator (GC_FIND leaves the lock). */
-static atomic_int union_keyval = MPI_KEYVAL_INVALID;
-
-/* The intercommunicator's MPI_Comm_free: the union goes with it. */
-static int union_delete(MPI_Comm comm, int keyval, void *value, void *extra)
-{
-    (void)comm;
-    (void)keyval;
-    (void)extra;
-    struct site_union *u = value;
-    PMPI_Comm_free(&u->whole);
-    free(u);
-    return MPI_SUCCESS;
-}
-
-int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole, int *remote_offset)
-{
-    struct site_union *u;
-    int found = 0, keyval = atomic_load(&union_keyval);
-    if (keyval == MPI_KEYVAL_INVALID ||
-        PMPI_Comm_get_attr(intercomm, keyval, &u, &found) != MPI_SUCCESS ||
-        !found)
-        return 0;
-    *whole = u->whole;
-    *remote_offset = u->remote_offset;
-    return 1;
-}
-
-/*
- * Give intercomm its union `whole`, an MPICH intracommunicator in union
- * order, its errors returned to the layer; MPICH's own MPI_Comm_dup does
- * not copy it, so no two intercommunicators share one.  On failure the
- * caller still owns whole.
- */
-static int attach_union(MPI_Comm intercomm, MPI_Comm whole, int remote_offset)
-{
-    struct site_union *u = malloc(sizeof *u);
-    int keyval = atomic_load(&union_keyval);
-    int status = u != NULL ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-    if (status == MPI_SUCCESS && keyval == MPI_KEYVAL_INVALID) {
-        status = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, union_delete,
-                                         &keyval, NULL);
-        if (status == MPI_SUCCESS)
-            atomic_store(&union_keyval, keyval);
-    }
-    if (status == MPI_SUCCESS) {
-        u->whole = whole;
-        u->remote_offset = remote_offset;
-        status = PMPI_Comm_set_attr(intercomm, keyval, u);
-    }
-    if (status != MPI_SUCCESS) {
-        free(u);
-        return status;
-    }
-    PMPI_Comm_set_errhandler(whole, MPI_ERRORS_RETURN);
-    return MPI_SUCCESS;
-}
 
 int gc_inter_site_dup(MPI_Comm intercomm, MPI_Comm newcomm)
 {
     MPI_Comm whole, copy = MPI_COMM_NULL;
     int remote_offset;
-    if (!gc_inter_site_union(intercomm, &whole, &remote_offset))
+    if (!gc_site_union(intercomm, &whole, &remote_offset))
         return MPI_SUCCESS;
     unsigned held = gc_block_begin();
     int status = PMPI_Comm_dup(whole, &copy);
     gc_block_end(held);
     if (status == MPI_SUCCESS)
-        status = attach_union(newcomm, copy, remote_offset);
+        status = gc_site_union_attach(newcomm, copy, remote_offset);
     if (status != MPI_SUCCESS && copy != MPI_COMM_NULL)
         PMPI_Comm_free(&copy);
     return status;
@@ -121,7 +58,8 @@ static int site_intercomm(MPI_Comm whole, int first_size, int local_first,
             PMPI_Intercomm_create(group, 0, whole, remote_leader, 0, newcomm);
     gc_block_end(held);
     if (status == MPI_SUCCESS)
-        status = attach_union(*newcomm, whole, local_first ? first_size : 0);
+        status =
+            gc_site_union_attach(*newcomm, whole, local_first ? first_size : 0);
     if (status != MPI_SUCCESS) {
         if (*newcomm != MPI_COMM_NULL)
             PMPI_Comm_free(newcomm);
@@ -150,7 +88,7 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
 {
     struct gc_inter *in = calloc(1, sizeof *in);
     if (in == NULL)
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     in->local_size = local_first ? first_size : c->size - first_size;
     in->remote_size = c->size - in->local_size;
     in->local_offset = local_first ? 0 : first_size;
@@ -204,8 +142,7 @@ static int make_union(const int *members, int size, int first_size,
     MPI_Comm local = MPI_COMM_NULL;
     int status = MPI_SUCCESS;
     if (on_site == NULL) {
-        status =
-            gc_report(report_to, MPI_ERR_NO_MEM, function, "out of memory");
+        status = gc_error(report_to, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     const struct gc_site *site = &gc_world.sites[gc_world.site_index];
@@ -235,8 +172,7 @@ static int make_union(const int *members, int size, int first_size,
     if (here.size < size &&
         gc_comm_build(members, size, local, context) == NULL) {
         PMPI_Comm_free(&local);
-        status =
-            gc_report(report_to, MPI_ERR_NO_MEM, function, "out of memory");
+        status = gc_error(report_to, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     *newcomm = local;
@@ -326,9 +262,9 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader,
     }
     if (inter || local_leader < 0 || local_leader >= mine.size) {
         status =
-            gc_report(local_comm, inter ? MPI_ERR_COMM : MPI_ERR_RANK, function,
-                      inter ? "local_comm is an intercommunicator"
-                            : "local_leader is not in local_comm");
+            gc_error(local_comm, inter ? MPI_ERR_COMM : MPI_ERR_RANK, function,
+                     inter ? "local_comm is an intercommunicator"
+                           : "local_leader is not in local_comm");
         goto cleanup;
     }
     uint32_t their_size = 0, context = 0;
@@ -342,7 +278,7 @@ int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader,
     if (remote == NULL || members == NULL) {
         /* The others go on into the exchange: the job cannot recover. */
         status =
-            gc_report(local_comm, MPI_ERR_NO_MEM, function, "out of memory");
+            gc_error(local_comm, MPI_ERR_NO_MEM, function, "out of memory");
         goto cleanup;
     }
     if (rank == local_leader)
@@ -388,8 +324,8 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
     if (c == NULL)
         return PMPI_Intercomm_merge(intercomm, high, newintracomm);
     if (c->inter == NULL)
-        return gc_report(intercomm, MPI_ERR_COMM, function,
-                         "not an intercommunicator");
+        return gc_error(intercomm, MPI_ERR_COMM, function,
+                        "not an intercommunicator");
     struct placing mine = {0, high != 0};
     struct placing *all = malloc((size_t)c->size * sizeof *all);
     int status = all != NULL
@@ -397,8 +333,8 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newintracomm)
                      : MPI_ERR_NO_MEM;
     if (status != MPI_SUCCESS) {
         free(all);
-        return gc_report(intercomm, status, function,
-                         "exchange with the other group failed");
+        return gc_error(intercomm, status, function,
+                        "exchange with the other group failed");
     }
     /* The group that said high = false comes first; when both said the
      * same, the union's order decides, as every member sees it. */
@@ -431,16 +367,16 @@ int gc_inter_split(struct gc_comm *c, int color, int key, int own_error,
     int status = own_error;
     if (status == MPI_SUCCESS && color < 0 && color != MPI_UNDEFINED) {
         /* Still takes part, so that the others do not wait for it. */
-        status = gc_report(c->handle, MPI_ERR_ARG, function,
-                           "color is negative and not MPI_UNDEFINED");
+        status = gc_error(c->handle, MPI_ERR_ARG, function,
+                          "color is negative and not MPI_UNDEFINED");
         mine.color = MPI_UNDEFINED;
     }
     int rc = all != NULL && order != NULL
                  ? gc_coll_allgather_bytes(c, &mine, sizeof mine, all)
                  : MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS) {
-        status = gc_report(c->handle, rc, function,
-                           "exchange with the other group failed");
+        status = gc_error(c->handle, rc, function,
+                          "exchange with the other group failed");
         goto cleanup;
     }
     /* New union: each group's members of this color by (key, rank), the
@@ -484,8 +420,8 @@ int MPI_Comm_remote_size(MPI_Comm comm, int *size)
     if (c == NULL)
         return PMPI_Comm_remote_size(comm, size);
     if (c->inter == NULL)
-        return gc_report(comm, MPI_ERR_COMM, "MPI_Comm_remote_size",
-                         "not an intercommunicator");
+        return gc_error(comm, MPI_ERR_COMM, "MPI_Comm_remote_size",
+                        "not an intercommunicator");
     *size = c->inter->remote_size;
     return MPI_SUCCESS;
 }
@@ -498,13 +434,13 @@ int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)
     if (c == NULL)
         return PMPI_Comm_remote_group(comm, group);
     if (c->inter == NULL)
-        return gc_report(comm, MPI_ERR_COMM, function,
-                         "not an intercommunicator");
+        return gc_error(comm, MPI_ERR_COMM, function,
+                        "not an intercommunicator");
     int status = gc_group_new(c->grid_rank + c->inter->remote_offset,
                               c->inter->remote_size, group);
     return status == MPI_SUCCESS
                ? status
-               : gc_report(comm, status, function, "out of memory");
+               : gc_error(comm, status, function, "out of memory");
 }
 
 int gc_inter_create(struct gc_comm *c, MPI_Group group, MPI_Comm *newcomm)
@@ -519,9 +455,9 @@ int gc_inter_create(struct gc_comm *c, MPI_Group group, MPI_Comm *newcomm)
         for (int r = 0; r < gc_comm_group_size(c) && !found; r++)
             found = members[r] == g.rank[i];
         if (!found)
-            error = gc_report(c->handle, MPI_ERR_GROUP, function,
-                              "the group has a process outside the local "
-                              "group");
+            error = gc_error(c->handle, MPI_ERR_GROUP, function,
+                             "the group has a process outside the local "
+                             "group");
         if (g.rank[i] == gc_world.grid_rank) {
             color = 0;
             key = i;

@@ -30,20 +30,6 @@ int gc_inter_attach(struct gc_comm *c, int first_size, int local_first,
 /* Give c the intercommunicator part `in` (malloc'd): its group
  * communicators are freed with c, the struct with c's last reference. */
 void gc_inter_adopt(struct gc_comm *c, struct gc_inter *in);
-/*
- * An MPICH intercommunicator the layer made (all its members on this
- * site): its union as an MPICH intracommunicator (`whole`, the group
- * whose first member has the lower grid rank first) and the union rank of
- * remote rank 0.  0 for any other communicator, e.g. one MPICH's own
- * MPI_Comm_dup made.  MPICH 4.0.2's partitioned requests match the
- * sender's context id against the receiver's, never its receive context,
- * so on an intercommunicator whose groups' context ids differ they never
- * match; gc_partitioned.c runs them on the union instead.  MPICH's
- * MPI_Comm_idup, split and create of it make intercommunicators without
- * one.
- */
-int gc_inter_site_union(MPI_Comm intercomm, MPI_Comm *whole,
-                        int *remote_offset);
 /* MPI_Comm_dup (and _with_info) of such an intercommunicator: newcomm,
  * MPICH's duplicate, gets a duplicate of the union (collective over it,
  * as the dup is).  MPI_SUCCESS at once for any other communicator. */

@@ -259,7 +259,8 @@ int GridColl_Comm_site_count(MPI_Comm comm, int *count)
     if (comm == MPI_COMM_NULL)
         return gc_error(comm, MPI_ERR_COMM,
                         "GridColl_Comm_site_count: "
-                        "MPI_COMM_NULL");
+                        "MPI_COMM_NULL",
+                        NULL);
     *count = 1; /* every member is on this site */
     return MPI_SUCCESS;
 }
@@ -271,16 +272,16 @@ int GridColl_Comm_site_of(MPI_Comm comm, int rank, int *site)
     if (c != NULL) {
         if (rank < 0 || rank >= c->size)
             return gc_error(comm, MPI_ERR_RANK,
-                            "GridColl_Comm_site_of: rank out of range");
+                            "GridColl_Comm_site_of: rank out of range", NULL);
         *site = c->site[rank];
         return MPI_SUCCESS;
     }
     if (comm == MPI_COMM_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return gc_error(MPI_COMM_WORLD, MPI_ERR_COMM,
-                        "GridColl_Comm_site_of: invalid communicator");
+                        "GridColl_Comm_site_of: invalid communicator", NULL);
     if (rank < 0 || rank >= size)
         return gc_error(comm, MPI_ERR_RANK,
-                        "GridColl_Comm_site_of: rank out of range");
+                        "GridColl_Comm_site_of: rank out of range", NULL);
     *site = gc_world.site_index;
     return MPI_SUCCESS;
 }
@@ -290,7 +291,7 @@ int GridColl_Site_name(int site, char *name, int *resultlen)
     int count = gc_world.site_count > 0 ? gc_world.site_count : 1;
     if (site < 0 || site >= count)
         return gc_error(MPI_COMM_WORLD, MPI_ERR_ARG,
-                        "GridColl_Site_name: no such site");
+                        "GridColl_Site_name: no such site", NULL);
     const char *text =
         gc_world.site_count > 0 ? gc_world.sites[site].name : "local";
     size_t len = strlen(text);

@@ -94,6 +94,9 @@ struct gc_comm {
     /* Process topology (topo/gc_topo.h), NULL without one; freed with
      * the struct, after pending operations. */
     struct gc_topo *topo;
+    /* The same as the neighbourhood collectives see it
+     * (coll/neighbor/neighbor_plan.h), NULL without a topology. */
+    struct coll_neighborhood *neighborhood;
     uint64_t coll_seq; /* collectives started, for diagnostics */
     uint32_t idup_seq; /* MPI_Comm_idup calls on it (gc_context_derived) */
     int refs;          /* the registry's, and one per pending operation */

@@ -3,6 +3,7 @@
  * handler as MPI says, and the end of the job when the relay session is
  * lost.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -81,7 +82,8 @@ int gc_unsupported(MPI_Comm comm, const char *function)
     return code;
 }
 
-int gc_error(MPI_Comm comm, int code, const char *detail)
+int gc_error(MPI_Comm comm, int code, const char *function, const char *format,
+             ...)
 {
     /* The predefined class is returned as is, so MPI_Error_class works on
      * it (MPICH cannot attach a string to a code of a predefined class).
@@ -89,9 +91,17 @@ int gc_error(MPI_Comm comm, int code, const char *detail)
      * first: MPICH's own message would only say "Invalid rank". */
     MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
     PMPI_Comm_get_errhandler(comm, &handler);
-    if (handler == MPI_ERRORS_ARE_FATAL || handler == MPI_ERRORS_ABORT)
-        fprintf(stderr, "gridcoll: grid rank %d: %s\n", gc_world.grid_rank,
-                detail);
+    if (handler == MPI_ERRORS_ARE_FATAL || handler == MPI_ERRORS_ABORT) {
+        char detail[512] = "";
+        if (format != NULL) {
+            va_list ap;
+            va_start(ap, format);
+            vsnprintf(detail, sizeof detail, format, ap);
+            va_end(ap);
+        }
+        fprintf(stderr, "gridcoll: grid rank %d: %s%s%s\n", gc_world.grid_rank,
+                function, format != NULL ? ": " : "", detail);
+    }
     if (handler != MPI_ERRHANDLER_NULL)
         PMPI_Errhandler_free(&handler);
     PMPI_Comm_call_errhandler(comm, code);

@@ -16,11 +16,13 @@
 int gc_unsupported(MPI_Comm comm, const char *function);
 
 /*
- * Invoke comm's error handler for an error detected by the layer
- * (`code` an MPI error class or code, `detail` names the call and the
- * problem) and return the code.
+ * Invoke comm's error handler for an error the layer detected in call
+ * `function` (`code` an MPI error class or code) and return the code.
+ * The message, printed when the handler ends the job, is "function", or
+ * "function: " and the printf-style `format` (NULL: none).
  */
-int gc_error(MPI_Comm comm, int code, const char *detail);
+int gc_error(MPI_Comm comm, int code, const char *function, const char *format,
+             ...) __attribute__((format(printf, 4, 5)));
 
 /* The relay connection is lost or refused us: say why and end the job. */
 void gc_fatal_relay(const char *during);

@@ -96,7 +96,6 @@ static void unplace(struct buffered *m)
 int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
              MPI_Datatype type, int dst, int tag, const char *function)
 {
-    char detail[160];
     int status = MPI_SUCCESS;
     if (c != NULL) {
         status = check_rank(c, &dst, 0, function);
@@ -116,11 +115,10 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
     reclaim();
     struct buffered *m = attached.base != NULL ? place(need) : NULL;
     if (m == NULL) {
-        snprintf(detail, sizeof detail,
-                 "%s: the attached buffer (%zu bytes) has no room for %zu "
-                 "(message and MPI_BSEND_OVERHEAD)",
-                 function, attached.size, need);
-        return gc_error(comm, MPI_ERR_BUFFER, detail);
+        return gc_error(comm, MPI_ERR_BUFFER, function,
+                        "the attached buffer (%zu bytes) has no room for %zu "
+                        "(message and MPI_BSEND_OVERHEAD)",
+                        attached.size, need);
     }
     char *data = attached.base + m->offset;
     MPI_Count position = 0;
@@ -151,7 +149,7 @@ int gc_bsend(MPI_Comm comm, struct gc_comm *c, const void *buf, MPI_Count count,
 cleanup:
     if (status != MPI_SUCCESS) {
         unplace(m);
-        return gc_error(comm, status, function);
+        return gc_error(comm, status, function, NULL);
     }
     return MPI_SUCCESS;
 }
@@ -250,11 +248,10 @@ int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype type, int dst,
 
 static int attach(void *buffer, MPI_Count size, const char *function)
 {
-    char detail[128];
     if (attached.base != NULL || size < 0) {
-        snprintf(detail, sizeof detail, "%s: %s", function,
-                 size < 0 ? "negative size" : "a buffer is attached already");
-        return gc_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, detail);
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_BUFFER, function, "%s",
+                        size < 0 ? "negative size"
+                                 : "a buffer is attached already");
     }
     attached.base = buffer;
     attached.size = (size_t)size;

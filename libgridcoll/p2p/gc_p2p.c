@@ -48,10 +48,8 @@ int check_rank(struct gc_comm *c, int *rank, int wildcard_ok,
         *rank = gc_comm_peer_member(c, *rank);
         return MPI_SUCCESS;
     }
-    char detail[128];
-    snprintf(detail, sizeof detail, "%s: rank %d is not in 0..%d", function,
-             *rank, peers - 1);
-    return gc_error(c->handle, MPI_ERR_RANK, detail);
+    return gc_error(c->handle, MPI_ERR_RANK, function,
+                    "rank %d is not in 0..%d", *rank, peers - 1);
 }
 
 /* MPI_TAG_UB of MPICH's world (the site's: MPI_COMM_WORLD is not valid
@@ -72,10 +70,8 @@ static int check_tag(struct gc_comm *c, int tag, int wildcard_ok,
 {
     if ((tag >= 0 && tag <= tag_ub()) || (wildcard_ok && tag == MPI_ANY_TAG))
         return MPI_SUCCESS;
-    char detail[128];
-    snprintf(detail, sizeof detail, "%s: invalid tag %d (0..%d)", function, tag,
-             tag_ub());
-    return gc_error(c->handle, MPI_ERR_TAG, detail);
+    return gc_error(c->handle, MPI_ERR_TAG, function, "invalid tag %d (0..%d)",
+                    tag, tag_ub());
 }
 
 /*
@@ -87,22 +83,18 @@ int check_args(struct gc_comm *c, const void *buf, MPI_Count count,
                MPI_Datatype type, int tag, int wildcard_ok,
                const char *function)
 {
-    char detail[128];
     if (count < 0) {
-        snprintf(detail, sizeof detail, "%s: negative count %lld", function,
-                 (long long)count);
-        return gc_error(c->handle, MPI_ERR_COUNT, detail);
+        return gc_error(c->handle, MPI_ERR_COUNT, function,
+                        "negative count %lld", (long long)count);
     }
     if (gc_type_check(type) != MPI_SUCCESS) {
-        snprintf(detail, sizeof detail, "%s: %s", function,
-                 type == MPI_DATATYPE_NULL ? "MPI_DATATYPE_NULL"
-                                           : "datatype not committed");
-        return gc_error(c->handle, MPI_ERR_TYPE, detail);
+        return gc_error(c->handle, MPI_ERR_TYPE, function, "%s",
+                        type == MPI_DATATYPE_NULL ? "MPI_DATATYPE_NULL"
+                                                  : "datatype not committed");
     }
     /* NULL is MPI_BOTTOM, valid with a type of absolute addresses only. */
     if (buf == NULL && count > 0 && gc_type_is_named(type)) {
-        snprintf(detail, sizeof detail, "%s: null buffer", function);
-        return gc_error(c->handle, MPI_ERR_BUFFER, detail);
+        return gc_error(c->handle, MPI_ERR_BUFFER, function, "null buffer");
     }
     return check_tag(c, tag, wildcard_ok, function);
 }
@@ -129,7 +121,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, MPI_Count count,
     }
     struct op *op = gc_op_new(OP_SEND, c, dst, tag, (void *)buf, count, type);
     if (op == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     op->sync = mode == MODE_SYNC;
     op->eager_only = mode == MODE_READY;
     status = gc_op_start_request(op);
@@ -137,7 +129,7 @@ static int grid_isend(struct gc_comm *c, const void *buf, MPI_Count count,
         status = gc_op_start_remote_send(op, 0);
     if (status != MPI_SUCCESS) {
         gc_op_discard(op);
-        return gc_error(c->handle, status, function);
+        return gc_error(c->handle, status, function, NULL);
     }
     *request = op->request;
     return MPI_SUCCESS;
@@ -157,11 +149,11 @@ static int grid_irecv(struct gc_comm *c, void *buf, MPI_Count count,
                             request);
     struct op *op = gc_op_new(OP_RECV, c, src, tag, buf, count, type);
     if (op == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     status = gc_op_start_request(op);
     if (status != MPI_SUCCESS) {
         gc_op_discard(op);
-        return gc_error(c->handle, status, function);
+        return gc_error(c->handle, status, function, NULL);
     }
     *request = op->request;
     gc_op_post_recv(op);
@@ -288,7 +280,7 @@ static int grid_imrecv(struct message *m, void *buf, MPI_Count count,
         if (op != NULL)
             gc_op_discard(op);
         free(m);
-        return gc_error(MPI_COMM_WORLD, status, "MPI_Imrecv");
+        return gc_error(MPI_COMM_WORLD, status, "MPI_Imrecv", NULL);
     }
     *request = op->request;
     *message = MPI_MESSAGE_NULL;
@@ -366,10 +358,10 @@ static int grid_sendrecv_replace(struct gc_comm *c, void *buf, MPI_Count count,
     size_t bytes;
     int rc = gc_packed_size(count, type, &bytes);
     if (rc != MPI_SUCCESS)
-        return gc_error(c->handle, rc, function);
+        return gc_error(c->handle, rc, function, NULL);
     void *packed = malloc(bytes ? bytes : 1);
     if (packed == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     MPI_Count position = 0;
     rc = gc_pack(buf, count, type, packed, (MPI_Count)bytes, &position,
                  c->local);

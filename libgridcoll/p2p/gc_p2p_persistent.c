@@ -73,7 +73,7 @@ static int persistent_start(struct layer_request *r, void *run)
     }
     p->op = gc_op_new(p->kind, c, p->peer, p->tag, p->buf, p->count, p->type);
     if (p->op == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, "MPI_Start");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, "MPI_Start", NULL);
     if (p->kind == OP_RECV) {
         gc_op_post_recv(p->op);
         return MPI_SUCCESS;
@@ -84,7 +84,7 @@ static int persistent_start(struct layer_request *r, void *run)
     if (status != MPI_SUCCESS) {
         gc_op_free(p->op);
         p->op = NULL;
-        return gc_error(c->handle, status, "MPI_Start");
+        return gc_error(c->handle, status, "MPI_Start", NULL);
     }
     return MPI_SUCCESS;
 }
@@ -154,11 +154,11 @@ static int persistent_init(struct gc_comm *c, enum op_kind kind,
     }
     struct persistent *p = calloc(1, sizeof *p);
     if (p == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     status = gc_type_hold(type, &p->type);
     if (status != MPI_SUCCESS) {
         free(p);
-        return gc_error(c->handle, status, function);
+        return gc_error(c->handle, status, function, NULL);
     }
     p->kind = kind;
     p->mode = mode;
@@ -263,11 +263,11 @@ static int bsend_init_local(const void *buf, MPI_Count count, MPI_Datatype type,
 {
     struct local_bsend *b = calloc(1, sizeof *b);
     if (b == NULL)
-        return gc_error(comm, MPI_ERR_NO_MEM, "MPI_Bsend_init");
+        return gc_error(comm, MPI_ERR_NO_MEM, "MPI_Bsend_init", NULL);
     int status = gc_type_hold(type, &b->type);
     if (status != MPI_SUCCESS) {
         free(b);
-        return gc_error(comm, status, "MPI_Bsend_init");
+        return gc_error(comm, status, "MPI_Bsend_init", NULL);
     }
     b->buf = buf;
     b->count = count;
@@ -407,7 +407,7 @@ cleanup:
         }
     }
     return status == MPI_SUCCESS ? status
-                                 : gc_error(c->handle, status, function);
+                                 : gc_error(c->handle, status, function, NULL);
 }
 
 static int isendrecv(struct gc_comm *c, const void *sendbuf,
@@ -418,7 +418,7 @@ static int isendrecv(struct gc_comm *c, const void *sendbuf,
 {
     struct sendrecv *x = calloc(1, sizeof *x);
     if (x == NULL)
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     x->comm = c;
     x->local = MPI_REQUEST_NULL;
     gc_comm_retain(c);

@@ -9,7 +9,7 @@
  * part (`inner`), and reports the source as the program names it: MPICH
  * knows only its site rank.  On an intercommunicator MPICH made for the
  * layer (all on this site) it drives MPICH's on the intercommunicator's
- * union (gc_inter_site_union says why).  Between sites the partitions
+ * union (gc_site_union says why).  Between sites the partitions
  * travel together, as one message, once the last is ready (MPI 4.1, 4.2
  * lets the library choose when data moves); MPI_Parrived reports a
  * partition when the whole message is in the receive buffer, which is never
@@ -21,12 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "comm/gc_intercomm.h"
 #include "core/gc_comm.h"
 #include "core/gc_datatype.h"
 #include "core/gc_error.h"
 #include "core/gc_lock.h"
 #include "core/gc_progress.h"
+#include "core/gc_site_union.h"
 #include "core/gc_world.h"
 #include "p2p/gc_p2p.h"
 #include "p2p/gc_p2p_engine.h"
@@ -66,7 +66,7 @@ static int partitioned_start(struct layer_request *r, void *run)
     p->op =
         gc_op_new(OP_RECV, p->comm, p->peer, p->tag, p->buf, p->count, p->type);
     if (p->op == NULL)
-        return gc_error(p->comm->handle, MPI_ERR_NO_MEM, "MPI_Start");
+        return gc_error(p->comm->handle, MPI_ERR_NO_MEM, "MPI_Start", NULL);
     gc_op_post_recv(p->op);
     return MPI_SUCCESS;
 }
@@ -149,7 +149,7 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     MPI_Count total = (MPI_Count)partitions * count;
     if (!local && (partitions < 1 || count < 0))
         return gc_error(c->handle, partitions < 1 ? MPI_ERR_ARG : MPI_ERR_COUNT,
-                        function);
+                        function, NULL);
     if (!local && (status = check_args(c, buf, total, type, tag, 0,
                                        function)) != MPI_SUCCESS)
         return status;
@@ -157,7 +157,7 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     if (p == NULL || (kind == OP_SEND && !local &&
                       (p->ready = calloc((size_t)partitions, 1)) == NULL)) {
         free(p);
-        return gc_error(c->handle, MPI_ERR_NO_MEM, function);
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, NULL);
     }
     p->inner = MPI_REQUEST_NULL;
     p->type = MPI_DATATYPE_NULL;
@@ -171,7 +171,7 @@ static int partitioned_init(struct gc_comm *c, enum op_kind kind,
     } else {
         status = gc_type_hold(type, &p->type);
         if (status != MPI_SUCCESS)
-            gc_error(c->handle, status, function);
+            gc_error(c->handle, status, function, NULL);
     }
     if (status != MPI_SUCCESS) {
         free(p->ready);
@@ -204,18 +204,16 @@ static int site_inter_init(MPI_Comm comm, enum op_kind kind, const void *buf,
 {
     MPI_Comm whole;
     int remote_offset, remote_size, status;
-    char detail[128];
-    if (!gc_inter_site_union(comm, &whole, &remote_offset))
+    if (!gc_site_union(comm, &whole, &remote_offset))
         return gc_unsupported(comm, function);
     PMPI_Comm_remote_size(comm, &remote_size);
     if (peer != MPI_PROC_NULL && (peer < 0 || peer >= remote_size)) {
-        snprintf(detail, sizeof detail, "%s: rank %d is not in 0..%d", function,
-                 peer, remote_size - 1);
-        return gc_error(comm, MPI_ERR_RANK, detail);
+        return gc_error(comm, MPI_ERR_RANK, function, "rank %d is not in 0..%d",
+                        peer, remote_size - 1);
     }
     struct partitioned *p = calloc(1, sizeof *p);
     if (p == NULL)
-        return gc_error(comm, MPI_ERR_NO_MEM, function);
+        return gc_error(comm, MPI_ERR_NO_MEM, function, NULL);
     p->kind = kind;
     p->remote_offset = remote_offset;
     p->type = MPI_DATATYPE_NULL;
@@ -228,7 +226,7 @@ static int site_inter_init(MPI_Comm comm, enum op_kind kind, const void *buf,
                                    tag, whole, info, &p->inner);
     if (status != MPI_SUCCESS) {
         free(p);
-        return gc_error(comm, status, function);
+        return gc_error(comm, status, function, NULL);
     }
     status = layer_request_create(&partitioned_class, p, comm, 1, request);
     if (status != MPI_SUCCESS)
@@ -241,14 +239,12 @@ static int ready(struct partitioned *p, int partition, const char *function)
 {
     if (p->inner != MPI_REQUEST_NULL)
         return PMPI_Pready(partition, p->inner);
-    char detail[128];
     if (p->kind != OP_SEND || partition < 0 || partition >= p->partitions ||
         p->ready[partition]) {
-        snprintf(detail, sizeof detail,
-                 "%s: partition %d is not an unready one of 0..%d of a "
-                 "send request",
-                 function, partition, p->partitions - 1);
-        return gc_error(p->comm->handle, MPI_ERR_ARG, detail);
+        return gc_error(
+            p->comm->handle, MPI_ERR_ARG, function,
+            "partition %d is not an unready one of 0..%d of a send request",
+            partition, p->partitions - 1);
     }
     p->ready[partition] = 1;
     if (--p->unready > 0)
@@ -263,7 +259,7 @@ static int ready(struct partitioned *p, int partition, const char *function)
         gc_op_free(p->op);
     p->op = NULL;
     layer_request_done(p->request, status, NULL);
-    return gc_error(p->comm->handle, status, function);
+    return gc_error(p->comm->handle, status, function, NULL);
 }
 
 /* ---- the MPI functions ---------------------------------------------------
@@ -360,7 +356,8 @@ int MPI_Parrived(MPI_Request request, int partition, int *flag)
         return PMPI_Parrived(p->inner, partition, flag);
     if (p->kind != OP_RECV || partition < 0 || partition >= p->partitions)
         return gc_error(p->comm->handle, MPI_ERR_ARG,
-                        "MPI_Parrived: not a partition of a receive request");
+                        "MPI_Parrived: not a partition of a receive request",
+                        NULL);
     gc_progress(0);
     *flag = p->arrived || (p->op != NULL && p->op->done);
     return MPI_SUCCESS;

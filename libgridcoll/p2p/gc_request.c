@@ -69,7 +69,8 @@ static int complete_requests(enum completion kind, int count,
     MPI_Request *before =
         malloc((size_t)(count > 0 ? count : 1) * sizeof *before);
     if (before == NULL)
-        return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Wait/MPI_Test");
+        return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Wait/MPI_Test",
+                        NULL);
     memcpy(before, requests, (size_t)count * sizeof *before);
     if (kind == TEST_ONE || kind == TEST_ANY) {
         /* MPI_ERROR stays the caller's (MPI 4.1, 3.2.5) */
@@ -81,7 +82,7 @@ static int complete_requests(enum completion kind, int count,
         if (st == NULL) {
             free(before);
             return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM,
-                            "MPI_Waitall/Testall/Testsome");
+                            "MPI_Waitall/Testall/Testsome", NULL);
         }
     }
     failures.count = 0;
@@ -212,7 +213,8 @@ static int wait_all(int count, MPI_Request *requests, MPI_Status *statuses)
         if (errors == NULL) {
             errors = calloc((size_t)count, sizeof *errors); /* MPI_SUCCESS */
             if (errors == NULL)
-                return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitall");
+                return gc_error(MPI_COMM_WORLD, MPI_ERR_NO_MEM, "MPI_Waitall",
+                                NULL);
             failed_comm = comm;
         }
         errors[i] = rc;

@@ -146,7 +146,7 @@ int layer_request_create(const struct layer_request_class *cls, void *run,
     return MPI_SUCCESS;
 fail:
     free(r);
-    return gc_error(comm, status, "creating a request");
+    return gc_error(comm, status, "creating a request", NULL);
 }
 
 static void layer_request_progress(void)
@@ -226,7 +226,7 @@ static int start_one(MPI_Request *request)
         return PMPI_Start(request);
     if (r->active)
         return gc_error(r->comm, MPI_ERR_REQUEST,
-                        "MPI_Start: the persistent request is active");
+                        "MPI_Start: the persistent request is active", NULL);
     if (r->unreported)
         requests.unreported--;
     r->unreported = 0;

@@ -377,7 +377,7 @@ static int init(int *argc, char ***argv, const int *required, int *provided)
                 "thread\n");
     else if (async && gc_thread_start() != 0)
         rc = gc_error(MPI_COMM_WORLD, MPI_ERR_INTERN,
-                      "MPI_Init: cannot start the progress thread");
+                      "MPI_Init: cannot start the progress thread", NULL);
 done:
     if (provided != NULL)
         *provided = gc_world.thread_level;

@@ -49,6 +49,7 @@
 #include "coll/gc_coll.h"
 #include "coll/select/gc_coll_algo.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_world.h"
 
 /* Where every member's packed block lives in the buffer (schedule
@@ -149,9 +150,9 @@ static int pack_own(struct coll_sched *s, void *arg)
     if (status != MPI_SUCCESS)
         return status;
     if (len != l->len[me])
-        return coll_arg_error(c, MPI_ERR_TRUNCATE, l->fn,
-                              "the send block and this rank's receive "
-                              "block differ in size");
+        return gc_error(c->handle, MPI_ERR_TRUNCATE, l->fn,
+                        "the send block and this rank's receive "
+                        "block differ in size");
     return coll_pack(c, r->sbuf, r->block_count, r->block_type,
                      l->all + l->pos[me], len);
 }

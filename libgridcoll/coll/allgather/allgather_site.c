@@ -142,10 +142,8 @@ int allgather_site_run(struct gc_comm *c, const char *fn,
     if (status == MPI_ERR_NO_MEM)
         return coll_no_mem(c);
     if (status != MPI_SUCCESS) {
-        char text[160];
-        snprintf(text, sizeof text, "%s: intra-site allgather (%s) failed", fn,
-                 algo->name);
-        return gc_error(c->handle, status, text);
+        return gc_error(c->handle, status, fn,
+                        "intra-site allgather (%s) failed", algo->name);
     }
     return MPI_SUCCESS;
 }

@@ -223,10 +223,8 @@ int alltoall_local_run(struct gc_comm *c, const char *fn,
         return status;
     if (status == MPI_ERR_NO_MEM)
         return coll_no_mem(c);
-    char text[160];
-    snprintf(text, sizeof text, "%s: exchange inside a site (%s) failed", fn,
-             algo->name);
-    return gc_error(c->handle, status, text);
+    return gc_error(c->handle, status, fn, "exchange inside a site (%s) failed",
+                    algo->name);
 }
 
 int alltoall_bundles_init(struct coll_sched *s, const struct coll_args *a,

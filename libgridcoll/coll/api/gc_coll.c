@@ -27,8 +27,8 @@ static int check_not_in_place(const struct gc_comm *c, const char *fn,
                               const void *buf)
 {
     if (buf == MPI_IN_PLACE)
-        return coll_arg_error(c, MPI_ERR_BUFFER, fn,
-                              "MPI_IN_PLACE is not valid here");
+        return gc_error(c->handle, MPI_ERR_BUFFER, fn,
+                        "MPI_IN_PLACE is not valid here");
     return MPI_SUCCESS;
 }
 

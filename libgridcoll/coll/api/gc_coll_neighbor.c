@@ -10,9 +10,10 @@
 #include <stdlib.h>
 
 #include "coll/gc_coll.h"
+#include "coll/neighbor/neighbor_plan.h"
 #include "coll/select/gc_coll_algo.h"
-#include "comm/topo/gc_topo.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 
 /*
  * One side of a call as the program gave it: `count` x `type` per
@@ -92,13 +93,18 @@ static int neighbor(struct gc_comm *c, const char *fn,
     struct nbr_arrays sx = {0}, rx = {0};
     /* The receive side's buffer came in non-const. */
     struct coll_neighbor_args n = {.sbuf = snd->buf, .rbuf = (void *)rcv->buf};
-    int status = gc_topo_neighbors(c, &n.indegree, &n.sources, &n.outdegree,
-                                   &n.destinations);
-    if (status != MPI_SUCCESS) {
-        status = coll_arg_error(c, status, fn,
-                                "the communicator has no process topology");
+    const struct coll_neighborhood *h = c->neighborhood;
+    int status = MPI_SUCCESS;
+    if (h == NULL) {
+        status = gc_error(c->handle, MPI_ERR_TOPOLOGY, fn,
+                          "the communicator has no process topology");
         goto cleanup;
     }
+    n.indegree = h->in;
+    n.sources = h->sources;
+    n.outdegree = h->out;
+    n.destinations = h->destinations;
+    n.cart = h->cart;
     status = fill(c, fn, n.outdegree, snd, &sx);
     if (status == MPI_SUCCESS)
         status = fill(c, fn, n.indegree, rcv, &rx);
@@ -110,7 +116,6 @@ static int neighbor(struct gc_comm *c, const char *fn,
     n.rcounts = rx.counts;
     n.rdispls = rx.displs;
     n.rtypes = rx.types;
-    n.cart = c->topo->kind == MPI_CART;
     struct coll_args a = {.comm = c,
                           .fn = fn,
                           .request = form->request,

@@ -71,8 +71,8 @@ static int reduce(struct gc_comm *c, const char *fn, const void *sendbuf,
         status = check_reduction(c, fn, count, datatype, op, sendbuf,
                                  c->rank == root ? recvbuf : NULL);
     if (status == MPI_SUCCESS && sendbuf == MPI_IN_PLACE && c->rank != root)
-        status = coll_arg_error(c, MPI_ERR_BUFFER, fn,
-                                "MPI_IN_PLACE is valid at the root only");
+        status = gc_error(c->handle, MPI_ERR_BUFFER, fn,
+                          "MPI_IN_PLACE is valid at the root only");
     if (status != MPI_SUCCESS)
         return status;
     return run_reduction(GC_COLL_REDUCE, c, fn, sendbuf, recvbuf, count,
@@ -100,8 +100,8 @@ static int all_reduction(enum gc_coll_kind kind, int exclusive,
                                : ic_allreduce(c, fn, sendbuf, recvbuf,
                                               (int)count, datatype, op, form);
     if (c->inter != NULL) /* MPI defines the scans on intracommunicators */
-        return coll_arg_error(c, MPI_ERR_COMM, fn,
-                              "not defined on an intercommunicator");
+        return gc_error(c->handle, MPI_ERR_COMM, fn,
+                        "not defined on an intercommunicator");
     int status = check_reduction(c, fn, count, datatype, op, sendbuf, recvbuf);
     if (status != MPI_SUCCESS)
         return status;

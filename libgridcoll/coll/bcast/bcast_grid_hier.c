@@ -39,6 +39,7 @@
 #include "coll/bcast/bcast_common.h"
 #include "coll/gc_coll.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_world.h"
 
 /* `after`: the step every step of this bcast waits for (-1: none); `a`:
@@ -63,7 +64,7 @@ static int hier(struct coll_sched *s, const struct coll_bcast_args *b,
                                 &shm);
     if (status == MPI_SUCCESS && shm &&
         (status = coll_node_begin(c, 1, &node)) != MPI_SUCCESS)
-        status = coll_arg_error(c, status, a->fn, "node layer failed");
+        status = gc_error(c->handle, status, a->fn, "node layer failed");
     if (status != MPI_SUCCESS)
         return status;
     if (c->site[c->rank] == root_site) {

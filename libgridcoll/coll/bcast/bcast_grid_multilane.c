@@ -190,7 +190,8 @@ static int multilane_steps(struct bcast_plan *p, const struct coll_args *a,
     if (bcast_multilane_trees(o, size, from, from + 2 * size) != 0) {
         status = gc_error(c->handle, MPI_ERR_INTERN,
                           "MPI_Bcast: multilane trees ran out of sends "
-                          "(GridColl bug)");
+                          "(GridColl bug)",
+                          NULL);
         goto cleanup;
     }
     size_t half = len - len / 2, seg = bcast_segsize(a);

@@ -1172,15 +1172,13 @@ int coll_sched_error(struct coll_sched *s, int status)
     if (status == MPI_SUCCESS)
         return status;
     if (status == MPI_ERR_TRUNCATE)
-        return coll_arg_error(s->comm, status, s->fn,
-                              "the members' message sizes differ");
+        return gc_error(s->comm->handle, status, s->fn,
+                        "the members' message sizes differ");
     if (status == MPI_ERR_NO_MEM)
         return coll_no_mem(s->comm);
-    char text[160];
-    snprintf(text, sizeof text, "%s: %s", s->fn,
-             s->remote_failed ? "transfer between sites failed"
-                              : "transfer within a site failed");
-    return gc_error(s->comm->handle, status, text);
+    return gc_error(s->comm->handle, status, s->fn, "%s",
+                    s->remote_failed ? "transfer between sites failed"
+                                     : "transfer within a site failed");
 }
 
 int coll_sched_run(struct coll_sched *s)

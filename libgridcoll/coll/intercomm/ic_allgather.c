@@ -32,6 +32,7 @@
 
 #include "coll/intercomm/intercomm.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 
 /* rcounts NULL: allgather, rcount from every remote member. */
 static int gather_exchange_bcast(struct gc_comm *c, const char *fn,
@@ -67,7 +68,7 @@ static int gather_exchange_bcast(struct gc_comm *c, const char *fn,
         theirs_len += len;
     }
     if (status == MPI_SUCCESS && theirs_len > INT_MAX)
-        status = coll_arg_error(c, MPI_ERR_COUNT, fn, "message too large");
+        status = gc_error(c->handle, MPI_ERR_COUNT, fn, "message too large");
     if (status != MPI_SUCCESS)
         return ic_sched_finish(s, status, form);
     at[r] = theirs_len;

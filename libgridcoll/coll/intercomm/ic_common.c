@@ -24,9 +24,9 @@ int ic_role_of(struct gc_comm *c, const char *fn, int root, enum ic_role *role,
         *role = IC_LEAF;
         *root_member = ic_remote(c, root);
     } else {
-        return coll_arg_error(c, MPI_ERR_ROOT, fn,
-                              "root is not MPI_ROOT, MPI_PROC_NULL or a rank "
-                              "of the remote group");
+        return gc_error(c->handle, MPI_ERR_ROOT, fn,
+                        "root is not MPI_ROOT, MPI_PROC_NULL or a rank "
+                        "of the remote group");
     }
     return MPI_SUCCESS;
 }
@@ -95,7 +95,7 @@ int ic_group(struct coll_sched *s, enum gc_coll_kind kind, struct coll_args *a,
         MPI_Request request;
         status = mpich_init(kind, a, c->inter->group_comm, &request);
         if (status != MPI_SUCCESS)
-            return gc_error(c->handle, status, a->fn);
+            return gc_error(c->handle, status, a->fn, NULL);
         *step = coll_sched_nested_mpich(s, request, after);
         return MPI_SUCCESS;
     }
@@ -155,7 +155,7 @@ int ic_bundle_alloc(struct coll_sched *s, const char *fn, int leader,
     b->counts = NULL;
     b->displs = NULL;
     if (block * (size_t)m > INT_MAX)
-        return coll_arg_error(c, MPI_ERR_COUNT, fn, "message too large");
+        return gc_error(c->handle, MPI_ERR_COUNT, fn, "message too large");
     b->mine = coll_sched_alloc(s, block);
     if (leader) {
         b->all = coll_sched_alloc(s, block * (size_t)m);
@@ -218,8 +218,8 @@ static int wire_length(struct coll_sched *s, int count, MPI_Datatype type)
     if (coll_packed_size(c, count, type, &len) != MPI_SUCCESS)
         return -1;
     if (len > INT_MAX) {
-        coll_arg_error(c, MPI_ERR_COUNT, "intercommunicator collective",
-                       "message too large");
+        gc_error(c->handle, MPI_ERR_COUNT, "intercommunicator collective",
+                 "message too large");
         return -1;
     }
     return (int)len;
@@ -289,9 +289,9 @@ int ic_check_counts(const struct gc_comm *c, const char *fn, int n,
                     const int *counts)
 {
     if (counts == NULL && n > 0)
-        return coll_arg_error(c, MPI_ERR_ARG, fn, "counts array is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, fn, "counts array is NULL");
     for (int i = 0; i < n; i++)
         if (counts[i] < 0)
-            return coll_arg_error(c, MPI_ERR_COUNT, fn, "negative count");
+            return gc_error(c->handle, MPI_ERR_COUNT, fn, "negative count");
     return MPI_SUCCESS;
 }

@@ -22,6 +22,7 @@
 #include "coll/intercomm/intercomm.h"
 #include "core/gc_comm.h"
 #include "core/gc_datatype.h"
+#include "core/gc_error.h"
 
 int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
                       void *rbuf, const int *rcounts, int rcount,
@@ -42,8 +43,8 @@ int ic_reduce_scatter(struct gc_comm *c, const char *fn, const void *sbuf,
         counts[i] = rcounts != NULL ? rcounts[i] : rcount;
         displs[i] = total;
         if (counts[i] < 0 || counts[i] > INT_MAX - total)
-            status = coll_arg_error(c, MPI_ERR_COUNT, fn,
-                                    "invalid or too large recvcounts");
+            status = gc_error(c->handle, MPI_ERR_COUNT, fn,
+                              "invalid or too large recvcounts");
         else
             total += (int)counts[i];
     }

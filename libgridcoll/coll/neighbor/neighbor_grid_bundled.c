@@ -18,7 +18,7 @@
  * pair of sites is Steffenel et al.'s Local Group, section VI.B
  * (alltoall_grid_lg.c), applied to a sparse pattern.
  *
- * The plan (topo/topo_plan.c, made with the topology, the same on every
+ * The plan (neighbor_plan.c, made with the topology, the same on every
  * member): a direction s -> t between two sites is bundled when two or
  * more blocks cross it; for each pair of sites with a bundled direction
  * one member of s coordinates s's side (the one with most blocks to and
@@ -66,7 +66,7 @@
 
 #include "coll/gc_coll.h"
 #include "coll/neighbor/neighbor.h"
-#include "comm/topo/gc_topo.h"
+#include "coll/neighbor/neighbor_plan.h"
 #include "core/gc_comm.h"
 #include "core/gc_error.h"
 #include "core/gc_world.h"
@@ -351,7 +351,8 @@ static int coord_init(struct coll_sched *s, const struct coll_args *a,
     if (out != x->out.n || in != x->in.n)
         return gc_error(c->handle, MPI_ERR_INTERN,
                         "neighbourhood collective: the site-pair plan does "
-                        "not match the topology (GridColl bug)");
+                        "not match the topology (GridColl bug)",
+                        NULL);
     /* Allgather, alltoall: every block has the size every member knows. */
     for (size_t i = 0; a->bytes > 0 && i < x->at[members]; i++)
         x->sizes[i] = (nb_len)a->bytes;
@@ -417,15 +418,15 @@ static int coordinator(struct coll_sched *s, const struct coll_args *a,
     if (status == MPI_ERR_NO_MEM)
         return coll_no_mem(a->comm);
     if (status != MPI_SUCCESS)
-        return coll_arg_error(a->comm, status, a->fn,
-                              "the blocks for another site are over 2 GiB");
+        return gc_error(a->comm->handle, status, a->fn,
+                        "the blocks for another site are over 2 GiB");
     return MPI_SUCCESS;
 }
 
 int neighbor_grid_bundled_usable(const struct coll_args *a)
 {
-    const struct gc_topo *t = a->comm->topo;
-    return t != NULL && t->plan.matched && t->plan.saves;
+    const struct coll_neighborhood *h = a->comm->neighborhood;
+    return h != NULL && h->plan.matched && h->plan.saves;
 }
 
 /* Whether the block between this member and `peer` goes in a bundle. */
@@ -433,7 +434,7 @@ static int bundled(const struct gc_comm *c, int peer, int sending)
 {
     if (peer == MPI_PROC_NULL || c->site[peer] == c->site[c->rank])
         return 0;
-    const struct gc_plan_pair *p = &c->topo->plan.pair[c->site[peer]];
+    const struct gc_plan_pair *p = &c->neighborhood->plan.pair[c->site[peer]];
     return gc_plan_bundled(sending ? p->out_edges : p->in_edges);
 }
 
@@ -441,7 +442,7 @@ int neighbor_grid_bundled(struct coll_sched *s, const struct coll_args *a)
 {
     struct gc_comm *c = a->comm;
     const struct coll_neighbor_args *n = &a->u.neighbor;
-    const struct gc_plan *plan = &c->topo->plan;
+    const struct gc_plan *plan = &c->neighborhood->plan;
     int status = MPI_SUCCESS;
     for (int k = 0; k < n->indegree && status == MPI_SUCCESS; k++) {
         int j = n->cart ? k ^ 1 : k;

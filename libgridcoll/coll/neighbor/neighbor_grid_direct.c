@@ -6,7 +6,7 @@
  *
  * Source: the definition in MPI-4.0 section 8.6 (each neighbourhood
  * collective is equivalent to sends to the destinations and receives
- * from the sources in the order gc_topo_neighbors gives); Hoefler and
+ * from the sources in the order coll_neighborhood gives them); Hoefler and
  * Träff, "Sparse collective operations for MPI", IPDPS 2009, section 3,
  * which introduced them and shows the direct exchange is optimal in
  * messages for a sparse pattern.

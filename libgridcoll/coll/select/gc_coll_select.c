@@ -651,21 +651,19 @@ static int forced_algo(const struct coll_table *t, enum coll_level level,
                        const struct coll_args *a, const char *name,
                        const char *source, int *index)
 {
-    char text[512], names[256];
+    char names[256];
     *index = find_algo(t, level, name);
     if (*index >= 0 && usable(&t->algos[*index], a))
         return MPI_SUCCESS;
     list_names(t, level, names, sizeof names);
     if (*index < 0)
-        snprintf(text, sizeof text,
-                 "%s: %s=%s is not %s algorithm of %s (valid: %s)", a->fn,
-                 source, name, level == COLL_GRID ? "an" : "a site",
-                 coll_table_name(t), names);
-    else
-        snprintf(text, sizeof text,
-                 "%s: %s=%s cannot run this call (%s; valid: %s)", a->fn,
-                 source, name, restrictions_of(&t->algos[*index]), names);
-    return gc_error(a->comm->handle, MPI_ERR_ARG, text);
+        return gc_error(a->comm->handle, MPI_ERR_ARG, a->fn,
+                        "%s=%s is not %s algorithm of %s (valid: %s)", source,
+                        name, level == COLL_GRID ? "an" : "a site",
+                        coll_table_name(t), names);
+    return gc_error(a->comm->handle, MPI_ERR_ARG, a->fn,
+                    "%s=%s cannot run this call (%s; valid: %s)", source, name,
+                    restrictions_of(&t->algos[*index]), names);
 }
 
 static int rule_matches(const struct coll_rule *r, enum coll_level level,
@@ -703,7 +701,8 @@ static int select_default(const struct coll_table *t, enum coll_level level,
      * restrictions; getting here is a bug in a table. */
     return gc_error(a->comm->handle, MPI_ERR_INTERN,
                     "collective on a grid communicator: no algorithm "
-                    "applies (GridColl bug)");
+                    "applies (GridColl bug)",
+                    NULL);
 }
 
 /* ---- model mode ---------------------------------------------------------- */

@@ -45,6 +45,7 @@
 #include "comm/gc_group.h"
 #include "comm/topo/topo_reorder.h"
 #include "core/gc_comm.h"
+#include "core/gc_error.h"
 #include "core/gc_lock.h"
 #include "core/gc_progress.h"
 #include "core/gc_world.h"
@@ -72,9 +73,9 @@ void gc_topo_free(struct gc_topo *t)
     free(t->sourceweights);
     free(t->destinations);
     free(t->destweights);
-    free(t->nbr_sources);
-    free(t->nbr_destinations);
-    gc_plan_free(&t->plan);
+    free(t->nbr.sources);
+    free(t->nbr.destinations);
+    gc_plan_free(&t->nbr.plan);
     free(t);
 }
 
@@ -84,6 +85,7 @@ static void topo_destroy(struct gc_comm *c)
 {
     gc_topo_free(c->topo);
     c->topo = NULL;
+    c->neighborhood = NULL;
 }
 
 static const struct gc_comm_part topo_part = {.name = "topology",
@@ -93,6 +95,7 @@ static const struct gc_comm_part topo_part = {.name = "topology",
 static void topo_attach(struct gc_comm *c, struct gc_topo *t)
 {
     c->topo = t;
+    c->neighborhood = &t->nbr;
     gc_comm_attach(c, &topo_part);
 }
 
@@ -123,40 +126,42 @@ static int cart_step(const struct gc_topo *t, int rank, int dir, int disp)
     return (int)(rank + (moved - coord) * stride);
 }
 
-/* The neighbour lists of gc_topo_neighbors for member `rank`. */
+/* The neighbour lists of member `rank`, as the neighbourhood
+ * collectives take them (coll_neighborhood). */
 static int neighbors_init(struct gc_topo *t, int rank)
 {
     int n = 0;
+    t->nbr.cart = t->kind == MPI_CART;
     switch (t->kind) {
     case MPI_CART:
         /* MPI-4.0 §8.6: per dimension the source then the destination of
          * MPI_Cart_shift(dim, 1). */
-        t->nbr_in = t->nbr_out = 2 * t->ndims;
-        t->nbr_sources = malloc((size_t)(2 * t->ndims + 1) * sizeof(int));
-        if (t->nbr_sources == NULL)
+        t->nbr.in = t->nbr.out = 2 * t->ndims;
+        t->nbr.sources = malloc((size_t)(2 * t->ndims + 1) * sizeof(int));
+        if (t->nbr.sources == NULL)
             return -1;
         for (int d = 0; d < t->ndims; d++) {
-            t->nbr_sources[2 * d] = cart_step(t, rank, d, -1);
-            t->nbr_sources[2 * d + 1] = cart_step(t, rank, d, 1);
+            t->nbr.sources[2 * d] = cart_step(t, rank, d, -1);
+            t->nbr.sources[2 * d + 1] = cart_step(t, rank, d, 1);
         }
-        t->nbr_destinations = copy_ints(t->nbr_sources, t->nbr_in);
+        t->nbr.destinations = copy_ints(t->nbr.sources, t->nbr.in);
         break;
     case MPI_GRAPH: {
         int first = rank > 0 ? t->index[rank - 1] : 0;
         n = t->index[rank] - first;
-        t->nbr_in = t->nbr_out = n;
-        t->nbr_sources = copy_ints(t->edges + first, n);
-        t->nbr_destinations = copy_ints(t->edges + first, n);
+        t->nbr.in = t->nbr.out = n;
+        t->nbr.sources = copy_ints(t->edges + first, n);
+        t->nbr.destinations = copy_ints(t->edges + first, n);
         break;
     }
     default:
-        t->nbr_in = t->indegree;
-        t->nbr_out = t->outdegree;
-        t->nbr_sources = copy_ints(t->sources, t->indegree);
-        t->nbr_destinations = copy_ints(t->destinations, t->outdegree);
+        t->nbr.in = t->indegree;
+        t->nbr.out = t->outdegree;
+        t->nbr.sources = copy_ints(t->sources, t->indegree);
+        t->nbr.destinations = copy_ints(t->destinations, t->outdegree);
         break;
     }
-    return t->nbr_sources != NULL && t->nbr_destinations != NULL ? 0 : -1;
+    return t->nbr.sources != NULL && t->nbr.destinations != NULL ? 0 : -1;
 }
 
 /*
@@ -174,7 +179,7 @@ static int plan_init(struct gc_topo *t, const struct gc_comm *g,
     if (whole != NULL) {
         graph = *whole;
         graph.site = g->site;
-        return gc_plan_build(&graph, g->rank, &t->plan);
+        return gc_plan_build(&graph, g->rank, &t->nbr.plan);
     }
     if (t->kind == MPI_GRAPH) {
         index = malloc((size_t)(g->size + 1) * sizeof *index);
@@ -184,7 +189,7 @@ static int plan_init(struct gc_topo *t, const struct gc_comm *g,
         memcpy(index + 1, t->index, (size_t)g->size * sizeof *index);
         graph.out_index = graph.in_index = index;
         graph.out_adj = graph.in_adj = t->edges;
-        status = gc_plan_build(&graph, g->rank, &t->plan);
+        status = gc_plan_build(&graph, g->rank, &t->nbr.plan);
         free(index);
         return status;
     }
@@ -206,7 +211,7 @@ static int plan_init(struct gc_topo *t, const struct gc_comm *g,
         graph.out_index = graph.in_index = index;
         graph.out_adj = out;
         graph.in_adj = in;
-        status = gc_plan_build(&graph, g->rank, &t->plan);
+        status = gc_plan_build(&graph, g->rank, &t->nbr.plan);
     }
     free(index);
     free(out);
@@ -233,33 +238,20 @@ static struct gc_topo *topo_copy(const struct gc_topo *s)
         s->destinations ? copy_ints(s->destinations, s->outdegree) : NULL;
     t->destweights =
         s->destweights ? copy_ints(s->destweights, s->outdegree) : NULL;
-    t->nbr_sources = copy_ints(s->nbr_sources, s->nbr_in);
-    t->nbr_destinations = copy_ints(s->nbr_destinations, s->nbr_out);
-    int plan_failed = gc_plan_copy(&s->plan, &t->plan) != 0;
+    t->nbr.sources = copy_ints(s->nbr.sources, s->nbr.in);
+    t->nbr.destinations = copy_ints(s->nbr.destinations, s->nbr.out);
+    int plan_failed = gc_plan_copy(&s->nbr.plan, &t->nbr.plan) != 0;
     if (plan_failed || (s->dims && !t->dims) || (s->periods && !t->periods) ||
         (s->index && !t->index) || (s->edges && !t->edges) ||
         (s->sources && !t->sources) ||
         (s->sourceweights && !t->sourceweights) ||
         (s->destinations && !t->destinations) ||
-        (s->destweights && !t->destweights) || !t->nbr_sources ||
-        !t->nbr_destinations) {
+        (s->destweights && !t->destweights) || !t->nbr.sources ||
+        !t->nbr.destinations) {
         gc_topo_free(t);
         return NULL;
     }
     return t;
-}
-
-int gc_topo_neighbors(const struct gc_comm *c, int *indegree,
-                      const int **sources, int *outdegree,
-                      const int **destinations)
-{
-    if (c->topo == NULL)
-        return MPI_ERR_TOPOLOGY;
-    *indegree = c->topo->nbr_in;
-    *sources = c->topo->nbr_sources;
-    *outdegree = c->topo->nbr_out;
-    *destinations = c->topo->nbr_destinations;
-    return MPI_SUCCESS;
 }
 
 int gc_topo_dup(struct gc_comm *c, MPI_Comm *newcomm, const char *function)
@@ -274,7 +266,7 @@ int gc_topo_dup(struct gc_comm *c, MPI_Comm *newcomm, const char *function)
     }
     PMPI_Comm_free(newcomm);
     gc_comm_release(dup);
-    return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+    return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
 }
 
 /* ---- shared steps ----------------------------------------------------------
@@ -288,9 +280,9 @@ static int topo_of(struct gc_comm *c, int kind, const char *function,
     *t = c->topo;
     if (*t != NULL && (kind == 0 || (*t)->kind == kind))
         return MPI_SUCCESS;
-    return gc_report(c->handle, MPI_ERR_TOPOLOGY, function,
-                     *t == NULL ? "the communicator has no topology"
-                                : "the communicator has another topology");
+    return gc_error(c->handle, MPI_ERR_TOPOLOGY, function,
+                    *t == NULL ? "the communicator has no topology"
+                               : "the communicator has another topology");
 }
 
 static struct gc_topo *topo_new(int kind)
@@ -381,8 +373,8 @@ static int finish(struct gc_comm *parent, struct gc_topo *t, make_fn *make,
         if (neighbors_init(t, g->rank) != 0 || plan_init(t, g, whole) != 0) {
             PMPI_Comm_free(newcomm);
             gc_comm_release(g);
-            status = gc_report(parent->handle, MPI_ERR_NO_MEM, function,
-                               "out of memory");
+            status = gc_error(parent->handle, MPI_ERR_NO_MEM, function,
+                              "out of memory");
             goto cleanup;
         }
         topo_attach(g, t);
@@ -434,19 +426,19 @@ static int cart_check(struct gc_comm *c, int ndims, const int *dims,
     int64_t size = 1;
     *nnodes = 0;
     if (ndims < 0)
-        return gc_report(c->handle, MPI_ERR_ARG, function, "ndims is negative");
+        return gc_error(c->handle, MPI_ERR_ARG, function, "ndims is negative");
     if (ndims > 0 && (dims == NULL || periods == NULL))
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "dims or periods is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "dims or periods is NULL");
     for (int d = 0; d < ndims; d++) {
         if (dims[d] < 0)
-            return gc_report(c->handle, MPI_ERR_DIMS, function,
-                             "a dimension is negative");
+            return gc_error(c->handle, MPI_ERR_DIMS, function,
+                            "a dimension is negative");
         size *= dims[d];
         if (size > c->size)
-            return gc_report(c->handle, too_big, function,
-                             "the grid has more positions than the "
-                             "communicator has processes");
+            return gc_error(c->handle, too_big, function,
+                            "the grid has more positions than the "
+                            "communicator has processes");
     }
     *nnodes = (int)size;
     return MPI_SUCCESS;
@@ -497,7 +489,7 @@ static int cart_layout(struct gc_comm *c, int ndims, const int *dims,
     *new_rank = malloc((size_t)c->size * sizeof **new_rank);
     if (*new_rank == NULL ||
         layout(c, nnodes, reorder ? cart_partition : NULL, &a, *new_rank))
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     return MPI_SUCCESS;
 }
 
@@ -512,15 +504,15 @@ int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int dims[],
                                 comm_cart);
     struct gc_topo *t = NULL;
     int *new_rank = NULL, nnodes = 0, color = MPI_UNDEFINED, key = 0;
-    int error = comm_cart == NULL ? gc_report(comm_old, MPI_ERR_ARG, function,
-                                              "comm_cart is NULL")
+    int error = comm_cart == NULL ? gc_error(comm_old, MPI_ERR_ARG, function,
+                                             "comm_cart is NULL")
                                   : cart_check(c, ndims, dims, periods,
                                                MPI_ERR_ARG, function, &nnodes);
     if (error == MPI_SUCCESS)
         error = cart_layout(c, ndims, dims, periods, nnodes, reorder, function,
                             &new_rank);
     if (error == MPI_SUCCESS && (t = cart_new(ndims, dims, periods)) == NULL)
-        error = gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+        error = gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     if (error == MPI_SUCCESS && new_rank[c->rank] != MPI_UNDEFINED) {
         color = 0;
         key = new_rank[c->rank];
@@ -541,7 +533,7 @@ int MPI_Cart_map(MPI_Comm comm, int ndims, const int dims[],
         return PMPI_Cart_map(comm, ndims, dims, periods, newrank);
     int *new_rank = NULL, nnodes;
     int status = newrank == NULL
-                     ? gc_report(comm, MPI_ERR_ARG, function, "newrank is NULL")
+                     ? gc_error(comm, MPI_ERR_ARG, function, "newrank is NULL")
                      : cart_check(c, ndims, dims, periods, MPI_ERR_DIMS,
                                   function, &nnodes);
     if (status == MPI_SUCCESS)
@@ -563,7 +555,7 @@ int MPI_Cartdim_get(MPI_Comm comm, int *ndims)
         return PMPI_Cartdim_get(comm, ndims);
     int status = topo_of(c, MPI_CART, function, &t);
     if (status == MPI_SUCCESS && ndims == NULL)
-        status = gc_report(comm, MPI_ERR_ARG, function, "ndims is NULL");
+        status = gc_error(comm, MPI_ERR_ARG, function, "ndims is NULL");
     if (status == MPI_SUCCESS)
         *ndims = t->ndims;
     return status;
@@ -580,14 +572,14 @@ int MPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[],
         return PMPI_Cart_get(comm, maxdims, dims, periods, coords);
     int status = topo_of(c, MPI_CART, function, &t);
     if (status == MPI_SUCCESS && maxdims < 0)
-        status = gc_report(comm, MPI_ERR_ARG, function, "maxdims is negative");
+        status = gc_error(comm, MPI_ERR_ARG, function, "maxdims is negative");
     if (status != MPI_SUCCESS)
         return status;
     /* As MPICH: a short array gets the first maxdims entries. */
     int n = maxdims < t->ndims ? maxdims : t->ndims;
     int *mine = malloc((size_t)(t->ndims > 0 ? t->ndims : 1) * sizeof *mine);
     if (mine == NULL)
-        return gc_report(comm, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(comm, MPI_ERR_NO_MEM, function, "out of memory");
     cart_coords(t, c->rank, mine);
     for (int d = 0; d < n; d++) {
         dims[d] = t->dims[d];
@@ -609,7 +601,7 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
     int status = topo_of(c, MPI_CART, function, &t);
     if (status == MPI_SUCCESS && (rank == NULL || (t->ndims && !coords)))
         status =
-            gc_report(comm, MPI_ERR_ARG, function, "coords or rank is NULL");
+            gc_error(comm, MPI_ERR_ARG, function, "coords or rank is NULL");
     if (status != MPI_SUCCESS)
         return status;
     int64_t r = 0;
@@ -619,9 +611,9 @@ int MPI_Cart_rank(MPI_Comm comm, const int coords[], int *rank)
          * where it is shifted back into range. */
         if (x < 0 || x >= t->dims[d]) {
             if (!t->periods[d])
-                return gc_report(comm, MPI_ERR_ARG, function,
-                                 "a coordinate is out of range in a "
-                                 "non-periodic dimension");
+                return gc_error(comm, MPI_ERR_ARG, function,
+                                "a coordinate is out of range in a "
+                                "non-periodic dimension");
             x %= t->dims[d];
             if (x < 0)
                 x += t->dims[d];
@@ -642,11 +634,11 @@ int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[])
         return PMPI_Cart_coords(comm, rank, maxdims, coords);
     int status = topo_of(c, MPI_CART, function, &t);
     if (status == MPI_SUCCESS && (rank < 0 || rank >= c->size))
-        status = gc_report(comm, MPI_ERR_RANK, function, "invalid rank");
+        status = gc_error(comm, MPI_ERR_RANK, function, "invalid rank");
     if (status == MPI_SUCCESS && maxdims < t->ndims)
-        status = gc_report(comm, MPI_ERR_ARG, function,
-                           "maxdims is smaller than the number of "
-                           "dimensions");
+        status = gc_error(comm, MPI_ERR_ARG, function,
+                          "maxdims is smaller than the number of "
+                          "dimensions");
     if (status == MPI_SUCCESS)
         cart_coords(t, rank, coords);
     return status;
@@ -665,14 +657,14 @@ int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source,
     if (status != MPI_SUCCESS)
         return status;
     if (t->ndims == 0) /* as MPICH: no dimension to shift along */
-        return gc_report(comm, MPI_ERR_TOPOLOGY, function,
-                         "the Cartesian topology has no dimension");
+        return gc_error(comm, MPI_ERR_TOPOLOGY, function,
+                        "the Cartesian topology has no dimension");
     if (direction < 0 || direction >= t->ndims)
-        return gc_report(comm, MPI_ERR_ARG, function,
-                         "direction is not a dimension");
+        return gc_error(comm, MPI_ERR_ARG, function,
+                        "direction is not a dimension");
     if (rank_source == NULL || rank_dest == NULL)
-        return gc_report(comm, MPI_ERR_ARG, function,
-                         "rank_source or rank_dest is NULL");
+        return gc_error(comm, MPI_ERR_ARG, function,
+                        "rank_source or rank_dest is NULL");
     *rank_dest = cart_step(t, c->rank, direction, disp);
     *rank_source = cart_step(t, c->rank, direction, -disp);
     return MPI_SUCCESS;
@@ -692,15 +684,15 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
     int error = topo_of(c, MPI_CART, function, &t);
     if (error == MPI_SUCCESS &&
         (newcomm == NULL || (t->ndims > 0 && remain_dims == NULL)))
-        error = gc_report(comm, MPI_ERR_ARG, function,
-                          "remain_dims or newcomm is NULL");
+        error = gc_error(comm, MPI_ERR_ARG, function,
+                         "remain_dims or newcomm is NULL");
     if (error == MPI_SUCCESS) {
         size_t bytes = (size_t)(t->ndims > 0 ? t->ndims : 1) * sizeof(int);
         dims = malloc(bytes);
         periods = malloc(bytes);
         mine = malloc(bytes);
         if (dims == NULL || periods == NULL || mine == NULL)
-            error = gc_report(comm, MPI_ERR_NO_MEM, function, "out of memory");
+            error = gc_error(comm, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS) {
         /* MPI-4.0 §8.5.7: members agreeing in the dropped coordinates
@@ -721,7 +713,7 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
         if (nsub == 0)
             color = c->rank == 0 ? 0 : MPI_UNDEFINED;
         if ((sub = cart_new(nsub, dims, periods)) == NULL)
-            error = gc_report(comm, MPI_ERR_NO_MEM, function, "out of memory");
+            error = gc_error(comm, MPI_ERR_NO_MEM, function, "out of memory");
     }
     int status = gc_comm_split_grid(c, color, key, error, &made, function);
     if (status == MPI_SUCCESS) {
@@ -743,26 +735,25 @@ static int graph_check(struct gc_comm *c, int nnodes, const int *index,
                        const int *edges, const char *function)
 {
     if (nnodes < 0)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "nnodes is negative");
+        return gc_error(c->handle, MPI_ERR_ARG, function, "nnodes is negative");
     if (nnodes > c->size)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "the graph has more nodes than the communicator "
-                         "has processes");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "the graph has more nodes than the communicator "
+                        "has processes");
     if (nnodes > 0 && index == NULL)
-        return gc_report(c->handle, MPI_ERR_ARG, function, "index is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, function, "index is NULL");
     for (int i = 0; i < nnodes; i++)
         if (index[i] < (i > 0 ? index[i - 1] : 0))
-            return gc_report(c->handle, MPI_ERR_ARG, function,
-                             "index is not non-decreasing from 0");
+            return gc_error(c->handle, MPI_ERR_ARG, function,
+                            "index is not non-decreasing from 0");
     int nedges = nnodes > 0 ? index[nnodes - 1] : 0;
     if (nedges > 0 && edges == NULL)
-        return gc_report(c->handle, MPI_ERR_ARG, function, "edges is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, function, "edges is NULL");
     /* Self-loops and repeated edges are allowed (MPI-4.0 §8.5.3). */
     for (int e = 0; e < nedges; e++)
         if (edges[e] < 0 || edges[e] >= nnodes)
-            return gc_report(c->handle, MPI_ERR_ARG, function,
-                             "an edge names a node that does not exist");
+            return gc_error(c->handle, MPI_ERR_ARG, function,
+                            "an edge names a node that does not exist");
     return MPI_SUCCESS;
 }
 
@@ -800,7 +791,7 @@ static int graph_layout(struct gc_comm *c, const struct graph_args *a,
     *new_rank = malloc((size_t)c->size * sizeof **new_rank);
     if (*new_rank == NULL ||
         layout(c, a->nnodes, reorder ? graph_partition : NULL, a, *new_rank))
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     return MPI_SUCCESS;
 }
 
@@ -823,7 +814,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
     int *new_rank = NULL, color = MPI_UNDEFINED, key = 0;
     int error =
         comm_graph == NULL
-            ? gc_report(comm_old, MPI_ERR_ARG, function, "comm_graph is NULL")
+            ? gc_error(comm_old, MPI_ERR_ARG, function, "comm_graph is NULL")
             : graph_check(c, nnodes, index, edges, function);
     if (error == MPI_SUCCESS)
         error = graph_layout(c, &a, reorder, function, &new_rank);
@@ -837,7 +828,7 @@ int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[],
         }
         if (t == NULL || t->index == NULL || t->edges == NULL)
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS && new_rank[c->rank] != MPI_UNDEFINED) {
         color = 0;
@@ -860,7 +851,7 @@ int MPI_Graph_map(MPI_Comm comm, int nnodes, const int index[],
     struct graph_args a = {nnodes, index, edges};
     int *new_rank = NULL;
     int status = newrank == NULL
-                     ? gc_report(comm, MPI_ERR_ARG, function, "newrank is NULL")
+                     ? gc_error(comm, MPI_ERR_ARG, function, "newrank is NULL")
                      : graph_check(c, nnodes, index, edges, function);
     if (status == MPI_SUCCESS)
         status = graph_layout(c, &a, 1, function, &new_rank);
@@ -881,7 +872,7 @@ int MPI_Graphdims_get(MPI_Comm comm, int *nnodes, int *nedges)
     int status = topo_of(c, MPI_GRAPH, function, &t);
     if (status == MPI_SUCCESS && (nnodes == NULL || nedges == NULL))
         status =
-            gc_report(comm, MPI_ERR_ARG, function, "nnodes or nedges is NULL");
+            gc_error(comm, MPI_ERR_ARG, function, "nnodes or nedges is NULL");
     if (status == MPI_SUCCESS) {
         *nnodes = t->nnodes;
         *nedges = t->nnodes > 0 ? t->index[t->nnodes - 1] : 0;
@@ -903,8 +894,8 @@ int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[],
         return status;
     int nedges = t->nnodes > 0 ? t->index[t->nnodes - 1] : 0;
     if (maxindex < t->nnodes || maxedges < nedges)
-        return gc_report(comm, MPI_ERR_ARG, function,
-                         "maxindex or maxedges is too small");
+        return gc_error(comm, MPI_ERR_ARG, function,
+                        "maxindex or maxedges is too small");
     memcpy(index, t->index, (size_t)t->nnodes * sizeof *index);
     memcpy(edges, t->edges, (size_t)nedges * sizeof *edges);
     return MPI_SUCCESS;
@@ -919,7 +910,7 @@ static int graph_slice(struct gc_comm *c, int rank, const char *function,
     if (status != MPI_SUCCESS)
         return status;
     if (rank < 0 || rank >= t->nnodes)
-        return gc_report(c->handle, MPI_ERR_RANK, function, "invalid rank");
+        return gc_error(c->handle, MPI_ERR_RANK, function, "invalid rank");
     int first = rank > 0 ? t->index[rank - 1] : 0;
     *list = t->edges + first;
     *count = t->index[rank] - first;
@@ -954,7 +945,7 @@ int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors,
     int status = graph_slice(c, rank, function, &list, &count);
     if (status == MPI_SUCCESS && maxneighbors < 0)
         status =
-            gc_report(comm, MPI_ERR_ARG, function, "maxneighbors is negative");
+            gc_error(comm, MPI_ERR_ARG, function, "maxneighbors is negative");
     /* As MPICH: a short array gets the first maxneighbors entries. */
     if (status == MPI_SUCCESS)
         memcpy(neighbors, list,
@@ -973,24 +964,24 @@ static int adjacency_check(struct gc_comm *c, int n, const int *ranks,
                            const char *function)
 {
     if (n < 0)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "a degree is negative");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "a degree is negative");
     if (n > 0 && ranks == NULL)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "a neighbour list is NULL");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "a neighbour list is NULL");
     if (n > 0 && weights == MPI_WEIGHTS_EMPTY)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "MPI_WEIGHTS_EMPTY with a degree above 0");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "MPI_WEIGHTS_EMPTY with a degree above 0");
     for (int i = 0; i < n; i++) {
         if (ranks[i] < 0 || ranks[i] >= c->size)
-            return gc_report(c->handle, MPI_ERR_ARG, function, what);
+            return gc_error(c->handle, MPI_ERR_ARG, function, "%s", what);
         if (weights != MPI_UNWEIGHTED && weights != NULL && weights[i] < 0)
-            return gc_report(c->handle, MPI_ERR_ARG, function,
-                             "a weight is negative");
+            return gc_error(c->handle, MPI_ERR_ARG, function,
+                            "a weight is negative");
     }
     if (n > 0 && weights == NULL)
-        return gc_report(c->handle, MPI_ERR_ARG, function,
-                         "weights is NULL (MPI_UNWEIGHTED?)");
+        return gc_error(c->handle, MPI_ERR_ARG, function,
+                        "weights is NULL (MPI_UNWEIGHTED?)");
     return MPI_SUCCESS;
 }
 
@@ -1010,11 +1001,11 @@ static int dist_headers(struct gc_comm *c, const struct dist_header *mine,
 {
     *headers = malloc((size_t)c->size * sizeof **headers);
     if (*headers == NULL)
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     int status = gc_coll_allgather_bytes(c, mine, sizeof *mine, *headers);
     if (status != MPI_SUCCESS)
-        return gc_report(c->handle, status, function,
-                         "exchange with the other sites failed");
+        return gc_error(c->handle, status, function,
+                        "exchange with the other sites failed");
     return MPI_SUCCESS;
 }
 
@@ -1033,22 +1024,22 @@ static int dist_lists(struct gc_comm *c, const struct dist_header *headers,
         if (headers[r].count > *stride)
             *stride = headers[r].count;
     if ((int64_t)*stride * c->size * (int64_t)sizeof(int) > INT_MAX)
-        return gc_report(c->handle, MPI_ERR_COUNT, function,
-                         "the graph is too large to gather");
+        return gc_error(c->handle, MPI_ERR_COUNT, function,
+                        "the graph is too large to gather");
     size_t len = (size_t)(*stride > 0 ? *stride : 1);
     int *padded = calloc(len, sizeof *padded);
     *all = malloc(len * (size_t)c->size * sizeof **all);
     if (padded == NULL || *all == NULL) {
         free(padded);
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     }
     memcpy(padded, mine, (size_t)headers[c->rank].count * sizeof *padded);
     if (*stride > 0)
         status = gc_coll_allgather_bytes(c, padded, len * sizeof *padded, *all);
     free(padded);
     if (status != MPI_SUCCESS)
-        return gc_report(c->handle, status, function,
-                         "exchange with the other sites failed");
+        return gc_error(c->handle, status, function,
+                        "exchange with the other sites failed");
     return MPI_SUCCESS;
 }
 
@@ -1168,7 +1159,7 @@ static int dist_layout(struct gc_comm *c, const struct edge_list *edges,
     if (*new_rank == NULL ||
         layout(c, c->size, reorder ? edges_partition : NULL, edges,
                *new_rank) != 0)
-        return gc_report(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+        return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
     return MPI_SUCCESS;
 }
 
@@ -1278,8 +1269,8 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
     int weighted = sourceweights != MPI_UNWEIGHTED;
     int error =
         comm_dist_graph == NULL
-            ? gc_report(comm_old, MPI_ERR_ARG, function,
-                        "comm_dist_graph is NULL")
+            ? gc_error(comm_old, MPI_ERR_ARG, function,
+                       "comm_dist_graph is NULL")
             : adjacency_check(c, indegree, sources, sourceweights,
                               "a source is not a rank of comm_old", function);
     if (error == MPI_SUCCESS)
@@ -1293,7 +1284,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
         mine = malloc((size_t)header.count * sizeof *mine);
         if (mine == NULL)
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS) {
         int *p = mine;
@@ -1329,7 +1320,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
         if (error == MPI_SUCCESS &&
             whole_from_lists(c->size, all, stride, &whole) != 0)
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS && !any_error && any_reorder) {
         for (int r = 0; error == MPI_SUCCESS && r < c->size; r++) {
@@ -1337,8 +1328,8 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
             const int *dst = p + 2 + 2 * p[0];
             for (int i = 0; i < p[1] && error == MPI_SUCCESS; i++)
                 if (edges_add(&edges, r, dst[i], dst[p[1] + i]) != 0)
-                    error = gc_report(comm_old, MPI_ERR_NO_MEM, function,
-                                      "out of memory");
+                    error = gc_error(comm_old, MPI_ERR_NO_MEM, function,
+                                     "out of memory");
         }
         if (error == MPI_SUCCESS)
             error = dist_layout(c, &edges, 1, function, &new_rank);
@@ -1356,7 +1347,7 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree,
                      destweights, weighted);
     }
     if (error == MPI_SUCCESS && !any_error && t == NULL)
-        error = gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+        error = gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     /* Another member's error: the split's exchange fails every member
      * with its class. */
     status = split_finish(c, 0, key, error, t, NULL, &whole.g, comm_dist_graph,
@@ -1393,24 +1384,24 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
     int64_t total = 0;
     int error = MPI_SUCCESS;
     if (comm_dist_graph == NULL)
-        error = gc_report(comm_old, MPI_ERR_ARG, function,
-                          "comm_dist_graph is NULL");
+        error = gc_error(comm_old, MPI_ERR_ARG, function,
+                         "comm_dist_graph is NULL");
     else if (n < 0)
-        error = gc_report(comm_old, MPI_ERR_ARG, function, "n is negative");
+        error = gc_error(comm_old, MPI_ERR_ARG, function, "n is negative");
     else if (n > 0 && (sources == NULL || degrees == NULL))
-        error = gc_report(comm_old, MPI_ERR_ARG, function,
-                          "sources or degrees is NULL");
+        error = gc_error(comm_old, MPI_ERR_ARG, function,
+                         "sources or degrees is NULL");
     for (int i = 0; i < n && error == MPI_SUCCESS; i++) {
         if (sources[i] < 0 || sources[i] >= c->size)
-            error = gc_report(comm_old, MPI_ERR_ARG, function,
-                              "a source is not a rank of comm_old");
+            error = gc_error(comm_old, MPI_ERR_ARG, function,
+                             "a source is not a rank of comm_old");
         else if (degrees[i] < 0)
-            error = gc_report(comm_old, MPI_ERR_ARG, function,
-                              "a degree is negative");
+            error = gc_error(comm_old, MPI_ERR_ARG, function,
+                             "a degree is negative");
         total += degrees[i];
     }
     if (error == MPI_SUCCESS && total > (INT_MAX - 16) / 3)
-        error = gc_report(comm_old, MPI_ERR_ARG, function, "too many edges");
+        error = gc_error(comm_old, MPI_ERR_ARG, function, "too many edges");
     if (error == MPI_SUCCESS)
         error = adjacency_check(c, (int)total, destinations, weights,
                                 "a destination is not a rank of comm_old",
@@ -1422,7 +1413,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
                       sizeof *mine);
         if (mine == NULL)
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     for (int i = 0, e = 0; error == MPI_SUCCESS && i < n; i++)
         for (int j = 0; j < degrees[i]; j++, e++) {
@@ -1450,14 +1441,14 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
                  e++)
                 if (edges_add(&edges, p[3 * e], p[3 * e + 1], p[3 * e + 2]) !=
                     0)
-                    error = gc_report(comm_old, MPI_ERR_NO_MEM, function,
-                                      "out of memory");
+                    error = gc_error(comm_old, MPI_ERR_NO_MEM, function,
+                                     "out of memory");
         }
         if (error == MPI_SUCCESS)
             error = dist_layout(c, &edges, any_reorder, function, &new_rank);
         if (error == MPI_SUCCESS && whole_from_edges(c->size, &edges, &whole))
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     if (error == MPI_SUCCESS && !any_error) {
         /* Vertex v's edges in the order given: MPI-4.0 §8.5.4 leaves
@@ -1487,7 +1478,7 @@ int MPI_Dist_graph_create(MPI_Comm comm_old, int n, const int sources[],
         }
         if (t == NULL)
             error =
-                gc_report(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
+                gc_error(comm_old, MPI_ERR_NO_MEM, function, "out of memory");
     }
     status = split_finish(c, 0, key, error, t, NULL, &whole.g, comm_dist_graph,
                           function);
@@ -1513,7 +1504,7 @@ int MPI_Dist_graph_neighbors_count(MPI_Comm comm, int *indegree, int *outdegree,
     int status = topo_of(c, MPI_DIST_GRAPH, function, &t);
     if (status == MPI_SUCCESS &&
         (indegree == NULL || outdegree == NULL || weighted == NULL))
-        status = gc_report(comm, MPI_ERR_ARG, function, "an argument is NULL");
+        status = gc_error(comm, MPI_ERR_ARG, function, "an argument is NULL");
     if (status == MPI_SUCCESS) {
         *indegree = t->indegree;
         *outdegree = t->outdegree;
@@ -1536,8 +1527,8 @@ int MPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[],
                                          destinations, destweights);
     int status = topo_of(c, MPI_DIST_GRAPH, function, &t);
     if (status == MPI_SUCCESS && (maxindegree < 0 || maxoutdegree < 0))
-        status = gc_report(comm, MPI_ERR_ARG, function,
-                           "maxindegree or maxoutdegree is negative");
+        status = gc_error(comm, MPI_ERR_ARG, function,
+                          "maxindegree or maxoutdegree is negative");
     if (status != MPI_SUCCESS)
         return status;
     /* As MPICH: short arrays get the first entries; weights only of a
@@ -1564,7 +1555,7 @@ int MPI_Topo_test(MPI_Comm comm, int *status)
     if (c == NULL)
         return PMPI_Topo_test(comm, status);
     if (status == NULL)
-        return gc_report(comm, MPI_ERR_ARG, "MPI_Topo_test", "status is NULL");
+        return gc_error(comm, MPI_ERR_ARG, "MPI_Topo_test", "status is NULL");
     *status = c->topo != NULL ? c->topo->kind : MPI_UNDEFINED;
     return MPI_SUCCESS;
 }

@@ -7,7 +7,7 @@
 #ifndef GC_TOPO_H
 #define GC_TOPO_H
 
-#include "comm/topo/topo_plan.h"
+#include "coll/neighbor/neighbor_plan.h"
 #include "core/gc_comm.h"
 
 struct gc_topo {
@@ -25,28 +25,9 @@ struct gc_topo {
     int weighted;
     int *sources, *sourceweights;    /* [indegree] */
     int *destinations, *destweights; /* [outdegree] */
-    /* Neighbour lists in MPI's order, for gc_topo_neighbors. */
-    int nbr_in, nbr_out;
-    int *nbr_sources, *nbr_destinations;
-    /* This member's part of the site-pair plan (topo_plan.h), made with
-     * the communicator: for MPI_DIST_GRAPH only the constructor sees the
-     * whole graph. */
-    struct gc_plan plan;
+    /* What the neighbourhood collectives use: c->neighborhood. */
+    struct coll_neighborhood nbr;
 };
-
-/*
- * The neighbours of this process on grid communicator c in the order MPI
- * defines for neighbourhood collectives (MPI-4.0 §8.6): Cartesian, per
- * dimension the -1 then the +1 shift neighbour (MPI_PROC_NULL at a
- * non-periodic border), the same list for both; graph, the neighbours
- * listed for this rank, both lists the same; distributed graph, the
- * sources and destinations as MPI_Dist_graph_neighbors returns them.
- * The lists belong to the communicator.  MPI_ERR_TOPOLOGY (not reported)
- * when c has no topology.
- */
-int gc_topo_neighbors(const struct gc_comm *c, int *indegree,
-                      const int **sources, int *outdegree,
-                      const int **destinations);
 
 /* Free a topology (NULL allowed); gc_comm_release's last reference. */
 void gc_topo_free(struct gc_topo *t);

@@ -1,7 +1,7 @@
 /*
  * The site-pair plan of neighbourhood collectives
- * (libgridcoll/comm/topo/topo_plan.c): for Cartesian grids with periodic
- * dimensions of size 2 (duplicate neighbours), a ring and random
+ * (libgridcoll/coll/neighbor/neighbor_plan.c): for Cartesian grids with
+ * periodic dimensions of size 2 (duplicate neighbours), a ring and random
  * multigraphs whose receives are posted in shuffled orders, every member's
  * plan is built and the bundles followed block by block: each block sent
  * u -> v across a bundled direction must reach the receive of v that
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/topo/topo_plan.h"
+#include "coll/neighbor/neighbor_plan.h"
 #include "unit_check.h"
 
 struct graph {
@@ -285,5 +285,5 @@ int main(void)
     test_random();
     test_unmatched();
     test_spread();
-    return unit_check_report("test_topo_plan: ");
+    return unit_check_report("test_neighbor_plan: ");
 }

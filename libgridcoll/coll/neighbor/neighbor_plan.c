@@ -1,5 +1,5 @@
 /*
- * The site-pair plan of a process topology (topo_plan.h).
+ * The site-pair plan of a process topology (neighbor_plan.h).
  *
  * Coordinators.  For each site s and each other site t with a bundled
  * direction between them, one member of s bundles s's blocks for t and
@@ -9,7 +9,7 @@
  * with many partners spreads the work over its members; ties go to the
  * lowest rank.  Members without blocks for t come last.
  */
-#include "comm/topo/topo_plan.h"
+#include "coll/neighbor/neighbor_plan.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /*
- * The site-pair plan of a process topology (topo_plan.c): which blocks of
+ * The site-pair plan of a process topology (neighbor_plan.c): which blocks of
  * a neighbourhood collective cross between each pair of sites, and who
  * bundles them (coll/neighbor/neighbor_grid_bundled.c).  Pure functions, no
  * MPI, so that the topology constructors (gc_topo.c) and the unit test
- * (tests/unit/test_topo_plan.c) share one copy.
+ * (tests/unit/test_neighbor_plan.c) share one copy.
  *
  * Every member computes the plan from the whole graph (Cartesian and
  * graph topologies: their arguments; distributed graphs: the lists the
@@ -72,6 +72,26 @@ int gc_plan_build(const struct gc_plan_graph *g, int me, struct gc_plan *plan);
 int gc_plan_copy(const struct gc_plan *plan, struct gc_plan *out);
 
 void gc_plan_free(struct gc_plan *plan);
+
+/*
+ * A process topology as the neighbourhood collectives see it (MPI-4.0
+ * section 8.6): made by the topology constructors (comm/topo/gc_topo.c)
+ * and reached from the communicator (gc_comm.neighborhood).  The lists are
+ * in the order MPI defines: Cartesian, per dimension the -1 then the +1
+ * shift neighbour (MPI_PROC_NULL at a non-periodic border), the same list
+ * for both; graph, the neighbours listed for this rank, both lists the
+ * same; distributed graph, the sources and destinations as
+ * MPI_Dist_graph_neighbors returns them.
+ */
+struct coll_neighborhood {
+    int cart; /* a Cartesian topology: a dimension's receives swap */
+    int in, out;
+    int *sources, *destinations;
+    /* This member's part of the site-pair plan, made with the
+     * communicator: for MPI_DIST_GRAPH only the constructor sees the
+     * whole graph. */
+    struct gc_plan plan;
+};
 
 /* 1 when direction s -> t of a pair with `edges` blocks is bundled. */
 static inline int gc_plan_bundled(int edges)
