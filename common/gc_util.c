@@ -199,3 +199,12 @@ void gc_print_wrapped(FILE *out, const char *text, int indent)
     }
     fputc('\n', out);
 }
+
+void gc_print_markdown_cell(FILE *out, const char *text)
+{
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p == '|' || *p == '<')
+            fputc('\\', out);
+        fputc(*p, out);
+    }
+}

@@ -47,5 +47,9 @@ int gc_token_read_file(const char *path, uint8_t *token, size_t cap, char *err,
  * gridcoll-info --settings).
  */
 void gc_print_wrapped(FILE *out, const char *text, int indent);
+/* `text` as one cell of a generated Markdown table: '|' escaped, so a
+ * doc text may contain one, and '<', so that <COLL> is not taken for an
+ * HTML tag. */
+void gc_print_markdown_cell(FILE *out, const char *text);
 
 #endif

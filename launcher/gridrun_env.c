@@ -74,27 +74,16 @@ const char *gr_env_name(enum gr_env_var v)
     return vars[v].name;
 }
 
-/* A Markdown table cell: '|' escaped, so a text may contain one, and
- * '<', which would start an HTML tag. */
-static void print_cell(FILE *out, const char *text)
-{
-    for (const char *p = text; *p != '\0'; p++) {
-        if (*p == '|' || *p == '<')
-            fputc('\\', out);
-        fputc(*p, out);
-    }
-}
-
 static void print_markdown(FILE *out)
 {
     fputs("| variable | value | default | meaning |\n|---|---|---|---|\n", out);
     for (int i = 0; i < GR_ENV_COUNT; i++) {
         fprintf(out, "| `%s` | ", vars[i].name);
-        print_cell(out, vars[i].shape);
+        gc_print_markdown_cell(out, vars[i].shape);
         fputs(" | ", out);
-        print_cell(out, vars[i].def);
+        gc_print_markdown_cell(out, vars[i].def);
         fputs(" | ", out);
-        print_cell(out, vars[i].doc);
+        gc_print_markdown_cell(out, vars[i].doc);
         fputs(" |\n", out);
     }
 }

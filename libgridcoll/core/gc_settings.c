@@ -887,17 +887,6 @@ static void print_current(FILE *out, const struct setting *s, int index)
     gc_print_wrapped(out, line, 4);
 }
 
-/* A Markdown table cell: '|' escaped, so a doc text may contain one, and
- * '<', so that <COLL> is not taken for an HTML tag. */
-static void print_cell(FILE *out, const char *text)
-{
-    for (const char *p = text; *p != '\0'; p++) {
-        if (*p == '|' || *p == '<')
-            fputc('\\', out);
-        fputc(*p, out);
-    }
-}
-
 static void print_markdown(FILE *out)
 {
     char shape[80], def[64]; /* "size " + two format_size results */
@@ -907,13 +896,13 @@ static void print_markdown(FILE *out)
     for (int i = 0; i < SETTING_COUNT; i++) {
         const struct setting *s = &settings[i];
         fprintf(out, "| `%s` | ", s->name);
-        print_cell(out, shape_of(s, shape, sizeof shape));
+        gc_print_markdown_cell(out, shape_of(s, shape, sizeof shape));
         fputs(" | ", out);
-        print_cell(out, default_of(s, def, sizeof def));
+        gc_print_markdown_cell(out, default_of(s, def, sizeof def));
         fputs(" | ", out);
-        print_cell(out, origin_of(s));
+        gc_print_markdown_cell(out, origin_of(s));
         fputs(" | ", out);
-        print_cell(out, s->doc);
+        gc_print_markdown_cell(out, s->doc);
         fputs(" |\n", out);
     }
 }
