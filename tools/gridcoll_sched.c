@@ -56,7 +56,7 @@ static const char usage_text[] =
     "  --holes L  comma-separated absent leaf positions, e.g. 5,17\n"
     "\n"
     "--csv prints comma-separated values with a header line instead of a\n"
-    "table.  Details: docs/algorithms/sched.md.\n";
+    "table.  Details: docs/algorithms/patterns.md.\n";
 
 __attribute__((format(printf, 1, 2))) static int bad_args(const char *fmt, ...)
 {

@@ -13,7 +13,7 @@
  *
  * Functions that can fail return 0 or -1; the ones with an `err` buffer put
  * a one-line reason there (err may be NULL).  See
- * docs/algorithms/sched.md.
+ * docs/algorithms/patterns.md.
  */
 #ifndef GC_SCHED_H
 #define GC_SCHED_H
