@@ -256,6 +256,8 @@ struct coll_table {
     const char *site_doc;
 };
 
+/* Every collective's table (coll_tables.c). */
+extern const struct coll_table coll_tables[GC_COLL_KINDS];
 /* The table's collective: "bcast", ... (gc_coll_kind_name). */
 const char *coll_table_name(const struct coll_table *t);
 
