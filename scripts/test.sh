@@ -22,6 +22,24 @@
 #    (tests/integration/CMakeLists.txt says which).  Each tree's output is
 #    printed whole when it is done.
 #
+# Measured on this 2-core machine on 2 December 2026 from fresh trees with
+# ccache warm, while three other engineers ran builds and tests (load
+# average 10 to 20, median 17):
+#   before (trees one after another, integration tests one at a time):
+#     builds 213 + 197 + 228 s; after 21 min of tests the plain and ASan
+#     trees had run 27 of 43 and 25 of 41 non-unit tests (stopped: >31 min);
+#   this way, run 1: builds asan 18 s, tsan 22 s, build/ 355 s (beside the
+#     sanitizer trees' tests); build/'s 46 tests in 18 min (2406 s of test
+#     time, 2.2 at a time), build-asan/'s first 45 in 23 min (2941 s, 2.1 at
+#     a time), build-tsan/'s one in 599 s; stopped at 26 min, its last MPI
+#     suites not run;
+#   this way, run 2: builds asan 71 s, tsan 55 s, build/ 362 s; at 24 min
+#     build/ had run 44 of its 56 tests (in 17 min), build-asan/ 45 of 55
+#     (in 23 min), build-tsan/'s one took 547 s; stopped at 35 min.
+# Under that load timing checks fail either way (before: transfer, gridrun
+# and mpi_stress under ASan, mpi_thread under TSan; runs 1 and 2: gridrun,
+# transfer, memory, operations, mpi_runtime, model, mpi_p2p, mpi_thread).
+#
 # Every step runs even when an earlier one failed (except tests of a tree
 # that did not build); the summary at the end lists what failed and the exit
 # status is non-zero if anything did.
