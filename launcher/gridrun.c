@@ -15,8 +15,8 @@
  * gridrun makes itself a child subreaper: anything its children leave
  * behind is re-parented to gridrun, where a /proc scan finds and kills it.
  */
-#include "default_model.h"
 #include "core/gc_model.h"
+#include "default_model.h"
 #include "gridrun_env.h"
 #include "gridrun_job.h"
 #include "netns.h"

@@ -1,9 +1,10 @@
 /*
- * Unit test of the relay client's framing (libgridcoll/relay_client/gc_relay_client.c)
- * against a fake relay written from docs/protocol.md: the frames the
- * client writes (HELLO and AUTH of §5-6, DATA cut as §8.1 says, PONG,
- * BYE), the frames it reads whole or a byte at a time, the sizes it
- * bounds, and each malformed or unexpected frame refused with its error.
+ * Unit test of the relay client's framing
+ * (libgridcoll/relay_client/gc_relay_client.c) against a fake relay written
+ * from docs/protocol.md: the frames the client writes (HELLO and AUTH of §5-6,
+ * DATA cut as §8.1 says, PONG, BYE), the frames it reads whole or a byte at a
+ * time, the sizes it bounds, and each malformed or unexpected frame refused
+ * with its error.
  *
  * The client connects only to an endpoint by name, so the fake relay
  * listens on a Unix socket in a temporary directory and a thread of it

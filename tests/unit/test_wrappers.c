@@ -1,5 +1,6 @@
 /*
- * Unit test of the generated fail-safe wrappers (libgridcoll/gen/gen_wrappers.py
+ * Unit test of the generated fail-safe wrappers
+ * (libgridcoll/gen/gen_wrappers.py
  * -> gc_wrappers.c), linked with a test double of the runtime
  * (wrappers_test_double.c) that reports one communicator, a dup of
  * MPI_COMM_WORLD, as multi-site.  Runs as an MPICH singleton (no mpiexec).
