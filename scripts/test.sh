@@ -6,39 +6,18 @@
 # 1. installs the Debian packages the build and the tests need (only the
 #    missing ones; apt-get update only when something is missing);
 # 2. checks the formatting of every C file against .clang-format;
-# 3. builds build-asan/ (clang, address + undefined-behaviour sanitizers,
-#    the libFuzzer targets), the programs of the progress-thread tests in
-#    build-tsan/ (clang's thread sanitizer) and build/ (RelWithDebInfo),
-#    warnings are errors;
-# 4. runs every test in build-asan/ (including the bounded fuzz run) and
-#    in build/, the thread tests in build-tsan/: each tree's as soon as it
-#    is built (the trees are built longest tests first), beside the builds
-#    still to come and the other trees' tests.  Within a tree three tests
-#    run at a time (ctest -j3): the relays' suites mostly wait (timeouts,
-#    emulated WAN delays, killed peers), a suite of polling MPI ranks
-#    counts as two; each takes free ports, namespaces of its own name and
-#    temporary directories, and each tree gets its own TMPDIR; the suites
-#    that share something in a tree or compare timings run alone
-#    (tests/integration/CMakeLists.txt says which).  Each tree's output is
-#    printed whole when it is done.
-#
-# Measured on this 2-core machine on 2 December 2026 from fresh trees with
-# ccache warm, while three other engineers ran builds and tests (load
-# average 10 to 20, median 17):
-#   before (trees one after another, integration tests one at a time):
-#     builds 213 + 197 + 228 s; after 21 min of tests the plain and ASan
-#     trees had run 27 of 43 and 25 of 41 non-unit tests (stopped: >31 min);
-#   this way, run 1: builds asan 18 s, tsan 22 s, build/ 355 s (beside the
-#     sanitizer trees' tests); build/'s 46 tests in 18 min (2406 s of test
-#     time, 2.2 at a time), build-asan/'s first 45 in 23 min (2941 s, 2.1 at
-#     a time), build-tsan/'s one in 599 s; stopped at 26 min, its last MPI
-#     suites not run;
-#   this way, run 2: builds asan 71 s, tsan 55 s, build/ 362 s; at 24 min
-#     build/ had run 44 of its 56 tests (in 17 min), build-asan/ 45 of 55
-#     (in 23 min), build-tsan/'s one took 547 s; stopped at 35 min.
-# Under that load timing checks fail either way (before: transfer, gridrun
-# and mpi_stress under ASan, mpi_thread under TSan; runs 1 and 2: gridrun,
-# transfer, memory, operations, mpi_runtime, model, mpi_p2p, mpi_thread).
+# 3. builds build/ (RelWithDebInfo, warnings are errors), build-asan/ (clang,
+#    address + undefined-behaviour sanitizers, the libFuzzer targets) and
+#    the programs of the progress-thread tests in build-tsan/ (clang's
+#    thread sanitizer);
+# 4. runs the three trees' tests side by side: every test in build/ and in
+#    build-asan/ (including the bounded fuzz run), the thread tests in
+#    build-tsan/.  Within a tree the unit tests run in parallel and the
+#    rest one at a time; the trees share nothing (each integration test
+#    takes free ports, namespaces of its own name and temporary
+#    directories, and each tree gets its own TMPDIR), and one test at a
+#    time leaves a core idle most of the time (a pass used about one of
+#    the two).  Each tree's output is printed whole when it is done.
 #
 # Every step runs even when an earlier one failed (except tests of a tree
 # that did not build); the summary at the end lists what failed and the exit
@@ -137,26 +116,18 @@ configure_tsan() {
             nbc_check coll_check p2p_check thread_check
 }
 
-# run_ctest DIR [CTEST-ARGS...]: the tree's tests, three at a time.  Only
-# the tests see the sanitizer settings: the builds start before the last
-# tests end, and a sanitizer report must fail the test, not scroll by.
+# Unit tests are self-contained and run in parallel; integration (and any
+# other) tests run one at a time: timing checks in them (soak latency,
+# outage clocks) assume no sibling of the same tree beside them.
 run_ctest() {
-    local dir=$1
-    shift
-    export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
-    export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$repo/tests/sanitizers/lsan.supp:print_suppressions=0}
-    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-    # hwloc's PCI plugin (loaded by MPICH at MPI_Init) leaks through
-    # libpciaccess and is unloaded before LeakSanitizer runs, so the report
-    # has no module to suppress by name; GridColl does not need PCI
-    # topology.
-    export HWLOC_PLUGINS_BLACKLIST=${HWLOC_PLUGINS_BLACKLIST:-hwloc_pci}
-    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
-    ctest --test-dir "$dir" --output-on-failure --no-tests=error -j3 "$@"
+    local dir=$1 rc=0
+    ctest --test-dir "$dir" --output-on-failure --no-tests=error -j2 -L unit ||
+        rc=1
+    ctest --test-dir "$dir" --output-on-failure -j1 -LE unit || rc=1
+    return "$rc"
 }
 
-# Tests of several trees side by side, and beside the builds still to
-# come: `background NAME CMD...` starts one
+# Tests of several trees side by side: `background NAME CMD...` starts one
 # with its output in a file and its own TMPDIR; `collect` waits for each,
 # prints its output and records it like step does.
 bg_names=()
@@ -208,19 +179,32 @@ if command -v ccache >/dev/null; then
 fi
 step "Format check (clang-format)" format_check || true
 
-# The sanitizer pass is the longest: it is built first and its tests start
-# at once.  The progress thread against the program: ThreadSanitizer on the
-# layer (MPICH itself is not instrumented), only what the thread tests run.
+plain_built=0 asan_built=0 tsan_built=0
+step "Build: build/ (RelWithDebInfo)" configure_and_build build && plain_built=1
 step "Build: build-asan/ (clang, ASan+UBSan, libFuzzer)" \
     configure_and_build build-asan -DCMAKE_C_COMPILER=clang \
-    -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON &&
-    background "Tests: build-asan/ (incl. fuzz)" run_ctest build-asan
+    -DGRIDCOLL_SANITIZE=ON -DGRIDCOLL_FUZZ=ON && asan_built=1
 step "Build: build-tsan/ (clang, ThreadSanitizer; thread test programs)" \
-    configure_tsan &&
-    background "Tests: build-tsan/ (integration.mpi_thread)" \
-        run_ctest build-tsan -R integration.mpi_thread
-step "Build: build/ (RelWithDebInfo)" configure_and_build build &&
-    background "Tests: build/" run_ctest build
+    configure_tsan && tsan_built=1
+
+# Sanitizer reports must fail the test, not scroll by.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$repo/tests/sanitizers/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# hwloc's PCI plugin (loaded by MPICH at MPI_Init) leaks through
+# libpciaccess and is unloaded before LeakSanitizer runs, so the report has no
+# module to suppress by name; GridColl does not need PCI topology.
+export HWLOC_PLUGINS_BLACKLIST=${HWLOC_PLUGINS_BLACKLIST:-hwloc_pci}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66}
+
+# The sanitizer pass is the longest: it starts first.
+((asan_built)) && background "Tests: build-asan/ (incl. fuzz)" \
+    run_ctest build-asan
+((plain_built)) && background "Tests: build/" run_ctest build
+# The progress thread against the program: ThreadSanitizer on the layer
+# (MPICH itself is not instrumented), only what the thread tests run.
+((tsan_built)) && background "Tests: build-tsan/ (integration.mpi_thread)" \
+    ctest --test-dir build-tsan --output-on-failure -R integration.mpi_thread
 collect
 
 banner "Summary"
