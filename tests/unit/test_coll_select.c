@@ -423,8 +423,12 @@ static void test_site_rules(void)
     force_env("GRIDCOLL_ALLGATHER_LOCAL", NULL);
 
     struct gc_comm *all[] = {one, two, six, twelve, seven, alone, eight};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        /* Not attached (gc_comm_attach): made here, freed here. */
+        free(all[i]->node);
+        all[i]->node = NULL;
         fake_grid_comm_free(all[i]);
+    }
 }
 
 int main(int argc, char **argv)
