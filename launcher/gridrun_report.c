@@ -143,6 +143,20 @@ static int report_exec_failure(const struct gr_job *job)
     return status;
 }
 
+/* gridrun stops its relays only after the ranks: one that exited 0 while
+ * they ran was stopped by a signal from outside (a drained SIGTERM). */
+static void report_relay_ended(const struct gr_site *s)
+{
+    if (exited_0(s->relay_status))
+        fprintf(stderr,
+                "gridrun: relay of site %s was stopped while ranks ran "
+                "(it drained and exited: a signal from outside "
+                "gridrun); see %s\n",
+                s->name, s->log);
+    else
+        gr_relay_died(s, "while ranks ran");
+}
+
 /* Before teardown stops the relays: a relay that stopped on its own (a
  * drained SIGTERM ends its sessions before it exits) while its ranks were
  * failing, found only now that teardown reaped it, or one still draining
@@ -170,16 +184,7 @@ static bool report_relay_stopped(struct gr_runner *r)
         const struct gr_site *s = &job->sites[i];
         if (s->relay_pid <= 0 || s->relay_running)
             continue;
-        /* gridrun stops its relays only after this: one that exited 0
-         * was stopped by a signal from outside. */
-        if (exited_0(s->relay_status))
-            fprintf(stderr,
-                    "gridrun: relay of site %s was stopped while ranks ran "
-                    "(it drained and exited: a signal from outside "
-                    "gridrun); see %s\n",
-                    s->name, s->log);
-        else
-            gr_relay_died(s, "while ranks ran");
+        report_relay_ended(s);
         return true;
     }
     for (uint32_t i = 0; i < job->site_count; i++) {
@@ -223,7 +228,9 @@ int gr_final_status(struct gr_runner *r)
     }
     case GR_END_NOT_JOINED: report_not_joined(job); return EXIT_NOT_JOINED;
     case GR_END_RELAY_DIED:
-        gr_relay_died(r->failed_site, "while ranks ran");
+        /* Its drain can end before the ranks notice (they may be slow to
+         * run, as under a sanitizer on a loaded machine). */
+        report_relay_ended(r->failed_site);
         return 1;
     case GR_END_WAN_DIED:
         gr_describe_status(job->wan_status, what, sizeof(what));

@@ -10,14 +10,18 @@
 #    address + undefined-behaviour sanitizers, the libFuzzer targets) and
 #    the programs of the progress-thread tests in build-tsan/ (clang's
 #    thread sanitizer);
-# 4. runs the three trees' tests side by side: every test in build/ and in
-#    build-asan/ (including the bounded fuzz run), the thread tests in
-#    build-tsan/.  Within a tree the unit tests run in parallel and the
-#    rest one at a time; the trees share nothing (each integration test
-#    takes free ports, namespaces of its own name and temporary
-#    directories, and each tree gets its own TMPDIR), and one test at a
-#    time leaves a core idle most of the time (a pass used about one of
-#    the two).  Each tree's output is printed whole when it is done.
+# 4. runs the three trees' tests side by side.  Each integration case runs
+#    once (tests/integration/CMakeLists.txt says where): under ASan/UBSan
+#    in build-asan/ (with the bounded fuzz run) wherever it can; in build/
+#    the benchmark tools, the collectives and gridrun over the emulated
+#    WAN, Fortran, the quick suites, and the cases an instrumented library
+#    cannot run (preloading into plain MPICH programs); the progress-thread
+#    suite under ThreadSanitizer in build-tsan/.  Within a tree the unit
+#    tests run in parallel and the rest one at a time (their timing checks
+#    assume no sibling of the same tree beside them); the trees share
+#    nothing (each integration test takes free ports, namespaces of its
+#    own name and temporary directories, and each tree gets its own
+#    TMPDIR).  Each tree's output is printed whole when it is done.
 #
 # Every step runs even when an earlier one failed (except tests of a tree
 # that did not build); the summary at the end lists what failed and the exit

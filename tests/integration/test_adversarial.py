@@ -324,8 +324,10 @@ def job_after_peer_restart():
     with Services() as svc:
         svc.stop("beta", signal.SIGKILL)
         svc.start("beta")
+        svc.wait_control("beta")
         token, tfile = svc.token_file("r")
-        # Registered at once, while alpha may still hold the old link.
+        # Registered as soon as beta answers, while alpha may still hold
+        # the old link.
         svc.register(901, token)
         time.sleep(2)
         code, reply = svc.control("alpha", "GET", "/jobs/901")

@@ -17,7 +17,7 @@ started some other way), and an ordinary MPICH program on one site.
 import os
 import re
 
-from harness import BIN, SANITIZED, Skip, check, gridrun, main
+from harness import BIN, Skip, check, gridrun, main
 
 STYLES = ("f_check_use_mpi", "f_check_mpif_h")
 LAYOUTS = ((2, 1, 2), (1, 3))
@@ -30,8 +30,6 @@ F08_MESSAGE = re.compile(
 
 def program(name):
     path = os.path.join(BIN, name)
-    if SANITIZED:
-        raise Skip("the sanitizer builds do not build the Fortran programs")
     if not os.path.exists(path):
         raise Skip("%s not built (no Fortran compiler or mpifort)" % name)
     return path

@@ -37,8 +37,8 @@ import tempfile
 import time
 import uuid
 
-from harness import (BIN, SOURCE_DIR, TOOL, check, main, make_certs,
-                     need_wan_devices, spawn, tail)
+from harness import (BIN, SOURCE_DIR, TOOL, Failure, check, main,
+                     make_certs, need_wan_devices, spawn, tail)
 from wire import (DATA, ERR_BAD_FRAME, ERROR, LAST_CHUNK, frame, read_frame,
                   rank_session)
 
@@ -168,6 +168,19 @@ peers = ( { name = "%(peer)s"; address = "%(them)s:7500"; } );
         code, st = self.control(site, "GET", "/status", user=ADMIN)
         check(code == 200, "GET /status as %s at %s: %d" % (ADMIN, site, code))
         return st
+
+    def wait_control(self, site, timeout=20):
+        """Until a (re)started service answers on its control endpoint."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                self.status(site)
+                return
+            except OSError:  # not listening yet
+                if time.time() > deadline:
+                    raise Failure("%s's control endpoint not up:\n%s"
+                                         % (site, tail(self.log(site))))
+            time.sleep(0.1)
 
     def wait_links(self, timeout=20):
         deadline = time.time() + timeout
