@@ -425,7 +425,8 @@ def keep_failed():
                            text=True, timeout=30,
                            env=dict(os.environ, TMPDIR=t))
         check(r.returncode == 0 and set(os.listdir(t)) == untouched,
-              "success: exit %d, %r" % (r.returncode, sorted(os.listdir(t))))
+              "success: exit %d, %r: %s" % (r.returncode,
+                                            sorted(os.listdir(t)), r.stderr))
         lock.close()
         for d in (kept, legacy):
             check(os.path.isdir(d), "%s removed" % d)

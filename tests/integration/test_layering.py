@@ -93,11 +93,15 @@ def no_floor_includes_a_higher_one():
 
 
 def objects():
-    """libgridcoll's object files in the build tree, by source path."""
+    """libgridcoll's object files in the build tree, by source path; not
+    those an older build left of a source since moved or removed."""
     root = os.path.join(BUILD_DIR, "libgridcoll", "CMakeFiles",
                         "gridcoll_static.dir")
+    current = set(sources())
     for obj in glob.glob(os.path.join(root, "**", "*.c.o"), recursive=True):
-        yield os.path.relpath(obj, root)[:-len(".o")], obj
+        source = os.path.relpath(obj, root)[:-len(".o")]
+        if source in current:
+            yield source, obj
 
 
 def no_floor_calls_a_higher_one():
