@@ -132,7 +132,7 @@ done
 mkdir -p "$out"
 prefix=wan
 [ "$quick" = 1 ] && prefix="wan-quick"
-tmp=$(mktemp -d /tmp/run-wan.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/run-wan.XXXXXX")
 # A default model the user probed (gridrun --probe) must not change what
 # `auto` picks here: an empty model directory for every job.
 export GRIDCOLL_MODEL_DIR=$tmp/models

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gc_proto.h"
 #include "gc_util.h"
 #include "gridrun_http.h"
 #include "gridrun_json.h"
@@ -187,7 +188,7 @@ static int read_token_hex(const struct gr_job *job, char *hex, size_t len)
     }
     for (int i = 0; i < n; i++)
         snprintf(hex + 2 * i, 3, "%02x", token[i]);
-    OPENSSL_cleanse(token, sizeof token);
+    gc_secret_wipe(token, sizeof token);
     return 0;
 }
 
@@ -215,7 +216,7 @@ static int register_once(struct gr_job *job, struct gr_site **busy, char *why,
                       job->sites[i].count);
     if (n < (int)sizeof body)
         n += snprintf(body + n, sizeof body - (size_t)n, "\n);\n");
-    OPENSSL_cleanse(hex, sizeof hex);
+    gc_secret_wipe(hex, sizeof hex);
     if (n >= (int)sizeof body)
         return -1;
     int status = 0;
@@ -250,7 +251,7 @@ static int register_once(struct gr_job *job, struct gr_site **busy, char *why,
         }
         free(reply);
     }
-    OPENSSL_cleanse(body, sizeof body);
+    gc_secret_wipe(body, sizeof body);
     return status;
 }
 

@@ -23,7 +23,9 @@ import time
 from harness import BIN, Skip, check, main, need_wan_devices
 
 GRIDWAN = os.path.join(BIN, "gridwan")
-PREFIX = "gw%d" % os.getpid()
+# The dash ends the process id: gw12- is no prefix of gw123-'s names, so
+# the cleanup below removes only this run's namespaces.
+PREFIX = "gw%d-" % os.getpid()
 _wans = []
 
 
