@@ -217,15 +217,21 @@ void gr_check_joined(struct gr_runner *r, struct gr_site *s)
         return;
     s->join_checked = true;
     /* With one site libgridcoll leaves everything to MPICH and never
-     * calls the relay; --native runs no relays. */
+     * calls the relay; --native runs no relays.  A site's gateway service
+     * records joins per job as a per-job relay does. */
     if (job->no_join_check || job->native || job->site_count < 2 ||
-        s->relay_pid <= 0)
+        (s->relay_pid <= 0 && !job->services))
         return;
     bool exited_0 = WIFEXITED(s->mpi_status) && WEXITSTATUS(s->mpi_status) == 0;
     if (query_joined(r, s) != 0) {
         /* A relay that died is reported as such while ranks run; a failed
          * mpiexec fails the job anyway. */
-        if (exited_0 && s->relay_running)
+        if (exited_0 && job->services)
+            fprintf(stderr,
+                    "gridrun: warning: site %s: cannot tell whether its ranks "
+                    "joined the grid: its service's /jobs/%u does not say\n",
+                    s->name, job->job_id);
+        else if (exited_0 && s->relay_running)
             fprintf(stderr,
                     "gridrun: warning: site %s: cannot tell whether its ranks "
                     "joined the grid: its relay's /status does not say; see "

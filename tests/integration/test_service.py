@@ -688,6 +688,24 @@ def service_stops_and_restarts():
               % tail(out))
 
 
+def unlinked_program_never_joins():
+    """The join check in service mode: a program without libgridcoll runs
+    as one MPICH job per site and never opens a session with its site's
+    service; gridrun asks each service's /jobs/ID, exits 125 naming the
+    ranks, and no job is left registered."""
+    with shared_services() as svc:
+        rc, out = wait_out(svc.gridrun("alice", "grid_hello_plain"))
+        named = re.findall(r"^gridrun: site (alpha|beta): ranks (\S+) never "
+                           r"joined the grid \(no session with the site's "
+                           r"relay from MPI_Init\)$", out, re.M)
+        check(rc == 125 and named and
+              set(named) <= {("alpha", "0-1"), ("beta", "2-3")},
+              "exit %d: %s" % (rc, tail(out)))
+        check(not any(svc.status(site)["jobs"] for site in ("alpha", "beta")),
+              "jobs left: %r" % [svc.status(site)["jobs"]
+                                 for site in ("alpha", "beta")])
+
+
 if __name__ == "__main__":
     main([("three_users_at_once", three_users_at_once),
           ("one_job_killed_mid_transfer", one_job_killed_mid_transfer),
@@ -696,4 +714,5 @@ if __name__ == "__main__":
           ("control_endpoint_refusals", control_endpoint_refusals),
           ("launcher_vanishes", launcher_vanishes),
           ("sighup_during_a_job", sighup_during_a_job),
-          ("service_stops_and_restarts", service_stops_and_restarts)])
+          ("service_stops_and_restarts", service_stops_and_restarts),
+          ("unlinked_program_never_joins", unlinked_program_never_joins)])
