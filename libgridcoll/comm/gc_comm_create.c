@@ -20,7 +20,6 @@
 #include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
-#include "comm/topo/gc_topo.h"
 #include "core/gc_comm.h"
 #include "core/gc_error.h"
 #include "core/gc_lock.h"
@@ -248,9 +247,20 @@ static int dup_grid(struct gc_comm *c, int with_info, MPI_Info info,
                             c->inter->local_offset == 0 ? c->inter->local_size
                                                         : c->inter->remote_size,
                             c->inter->local_offset == 0, function);
-    if (status == MPI_SUCCESS && c->topo != NULL)
-        status = gc_topo_dup(c, newcomm, function);
+    if (status == MPI_SUCCESS)
+        status = gc_comm_dup_parts_of(c, newcomm, function);
     return status;
+}
+
+int gc_comm_dup_parts_of(struct gc_comm *c, MPI_Comm *newcomm,
+                         const char *function)
+{
+    struct gc_comm *dup = gc_comm_find(*newcomm);
+    if (dup == NULL || gc_comm_dup_parts(c, dup) == MPI_SUCCESS)
+        return MPI_SUCCESS; /* an MPICH communicator has no parts */
+    PMPI_Comm_free(newcomm);
+    gc_comm_release(dup);
+    return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)

@@ -17,4 +17,13 @@
 int gc_comm_split_grid(struct gc_comm *c, int color, int key, int own_error,
                        MPI_Comm *newcomm, const char *function);
 
+/*
+ * Give the grid communicator behind `newcomm`, a duplicate of c, what c's
+ * parts copy (gc_comm_dup_parts: its topology).  On failure the duplicate
+ * is freed, *newcomm set to MPI_COMM_NULL and the error reported on c,
+ * naming `function`.
+ */
+int gc_comm_dup_parts_of(struct gc_comm *c, MPI_Comm *newcomm,
+                         const char *function);
+
 #endif

@@ -32,10 +32,10 @@
 #include <stdlib.h>
 
 #include "coll/engine/coll_request.h"
+#include "comm/gc_comm_create.h"
 #include "comm/gc_context.h"
 #include "comm/gc_group.h"
 #include "comm/gc_intercomm.h"
-#include "comm/topo/gc_topo.h"
 #include "core/gc_comm.h"
 #include "core/gc_ctxid.h"
 #include "core/gc_error.h"
@@ -112,7 +112,7 @@ static int idup_adopt(struct coll_sched *s, void *arg)
     if (dup == NULL || (c->inter != NULL && adopt_inter(d, dup) != MPI_SUCCESS))
         return gc_error(c->handle, MPI_ERR_NO_MEM, d->function,
                         "out of memory");
-    status = gc_topo_dup(c, &d->local, d->function);
+    status = gc_comm_dup_parts_of(c, &d->local, d->function);
     if (status == MPI_SUCCESS)
         *d->newcomm = d->local;
     return status;

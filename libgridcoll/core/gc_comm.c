@@ -215,6 +215,17 @@ void gc_comm_attach(struct gc_comm *c, const struct gc_comm_part *part)
     c->parts[c->part_count++] = part;
 }
 
+int gc_comm_dup_parts(const struct gc_comm *c, struct gc_comm *to)
+{
+    for (int i = 0; i < c->part_count; i++) {
+        int status =
+            c->parts[i]->dup != NULL ? c->parts[i]->dup(c, to) : MPI_SUCCESS;
+        if (status != MPI_SUCCESS)
+            return status;
+    }
+    return MPI_SUCCESS;
+}
+
 void gc_comm_unref(struct gc_comm *c)
 {
     if (--c->refs == 0)

@@ -45,13 +45,16 @@ struct gc_inter;
  * registry frees it without knowing it: `release` at MPI_Comm_free
  * (collective over the members, as the free is; newest attachment first,
  * an order every member agrees on), `destroy` when the last reference
- * goes.  Either may be NULL.
+ * goes.  `dup` gives a duplicate made by MPI_Comm_dup or MPI_Comm_idup
+ * its own copy (a topology: MPI-4.0 §7.4.2), MPI_SUCCESS or
+ * MPI_ERR_NO_MEM.  Any may be NULL.
  */
 struct gc_comm;
 struct gc_comm_part {
     const char *name;
     void (*release)(struct gc_comm *c);
     void (*destroy)(struct gc_comm *c);
+    int (*dup)(const struct gc_comm *from, struct gc_comm *to);
 };
 /* The node layer, a topology, the intercommunicator part, and room. */
 #define GC_COMM_PARTS 4
@@ -203,6 +206,9 @@ void gc_comm_release(struct gc_comm *c);
 void gc_comm_retain(struct gc_comm *c);
 /* Attach `part` (static storage) to c; attached already, nothing. */
 void gc_comm_attach(struct gc_comm *c, const struct gc_comm_part *part);
+/* Copy to duplicate `to` what c's parts copy (their `dup`), in attachment
+ * order; the first error, MPI_SUCCESS when none. */
+int gc_comm_dup_parts(const struct gc_comm *c, struct gc_comm *to);
 void gc_comm_unref(struct gc_comm *c);
 /* Whether a registered communicator uses relay context block `context`. */
 int gc_comm_context_taken(uint32_t context);

@@ -525,7 +525,8 @@ static void case_dist_create(void)
     passed();
 }
 
-/* MPI_Comm_dup and MPI_Comm_dup_with_info keep the topology. */
+/* MPI_Comm_dup, MPI_Comm_dup_with_info and MPI_Comm_idup keep the
+ * topology. */
 static void case_dup(void)
 {
     if (!begin("dup"))
@@ -547,6 +548,13 @@ static void case_dup(void)
     graph_queries(dup, "dup_graph", world_size, index, edges);
     MPI_CHECK(MPI_Comm_free(&dup));
     MPI_CHECK(MPI_Comm_free(&g));
+    MPI_CHECK(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart));
+    MPI_Request req;
+    MPI_CHECK(MPI_Comm_idup(cart, &dup, &req));
+    MPI_CHECK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    MPI_CHECK(MPI_Comm_free(&cart));
+    cart_queries(dup, "idup_cart", 2, dims, periods);
+    MPI_CHECK(MPI_Comm_free(&dup));
     passed();
 }
 

@@ -88,8 +88,10 @@ static void topo_destroy(struct gc_comm *c)
     c->neighborhood = NULL;
 }
 
-static const struct gc_comm_part topo_part = {.name = "topology",
-                                              .destroy = topo_destroy};
+static int topo_dup(const struct gc_comm *from, struct gc_comm *to);
+
+static const struct gc_comm_part topo_part = {
+    .name = "topology", .destroy = topo_destroy, .dup = topo_dup};
 
 /* Give grid communicator c the topology t. */
 static void topo_attach(struct gc_comm *c, struct gc_topo *t)
@@ -254,19 +256,13 @@ static struct gc_topo *topo_copy(const struct gc_topo *s)
     return t;
 }
 
-int gc_topo_dup(struct gc_comm *c, MPI_Comm *newcomm, const char *function)
+static int topo_dup(const struct gc_comm *from, struct gc_comm *to)
 {
-    struct gc_comm *dup = gc_comm_find(*newcomm);
-    if (dup == NULL || c->topo == NULL)
-        return MPI_SUCCESS; /* nothing to copy to or from */
-    struct gc_topo *copy = topo_copy(c->topo);
-    if (copy != NULL) {
-        topo_attach(dup, copy);
-        return MPI_SUCCESS;
-    }
-    PMPI_Comm_free(newcomm);
-    gc_comm_release(dup);
-    return gc_error(c->handle, MPI_ERR_NO_MEM, function, "out of memory");
+    struct gc_topo *copy = topo_copy(from->topo);
+    if (copy == NULL)
+        return MPI_ERR_NO_MEM;
+    topo_attach(to, copy);
+    return MPI_SUCCESS;
 }
 
 /* ---- shared steps ----------------------------------------------------------

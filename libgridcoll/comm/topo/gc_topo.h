@@ -32,12 +32,4 @@ struct gc_topo {
 /* Free a topology (NULL allowed); gc_comm_release's last reference. */
 void gc_topo_free(struct gc_topo *t);
 
-/*
- * Give the grid communicator behind `newcomm`, a duplicate of c, a copy
- * of c's topology (MPI-4.0 §7.4.2: MPI_Comm_dup keeps the topology).
- * On failure the duplicate is freed, *newcomm set to MPI_COMM_NULL and
- * the error reported on c, naming `function`.
- */
-int gc_topo_dup(struct gc_comm *c, MPI_Comm *newcomm, const char *function);
-
 #endif
